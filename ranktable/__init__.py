@@ -1,0 +1,19 @@
+"""jupyter-ranktable: open route planning and job tooling for ranktable-routed Volcano jobs on Ascend NPUs.
+
+The pure core (``topology``, ``hccl``, ``plan``, ``cost``, ``render``) imports nothing from Jupyter,
+SSH or Kubernetes; adapters (``remote``, ``jobs.cluster``, ``sim``) and interfaces (``cli``,
+``server_ext``, magics) build on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext ranktable` entry point (kept lazy so importing the core stays light)."""
+    from ranktable.magics import load_ipython_extension as _load
+
+    _load(ipython)

@@ -1,0 +1,70 @@
+"""The `ranktable` command: a thin argparse front over the same services the JupyterLab extension uses.
+
+Each concern registers its own sub-commands from a module in this package (``core``, ``remote``,
+``jobs``, ``sim``, ``kernel``); a module that fails to import because an optional dependency is
+missing leaves its commands out with a hint instead of breaking the whole CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+
+from ranktable import __version__
+from ranktable.errors import RanktableError
+
+# Modules that contribute sub-commands, in help order. Each defines `register(subparsers)`.
+COMMAND_MODULES = (
+    "ranktable.cli.core",
+    "ranktable.cli.remote",
+    "ranktable.cli.jobs",
+    "ranktable.cli.sim",
+    "ranktable.cli.kernel",
+    "ranktable.cli.demo",
+)
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+class CliError(RanktableError):
+    """A usage problem found by a command handler (exit code 2)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ranktable",
+        description="Plan rank layouts, compose and watch ranktable-routed Volcano jobs, "
+        "and work on Notebook instances over SSH.",
+    )
+    parser.add_argument("--version", action="version", version=f"ranktable {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("ranktable"):
+                continue  # that area is not part of this build
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except KeyboardInterrupt:
+        print("ranktable: interrupted", file=sys.stderr)
+        return 130
+    except RanktableError as exc:
+        print(f"ranktable {args.command}: {exc.message}", file=sys.stderr)
+        return 2 if isinstance(exc, CliError) else 1
+    except OSError as exc:
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        print(f"ranktable {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
+        return 1

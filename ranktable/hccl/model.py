@@ -1,0 +1,60 @@
+"""HCCL rank-table data model (versions "1.0" and "1.2"), independent of any file format detail.
+
+Numbers are held as ints here; the writer turns them back into the platform's JSON strings. Unknown
+fields are kept in ``extra`` (in their original order) so a read-then-write round trip loses nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUS_INITIALIZING = "initializing"
+STATUS_COMPLETED = "completed"
+SUPPORTED_VERSIONS = ("1.0", "1.2")
+
+
+@dataclass
+class Device:
+    device_id: int
+    rank_id: int
+    device_ip: str | None = None
+    device_port: str | None = None
+    super_device_id: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Server:
+    server_id: str
+    devices: list[Device] = field(default_factory=list)
+    host_ip: str | None = None
+    container_ip: str | None = None
+    hardware_type: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SuperPod:
+    super_pod_id: str
+    server_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RankTable:
+    status: str
+    version: str = "1.0"
+    servers: list[Server] = field(default_factory=list)
+    super_pods: list[SuperPod] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def completed(self) -> bool:
+        return self.status == STATUS_COMPLETED
+
+    @property
+    def rank_size(self) -> int:
+        return sum(len(s.devices) for s in self.servers)
+
+    def server(self, server_id: str) -> Server | None:
+        return next((s for s in self.servers if s.server_id == server_id), None)
