@@ -47,6 +47,9 @@ class RankTable:
     servers: list[Server] = field(default_factory=list)
     super_pods: list[SuperPod] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # `server_count` as the file declared it (None when built in code); the writer always writes the
+    # real count, the validator compares the two.
+    declared_server_count: int | None = field(default=None, compare=False)
 
     @property
     def completed(self) -> bool:
@@ -58,3 +61,14 @@ class RankTable:
 
     def server(self, server_id: str) -> Server | None:
         return next((s for s in self.servers if s.server_id == server_id), None)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One defect in a rank table, located by its JSON path (e.g. ``server_list[2].device[3].rank_id``)."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path or '(document)'}: {self.message}"

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ranktable.errors import InputError
+
+YAML_KIND = "RanktableTopology"
+DEFAULT_TIER_NAMES = {1: "leaf", 2: "spine", 3: "core"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,12 @@ class Topology:
     device_leaf: dict[tuple[str, int], str] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    # Optional extras (added after the first release of this model; loaders fill them when the source
+    # says): tier number -> name ("tor", "spine", a HyperNode tierName), and a server's position under
+    # its leaf as the source gives it (MindCluster `slice_id`), which a planner may use to order servers
+    # within a leaf.
+    tier_names: dict[int, str] = field(default_factory=dict)
+    slice_ids: dict[str, int] = field(default_factory=dict)
 
     # -- building -------------------------------------------------------------------------------
     def add_switch(self, switch: Switch) -> None:
@@ -54,6 +64,24 @@ class Topology:
     def attach_device(self, server: str, device_id: int, leaf: str) -> None:
         self.device_leaf[(server, device_id)] = leaf
         self.server_leaf.setdefault(server, leaf)
+
+    def register_alias(self, alias: str, server: str, where: str | None = None) -> None:
+        """Add one alias, refusing one that already names another server (a silent overwrite would
+        send a rank-table server to the wrong leaf)."""
+        if not alias or alias == server:
+            return
+        if alias in self.server_leaf:
+            raise InputError(
+                f"alias {alias!r} of server {server!r} is itself the name of another server",
+                where=where or self.source or None,
+            )
+        existing = self.aliases.get(alias)
+        if existing is not None and existing != server:
+            raise InputError(
+                f"alias {alias!r} names two servers: {existing!r} and {server!r}",
+                where=where or self.source or None,
+            )
+        self.aliases[alias] = server
 
     def validate(self) -> None:
         """Check the tree is well formed: parents exist, tiers rise by one, leaves are tier 1."""
@@ -78,14 +106,20 @@ class Topology:
         for server, leaf in list(self.server_leaf.items()) + [
             (f"{s}/device {d}", leaf) for (s, d), leaf in self.device_leaf.items()
         ]:
-            sw = self.switches.get(leaf)
-            if sw is None:
+            leaf_switch = self.switches.get(leaf)
+            if leaf_switch is None:
                 raise InputError(f"server {server!r} attaches to unknown switch {leaf!r}", where=where)
-            if sw.tier != 1:
+            if leaf_switch.tier != 1:
                 raise InputError(
-                    f"server {server!r} attaches to {leaf!r} of tier {sw.tier}; servers attach to tier 1",
+                    f"server {server!r} attaches to {leaf!r} of tier {leaf_switch.tier}; "
+                    "servers attach to tier 1",
                     where=where,
                 )
+        for alias, server in self.aliases.items():
+            if server not in self.server_leaf:
+                raise InputError(f"alias {alias!r} points to unknown server {server!r}", where=where)
+            if alias in self.server_leaf and alias != server:
+                raise InputError(f"{alias!r} is both a server and an alias of server {server!r}", where=where)
 
     # -- queries --------------------------------------------------------------------------------
     @property
@@ -134,3 +168,81 @@ class Topology:
 
     def children(self, switch: str) -> list[str]:
         return sorted(name for name, sw in self.switches.items() if sw.parent == switch)
+
+    def tier_name(self, tier: int) -> str:
+        """A display name for a tier: the source's own name, else leaf / spine / core / tier N."""
+        return self.tier_names.get(tier) or DEFAULT_TIER_NAMES.get(tier) or f"tier {tier}"
+
+    def switches_at(self, tier: int) -> list[str]:
+        return sorted(name for name, sw in self.switches.items() if sw.tier == tier)
+
+    def servers(self) -> list[str]:
+        """Canonical server names, sorted."""
+        return sorted(self.server_leaf)
+
+    def servers_of(self, leaf: str) -> list[str]:
+        """Servers with at least one device (or their primary attachment) on `leaf`, sorted."""
+        found = {s for s, lf in self.server_leaf.items() if lf == leaf}
+        found.update(s for (s, _), lf in self.device_leaf.items() if lf == leaf)
+        return sorted(found)
+
+    def servers_by_leaf(self) -> dict[str, list[str]]:
+        """Every leaf -> its servers (as ``servers_of``), in one pass: for drawing large pools."""
+        found: dict[str, set[str]] = {leaf: set() for leaf in self.switches_at(1)}
+        for server, leaf in self.server_leaf.items():
+            found.setdefault(leaf, set()).add(server)
+        for (server, _), leaf in self.device_leaf.items():
+            found.setdefault(leaf, set()).add(server)
+        return {leaf: sorted(servers) for leaf, servers in sorted(found.items())}
+
+    def aliases_of(self, server: str) -> list[str]:
+        return sorted(alias for alias, target in self.aliases.items() if target == server)
+
+    # -- export ---------------------------------------------------------------------------------
+    def to_yaml_data(self) -> dict[str, Any]:
+        """This topology in the project's YAML format (plain data; dump it with any YAML library).
+
+        Loading the result with ``topology_from_yaml`` gives back an equal topology (``source`` aside).
+        """
+        data: dict[str, Any] = {"kind": YAML_KIND}
+        if self.tier_names:
+            tiers = sorted(self.tier_names)
+            if tiers == list(range(1, len(tiers) + 1)):
+                data["tiers"] = [self.tier_names[t] for t in tiers]
+            else:
+                data["tiers"] = {t: self.tier_names[t] for t in tiers}
+        switches: list[dict[str, Any]] = []
+        for sw in sorted(self.switches.values(), key=lambda s: (-s.tier, s.name)):
+            entry: dict[str, Any] = {"name": sw.name, "tier": sw.tier}
+            if sw.parent is not None:
+                entry["parent"] = sw.parent
+            if sw.uplink_gbps is not None:
+                entry["uplink_gbps"] = sw.uplink_gbps
+            if sw.oversubscription != 1.0:
+                entry["oversubscription"] = sw.oversubscription
+            switches.append(entry)
+        data["switches"] = switches
+        aliases: dict[str, list[str]] = {}
+        for alias, target in self.aliases.items():
+            aliases.setdefault(target, []).append(alias)
+        rails: dict[str, dict[int, str]] = {}
+        for (server, device), leaf in self.device_leaf.items():
+            rails.setdefault(server, {})[device] = leaf
+        servers: list[dict[str, Any]] = []
+        for name in sorted(self.server_leaf):
+            entry = {"name": name}
+            devices = rails.get(name)
+            if devices:
+                ordered = dict(sorted(devices.items()))
+                entry["leaves"] = ordered
+                if self.server_leaf[name] != next(iter(ordered.values())):
+                    entry["leaf"] = self.server_leaf[name]
+            else:
+                entry["leaf"] = self.server_leaf[name]
+            if name in self.slice_ids:
+                entry["slice"] = self.slice_ids[name]
+            if name in aliases:
+                entry["aliases"] = sorted(aliases[name])
+            servers.append(entry)
+        data["servers"] = servers
+        return data

@@ -1,0 +1,300 @@
+"""`ranktable validate | plan | wait | route`: the rank-table commands, on a laptop or inside a pod.
+
+`wait` and `route` are the in-container steps a launcher runs before training: block until the platform
+has completed the table, then plan it and print the `export` lines for this server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import re
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ranktable.errors import InputError, NotFoundError
+from ranktable.hccl import RankTable, check_file, load_rank_table, write_rank_table
+from ranktable.hccl.validate import INITIALIZING, INVALID, VALID, ValidationReport
+
+TOPOLOGY_FORMATS = ("tor-json", "hypernode", "slurm", "labels", "tor-file", "yaml")
+ROUTEPLAN_NAME = "jobstart_routeplan.json"
+POLL_SECONDS = 1.0  # how often `wait` looks at the file (the platform's own consumers use 1 s)
+HEARTBEAT_SECONDS = 30.0  # repeat an unchanged progress line this often
+EXIT_TIMEOUT = 124  # like coreutils `timeout`
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+
+
+def message_size(text: str) -> int:
+    """`1073741824`, `1GiB`, `256MiB`, `4k` -> bytes (binary multiples; a plain number is bytes)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size; use bytes or e.g. 256MiB, 1GiB")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    value = int(number * (1 << (10 * " kmgt".index(unit or " "))))
+    if value <= 0:
+        raise argparse.ArgumentTypeError("the message size must be at least 1 byte")
+    return value
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("the timeout must not be negative (0 waits without limit)")
+    return value
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="check a rank table and list every problem with its JSON path",
+        description="Check an HCCL rank table (1.0, 1.2 or legacy group_list). Exit 0 when valid (or still "
+        "initializing), 1 with every problem listed when not.",
+    )
+    p.add_argument("file", metavar="FILE", help="the rank table, e.g. /user/config/jobstart_hccl.json")
+    p.set_defaults(handler=cmd_validate)
+
+    p = sub.add_parser(
+        "plan",
+        help="plan rank ids along the switch tree and compare the cost with the given order",
+        description="Renumber a rank table so servers sharing a switch are contiguous at every tier, print "
+        "the cost comparison (ring crossings per tier, busiest uplink, all-reduce estimate, speed-up), and "
+        "optionally write the planned table and the layout picture.",
+    )
+    p.add_argument("--ranktable", required=True, metavar="FILE", help="the completed rank table")
+    p.add_argument("--topology", required=True, metavar="FILE", help="the switch topology")
+    p.add_argument(
+        "--format",
+        choices=TOPOLOGY_FORMATS,
+        help="topology format (detected from the content when omitted)",
+    )
+    p.add_argument(
+        "--nodes", metavar="NODELIST", help="`kubectl get nodes -o json` output (HyperNode, labels)"
+    )
+    p.add_argument("-o", "--output", metavar="PLANNED.json", help="write the planned rank table here")
+    p.add_argument("--svg", metavar="LAYOUT.svg", help="write the layout picture (given and planned) here")
+    p.add_argument(
+        "--message-bytes",
+        type=message_size,
+        default=1 << 30,
+        metavar="N",
+        help="all-reduce message size in bytes, or with a unit like 256MiB (default 1GiB)",
+    )
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.set_defaults(handler=cmd_plan)
+
+    p = sub.add_parser(
+        "wait",
+        help="wait until a rank table is completed and valid (in-container helper)",
+        description="Poll the rank table every second until its status is completed and it is valid; "
+        f"progress goes to stderr. Exit 0 when ready, 1 if the completed table is invalid, {EXIT_TIMEOUT} "
+        "on timeout.",
+    )
+    p.add_argument("file", metavar="FILE", help="the rank table, e.g. /user/config/jobstart_hccl.json")
+    p.add_argument(
+        "--timeout",
+        type=seconds,
+        default=900.0,
+        metavar="SECONDS",
+        help="give up after this long (default 900; 0 waits without limit)",
+    )
+    p.set_defaults(handler=cmd_wait)
+
+    p = sub.add_parser(
+        "route",
+        help="plan the table and print this server's export lines (in-container helper)",
+        description=f"Plan the rank table on the topology, write {ROUTEPLAN_NAME}, and print shell export "
+        "lines for one server: RANK_TABLE_FILE, RANK_AFTER_ACC, NODE_RANK, RANK_SIZE and RANK_ID (its "
+        'first rank). Use as: eval "$(ranktable route ...)".',
+    )
+    p.add_argument("--ranktable", required=True, metavar="FILE", help="the completed rank table")
+    p.add_argument("--topology", required=True, metavar="FILE", help="the switch topology (format detected)")
+    p.add_argument(
+        "--server-id", required=True, metavar="ID", help="this server's server_id (or host_ip) in the table"
+    )
+    p.add_argument("--out", metavar="DIR", help=f"where to write {ROUTEPLAN_NAME} (default: beside FILE)")
+    p.set_defaults(handler=cmd_route)
+
+
+# -- validate ---------------------------------------------------------------------------------------------
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    report = check_file(args.file)
+    if report.status == INVALID:
+        for problem in report.problems:
+            print(str(problem))
+        print(report.summary(), file=sys.stderr)
+        return 1
+    print(report.summary())
+    for problem in report.problems:  # an initializing table may carry a stale list; say so, no failure
+        print(f"note: {problem}")
+    return 0
+
+
+# -- plan -------------------------------------------------------------------------------------------------
+
+
+def _provided(module: str, name: str, where: str) -> Any:
+    """A function from another area of the package, looked up when used so each area stays optional."""
+    found = getattr(importlib.import_module(module), name, None)
+    if found is None:
+        raise InputError(f"this build has no {module}.{name}", where=where, fix="install the full package")
+    return found
+
+
+def _load_topology(path: str, fmt: str | None = None, nodes: str | None = None) -> Any:
+    return _provided("ranktable.topology", "load_topology", path)(path, fmt, nodes)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from ranktable.cost import compare, format_report
+    from ranktable.plan import plan_routes
+
+    table = load_rank_table(args.ranktable)
+    topology = _load_topology(args.topology, args.format, args.nodes)
+    result = plan_routes(table, topology)
+    comparison = compare(table, result.planned, topology, message_bytes=args.message_bytes)
+    notes: list[str] = []
+    if args.output:
+        written = write_rank_table(result.planned, args.output)
+        notes.append(f"planned rank table written to {written}")
+    if args.svg:
+        layout_svg = _provided("ranktable.render", "layout_svg", "--svg")
+        Path(args.svg).write_text(layout_svg(table, result.planned, topology, comparison), encoding="utf-8")
+        notes.append(f"layout picture written to {args.svg}")
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.json:
+        data = comparison.to_json()
+        data["warnings"] = result.warnings
+        data["unknown_servers"] = result.unknown_servers
+        print(json.dumps(data, indent=2))
+        for note in notes:
+            print(note, file=sys.stderr)
+    else:
+        print(format_report(comparison))
+        for note in notes:
+            print(note)
+    return 0
+
+
+# -- wait -------------------------------------------------------------------------------------------------
+
+
+def _probe(path: Path) -> tuple[str, ValidationReport | None]:
+    """(what the file looks like now, the report once it parses)."""
+    if not path.exists():
+        return "file does not exist yet", None
+    try:
+        report = check_file(path)
+    except (NotFoundError, OSError):
+        return "file is not readable yet", None
+    if report.table is None:
+        if any(p.message.startswith(("not JSON", "not UTF-8")) for p in report.problems):
+            return "file is not complete JSON yet", None
+        return "file is not a rank table (the top level is not a JSON object)", None
+    if report.status == INITIALIZING:
+        return "status is initializing", report
+    if report.status == VALID and report.completed:
+        return "completed and valid", report
+    if report.completed:
+        return "completed but invalid", report
+    return f"status is {report.table_status!r}", report
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    path = Path(args.file)
+    start = time.monotonic()
+    limit = args.timeout
+    last_state = ""
+    last_print = start
+    while True:
+        state, report = _probe(path)
+        elapsed = time.monotonic() - start
+        if report is not None and report.ok:
+            size = (
+                f"{len(report.table.servers)} servers, {report.table.rank_size} ranks" if report.table else ""
+            )
+            print(f"{path}: completed and valid ({size}) after {elapsed:.0f}s", file=sys.stderr)
+            return 0
+        if report is not None and report.completed and report.status == INVALID:
+            print(f"{path}: the table is completed but invalid:", file=sys.stderr)
+            for problem in report.problems:
+                print(f"  {problem}", file=sys.stderr)
+            return 1
+        now = time.monotonic()
+        if state != last_state or now - last_print >= HEARTBEAT_SECONDS:
+            print(f"waiting for {path}: {state} ({elapsed:.0f}s)", file=sys.stderr)
+            last_state, last_print = state, now
+        if limit and elapsed >= limit:
+            print(
+                f"{path}: timed out after {limit:g}s; last seen: {state} (check that every pod of the job "
+                "is Running; the platform completes the table only then)",
+                file=sys.stderr,
+            )
+            return EXIT_TIMEOUT
+        pause = POLL_SECONDS if not limit else max(0.0, min(POLL_SECONDS, limit - elapsed))
+        time.sleep(pause)
+
+
+# -- route ------------------------------------------------------------------------------------------------
+
+
+def find_server(table: RankTable, wanted: str, source: str) -> str:
+    """The server_id for `wanted`, which may be a server_id, host_ip or container_ip."""
+    if table.server(wanted) is not None:
+        return wanted
+    matches = [s.server_id for s in table.servers if wanted in (s.host_ip, s.container_ip)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise InputError(
+            f"{wanted!r} is the host/container IP of several servers: {', '.join(matches)}",
+            where="--server-id",
+            fix="pass the server_id itself",
+        )
+    known = ", ".join(s.server_id for s in table.servers[:5]) + (", ..." if len(table.servers) > 5 else "")
+    raise NotFoundError(
+        f"server {wanted!r} is not in {source} (servers: {known})",
+        where="--server-id",
+        fix="pass this pod's server_id as the table lists it",
+    )
+
+
+def cmd_route(args: argparse.Namespace) -> int:
+    from ranktable.plan import plan_routes
+
+    table = load_rank_table(args.ranktable)
+    server_id = find_server(table, args.server_id, args.ranktable)
+    topology = _load_topology(args.topology)
+    result = plan_routes(table, topology)
+    out_dir = Path(args.out) if args.out else Path(args.ranktable).resolve().parent
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        target = write_rank_table(result.planned, out_dir / ROUTEPLAN_NAME).resolve()
+    except OSError as exc:
+        raise InputError(
+            f"cannot write {ROUTEPLAN_NAME}: {exc.strerror or exc}",
+            where=str(out_dir),
+            fix="pass --out DIR with a writable directory (the ConfigMap mount is read-only)",
+        ) from None
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    node_rank = result.node_rank[server_id]
+    values = {
+        "RANK_TABLE_FILE": str(target),
+        "RANK_AFTER_ACC": str(node_rank),
+        "NODE_RANK": str(node_rank),
+        "RANK_SIZE": str(result.planned.rank_size),
+        "RANK_ID": str(result.first_rank(server_id)),
+    }
+    for name, value in values.items():
+        print(f"export {name}={shlex.quote(value)}")
+    return 0

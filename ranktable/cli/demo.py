@@ -1,0 +1,95 @@
+"""`ranktable demo`: plan the shipped example pool and write its picture and report, with no cluster.
+
+It runs the same path as `ranktable plan` (read, plan, cost, render) on the example in
+`ranktable.examples`, so a fresh install shows what route planning does in one command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from ranktable.cost import compare, format_report
+from ranktable.examples import load_example_pool
+from ranktable.hccl import write_rank_table
+from ranktable.plan import plan_routes
+from ranktable.render import layout_svg
+from ranktable.render.ring import plural_tier_name
+
+DEFAULT_OUT = "ranktable-demo"
+GIB = 1 << 30
+
+
+def register(sub: Any) -> None:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "demo",
+        help="plan the shipped example pool and write its layout picture and report",
+        description="Plan the example pool shipped with ranktable (16 servers x 8 NPUs, 4 leaves, "
+        "2 spines; rank table in pod-index order as the platform fills it). Writes layout.svg, "
+        "jobstart_routeplan.json, report.txt and report.json to DIR and prints the comparison.",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        default=DEFAULT_OUT,
+        help=f"directory for the files (default: ./{DEFAULT_OUT}/, created if missing)",
+    )
+    parser.add_argument(
+        "--message-bytes",
+        type=int,
+        default=GIB,
+        metavar="N",
+        help="all-reduce message size for the cost estimate (default: 1 GiB)",
+    )
+    parser.set_defaults(handler=run_demo)
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    from ranktable.cli import CliError
+
+    if args.message_bytes <= 0:
+        raise CliError("must be a positive number of bytes", where="--message-bytes")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise CliError(f"{out} exists and is not a directory", where="--out", fix="choose another DIR")
+    out.mkdir(parents=True, exist_ok=True)
+
+    pool = load_example_pool()
+    result = plan_routes(pool.table, pool.topology)
+    comparison = compare(pool.table, result.planned, pool.topology, message_bytes=args.message_bytes)
+    report = format_report(comparison)
+    topo = pool.topology
+    tiers = ", ".join(
+        f"{len(topo.switches_at(k))} {plural_tier_name(topo, k)}" for k in range(1, topo.tier_count + 1)
+    )
+    title = f"Example pool: {len(pool.table.servers)} servers, {pool.table.rank_size} NPUs; switches: {tiers}"
+    svg = layout_svg(pool.table, result.planned, pool.topology, comparison, title=title)
+
+    paths = {
+        "layout": out / "layout.svg",
+        "planned": out / "jobstart_routeplan.json",
+        "report": out / "report.txt",
+        "json": out / "report.json",
+    }
+    paths["layout"].write_text(svg, encoding="utf-8")
+    write_rank_table(result.planned, paths["planned"])
+    paths["report"].write_text(report + "\n", encoding="utf-8")
+    summary: dict[str, Any] = comparison.to_json() | {
+        "rank_mapping": result.rank_mapping,
+        "node_rank": result.node_rank,
+        "warnings": result.warnings,
+        "inputs": {"ranktable": pool.ranktable_source, "topology": pool.topology_source},
+    }
+    paths["json"].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+
+    print(report)
+    for warning in result.warnings:
+        print(f"warning: {warning}")
+    print()
+    print(f"layout picture:  {paths['layout']}")
+    print(f"planned table:   {paths['planned']}")
+    print(f"report:          {paths['report']}")
+    print(f"report (JSON):   {paths['json']}")
+    return 0

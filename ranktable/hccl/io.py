@@ -1,0 +1,328 @@
+"""Reading and writing `jobstart_hccl.json` in the platform's own conventions.
+
+The reader is lenient about what the validator checks (duplicates, rank order, counts) and strict about
+shape (a rank id that is not a number cannot be represented). It collects every shape problem with its
+JSON path instead of stopping at the first, so `ranktable validate` can list them all; the strict entry
+point `parse_rank_table` turns them into one `InputError`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ranktable.errors import InputError, NotFoundError
+from ranktable.hccl.bulk import gc_paused
+from ranktable.hccl.model import (
+    STATUS_INITIALIZING,
+    SUPPORTED_VERSIONS,
+    Device,
+    Problem,
+    RankTable,
+    Server,
+    SuperPod,
+)
+
+TOP_FIELDS = ("status", "version", "server_count", "server_list", "super_pod_list")
+SERVER_FIELDS = ("server_id", "host_ip", "container_ip", "hardware_type", "device")
+DEVICE_FIELDS = ("device_id", "device_ip", "device_port", "super_device_id", "rank_id")
+INTEGER = re.compile(r"-?[0-9]+")
+
+
+class FieldReader:
+    """Typed access to JSON fields that records a `Problem` (with path) instead of raising."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+
+    def problem(self, path: str, message: str) -> None:
+        self.problems.append(Problem(path, message))
+
+    def number(self, obj: dict[str, Any], key: str, path: str, *, required: bool = True) -> int | None:
+        """A non-negative integer written as a JSON string (the platform's form) or a plain number."""
+        where = f"{path}.{key}" if path else key
+        if key not in obj:
+            if required:
+                self.problem(where, "is missing")
+            return None
+        value = obj[key]
+        if isinstance(value, bool):
+            self.problem(where, f'must be a number written as a string, e.g. "3"; got {value!r}')
+            return None
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and INTEGER.fullmatch(value.strip()):
+            return int(value.strip())
+        self.problem(where, f'must be a number written as a string, e.g. "3"; got {value!r}')
+        return None
+
+    def text(self, obj: dict[str, Any], key: str, path: str, *, required: bool = False) -> str | None:
+        """A string field; plain numbers are accepted and kept as their decimal text."""
+        where = f"{path}.{key}" if path else key
+        if key not in obj:
+            if required:
+                self.problem(where, "is missing")
+            return None
+        value = obj[key]
+        if isinstance(value, str):
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        self.problem(where, f"must be a string; got {type(value).__name__} {value!r}")
+        return None
+
+    def array(self, obj: dict[str, Any], key: str, path: str, *, required: bool) -> list[Any]:
+        where = f"{path}.{key}" if path else key
+        if key not in obj:
+            if required:
+                self.problem(where, "is missing")
+            return []
+        value = obj[key]
+        if not isinstance(value, list):
+            self.problem(where, f"must be a JSON array; got {type(value).__name__}")
+            return []
+        return value
+
+
+def decode_json(data: str | bytes, source: str) -> Any:
+    """Parse JSON text, turning a syntax error into an `InputError` naming the file, line and column."""
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(
+                f"not UTF-8 text (byte {exc.start})", where=source, fix="a rank table is a UTF-8 JSON file"
+            ) from None
+    try:
+        return json.loads(data)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            where=source,
+            fix="the file may still be being written, or is not a rank table",
+        ) from None
+
+
+def read_document(doc: Any, reader: FieldReader) -> RankTable | None:
+    """Build a `RankTable` from decoded JSON, recording shape problems in `reader`."""
+    if not isinstance(doc, dict):
+        reader.problem("", f"the top level must be a JSON object; got {type(doc).__name__}")
+        return None
+    if "group_list" in doc:
+        from ranktable.hccl.legacy import read_legacy
+
+        return read_legacy(doc, reader)
+    status = reader.text(doc, "status", "", required=True) or ""
+    if "version" not in doc and status == STATUS_INITIALIZING:
+        version = "1.0"  # the ConfigMap starts as {"status": "initializing"}
+    else:
+        version = reader.text(doc, "version", "", required=True) or ""
+        if version and version not in SUPPORTED_VERSIONS:
+            reader.problem(
+                "version",
+                f"unknown version {version!r}; this tool reads {', '.join(SUPPORTED_VERSIONS)} "
+                "(and the legacy group_list form)",
+            )
+    declared = reader.number(doc, "server_count", "", required=False)
+    required_list = status != STATUS_INITIALIZING
+    servers = [
+        server
+        for i, item in enumerate(reader.array(doc, "server_list", "", required=required_list))
+        if (server := _read_server(item, f"server_list[{i}]", reader)) is not None
+    ]
+    super_pods = None
+    if "super_pod_list" in doc:
+        super_pods = _read_super_pods(reader.array(doc, "super_pod_list", "", required=True), reader)
+    extra = {k: v for k, v in doc.items() if k not in TOP_FIELDS}
+    return RankTable(
+        status=status,
+        version=version,
+        servers=servers,
+        super_pods=super_pods,
+        extra=extra,
+        declared_server_count=declared,
+    )
+
+
+def _read_server(item: Any, path: str, reader: FieldReader) -> Server | None:
+    if not isinstance(item, dict):
+        reader.problem(path, f"must be a JSON object; got {type(item).__name__}")
+        return None
+    server_id = reader.text(item, "server_id", path, required=True)
+    devices = [
+        device
+        for j, dev in enumerate(reader.array(item, "device", path, required=True))
+        if (device := _read_device(dev, f"{path}.device[{j}]", reader)) is not None
+    ]
+    if server_id is None:
+        return None
+    return Server(
+        server_id=server_id,
+        devices=devices,
+        host_ip=reader.text(item, "host_ip", path),
+        container_ip=reader.text(item, "container_ip", path),
+        hardware_type=reader.text(item, "hardware_type", path),
+        extra={k: v for k, v in item.items() if k not in SERVER_FIELDS},
+    )
+
+
+def _read_device(item: Any, path: str, reader: FieldReader) -> Device | None:
+    if not isinstance(item, dict):
+        reader.problem(path, f"must be a JSON object; got {type(item).__name__}")
+        return None
+    device_id = reader.number(item, "device_id", path)
+    rank_id = reader.number(item, "rank_id", path)
+    device_ip = reader.text(item, "device_ip", path)
+    device_port = reader.text(item, "device_port", path)
+    super_device_id = reader.text(item, "super_device_id", path)
+    if device_id is None or rank_id is None:
+        return None
+    return Device(
+        device_id=device_id,
+        rank_id=rank_id,
+        device_ip=device_ip,
+        device_port=device_port,
+        super_device_id=super_device_id,
+        extra={k: v for k, v in item.items() if k not in DEVICE_FIELDS},
+    )
+
+
+def _read_super_pods(items: list[Any], reader: FieldReader) -> list[SuperPod]:
+    pods: list[SuperPod] = []
+    for i, item in enumerate(items):
+        path = f"super_pod_list[{i}]"
+        if not isinstance(item, dict):
+            reader.problem(path, f"must be a JSON object; got {type(item).__name__}")
+            continue
+        pod_id = reader.text(item, "super_pod_id", path, required=True) or ""
+        ids: list[str] = []
+        for j, entry in enumerate(reader.array(item, "server_list", path, required=True)):
+            entry_path = f"{path}.server_list[{j}]"
+            if not isinstance(entry, dict):
+                reader.problem(entry_path, "must be a JSON object with server_id")
+                continue
+            server_id = reader.text(entry, "server_id", entry_path, required=True)
+            if server_id is not None:
+                ids.append(server_id)
+        pods.append(SuperPod(super_pod_id=pod_id, server_ids=ids))
+    return pods
+
+
+def read_rank_table_lenient(
+    data: str | bytes | dict[str, Any], source: str = "<input>"
+) -> tuple[RankTable | None, list[Problem]]:
+    """Read what can be read and list every shape problem; raises `InputError` only for non-JSON text."""
+    with gc_paused():
+        doc = data if isinstance(data, dict) else decode_json(data, source)
+        reader = FieldReader()
+        table = read_document(doc, reader)
+    return table, reader.problems
+
+
+def parse_rank_table(data: str | bytes | dict[str, Any], source: str = "<input>") -> RankTable:
+    """Read a rank table (1.0, 1.2 or legacy group_list); any shape problem raises `InputError`."""
+    table, problems = read_rank_table_lenient(data, source)
+    if problems or table is None:
+        first = problems[0] if problems else Problem("", "not a rank table")
+        more = f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else ""
+        where = f"{source}: {first.path}" if first.path else source
+        raise InputError(
+            first.message + more,
+            where=where,
+            fix="run `ranktable validate FILE` to list every problem",
+        )
+    return table
+
+
+def load_rank_table(path: str | os.PathLike[str]) -> RankTable:
+    """Read a rank-table file (see `parse_rank_table`)."""
+    return parse_rank_table(read_bytes(path), source=str(path))
+
+
+def read_bytes(path: str | os.PathLike[str]) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise NotFoundError("file not found", where=str(path), fix="check the path") from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a rank-table file", where=str(path)) from None
+
+
+# -- writing --------------------------------------------------------------------------------------------
+
+
+def rank_table_to_dict(table: RankTable) -> dict[str, Any]:
+    """The platform's JSON shape: fields in its order, numbers as strings, unknown fields kept."""
+    if (
+        table.status == STATUS_INITIALIZING
+        and not table.servers
+        and table.version == "1.0"
+        and table.super_pods is None
+        and not table.extra
+    ):
+        return {"status": table.status}  # how the ConfigMap starts out
+    doc: dict[str, Any] = {
+        "status": table.status,
+        "version": table.version,
+        "server_count": str(len(table.servers)),
+        "server_list": [_server_to_dict(s) for s in table.servers],
+    }
+    if table.super_pods is not None:
+        doc["super_pod_list"] = [
+            {"super_pod_id": pod.super_pod_id, "server_list": [{"server_id": sid} for sid in pod.server_ids]}
+            for pod in table.super_pods
+        ]
+    for key, value in table.extra.items():
+        doc.setdefault(key, value)
+    return doc
+
+
+def _server_to_dict(server: Server) -> dict[str, Any]:
+    out: dict[str, Any] = {"server_id": server.server_id}
+    for key in ("host_ip", "container_ip", "hardware_type"):
+        value = getattr(server, key)
+        if value is not None:
+            out[key] = value
+    out["device"] = [_device_to_dict(d) for d in server.devices]
+    for key, value in server.extra.items():
+        out.setdefault(key, value)
+    return out
+
+
+def _device_to_dict(device: Device) -> dict[str, Any]:
+    out: dict[str, Any] = {"device_id": str(device.device_id)}
+    if device.device_ip is not None:
+        out["device_ip"] = device.device_ip
+    if device.device_port is not None:
+        out["device_port"] = device.device_port
+    if device.super_device_id is not None:
+        out["super_device_id"] = device.super_device_id
+    out["rank_id"] = str(device.rank_id)
+    for key, value in device.extra.items():
+        out.setdefault(key, value)
+    return out
+
+
+def dump_rank_table(table: RankTable) -> str:
+    """The rank table as JSON text (4-space indent, as `hccl_tools.py` writes it), ending in a newline."""
+    return json.dumps(rank_table_to_dict(table), indent=4, ensure_ascii=False) + "\n"
+
+
+def write_rank_table(table: RankTable, path: str | os.PathLike[str]) -> Path:
+    """Write atomically (temp file + rename) so a reader polling the file never sees half of it."""
+    target = Path(path)
+    text = dump_rank_table(table)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target

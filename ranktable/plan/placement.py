@@ -1,0 +1,124 @@
+"""Where each server of a rank table sits in the switch tree, as sortable keys and integer codes.
+
+A server's tier-k position is the set of tier-k switches above the leaves its devices use: one switch on
+an ordinary fabric, several on a rail-optimised one (where a server's rail group acts as one "switch").
+Because a tier-(k+1) position is a function of the tier-k position, sorting servers by their positions
+from the top tier down makes every tier-k group one contiguous block; that is what the planner relies on.
+The cost model reuses the same codes to count ring crossings and uplink flows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ranktable.hccl.model import RankTable, Server
+from ranktable.topology.model import Topology
+
+UNKNOWN = "?"  # tier key of servers the topology does not know: one group at every tier
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple[str | int, ...]:
+    """`leaf2` before `leaf10`; parts alternate str/int so keys always compare."""
+    return tuple(int(part) if i % 2 else part for i, part in enumerate(_DIGITS.split(name)))
+
+
+@dataclass
+class Placement:
+    """Per server (index into ``table.servers``): canonical name, leaves used and per-tier keys."""
+
+    tiers: int
+    names: list[str | None]
+    leaves: list[tuple[str, ...]]
+    keys: list[tuple[tuple[str, ...], ...]]  # keys[i][k-1] = tier-k position of server i
+    rank_order: list[int]  # server indices in the table's own rank order
+    device_leaf: list[list[str | None]] = field(default_factory=list)  # per server, per device entry
+
+    @property
+    def unknown(self) -> list[int]:
+        return [i for i, name in enumerate(self.names) if name is None]
+
+    def tier_codes(self) -> np.ndarray:
+        """An int array [tiers, servers]: equal code = same tier-k position."""
+        codes = np.zeros((self.tiers, len(self.keys)), dtype=np.int64)
+        for k in range(self.tiers):
+            seen: dict[tuple[str, ...], int] = {}
+            row = codes[k]
+            for i, key in enumerate(self.keys):
+                row[i] = seen.setdefault(key[k], len(seen))
+        return codes
+
+    def switches_per_tier(self) -> list[int]:
+        """How many distinct tier-k positions the job uses (the planner's bound for ring crossings)."""
+        return [len({key[k] for key in self.keys}) for k in range(self.tiers)]
+
+
+def rails_of(topology: Topology) -> dict[str, dict[int, str]]:
+    """Per-device leaves grouped by server, built once (the model stores them flat)."""
+    rails: dict[str, dict[int, str]] = {}
+    for (server, device_id), leaf in topology.device_leaf.items():
+        rails.setdefault(server, {})[device_id] = leaf
+    return rails
+
+
+def rank_order(table: RankTable) -> list[int]:
+    """Server indices ordered by their lowest rank id (the ring the given table really forms)."""
+    firsts = [min((d.rank_id for d in s.devices), default=i) for i, s in enumerate(table.servers)]
+    return sorted(range(len(table.servers)), key=lambda i: (firsts[i], i))
+
+
+def place(table: RankTable, topology: Topology) -> Placement:
+    """Resolve every server against the topology and compute its tier keys."""
+    tiers = max(topology.tier_count, 1)
+    rails = rails_of(topology)
+    key_cache: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
+    unknown_key = tuple((UNKNOWN,) for _ in range(tiers))
+    names: list[str | None] = []
+    leaves: list[tuple[str, ...]] = []
+    keys: list[tuple[tuple[str, ...], ...]] = []
+    device_leaf: list[list[str | None]] = []
+    for server in table.servers:
+        name = topology.resolve(server.server_id, server.host_ip, server.container_ip)
+        per_device = _device_leaves(server, name, topology, rails)
+        used = tuple(sorted({leaf for leaf in per_device if leaf is not None}))
+        if name is None or not used:
+            names.append(None)
+            leaves.append(())
+            keys.append(unknown_key)
+            device_leaf.append([None] * len(server.devices))
+            continue
+        names.append(name)
+        leaves.append(used)
+        device_leaf.append(per_device)
+        key = key_cache.get(used)
+        if key is None:
+            key = tuple(
+                tuple(sorted({topology.ancestor(leaf, k) or "" for leaf in used}))
+                for k in range(1, tiers + 1)
+            )
+            key_cache[used] = key
+        keys.append(key)
+    return Placement(tiers, names, leaves, keys, rank_order(table), device_leaf)
+
+
+def _device_leaves(
+    server: Server, name: str | None, topology: Topology, rails: dict[str, dict[int, str]]
+) -> list[str | None]:
+    if name is None:
+        return [None] * len(server.devices)
+    default = topology.server_leaf.get(name)
+    rail = rails.get(name)
+    if rail is None:
+        return [default] * len(server.devices)
+    return [rail.get(d.device_id, default) for d in server.devices]
+
+
+def ring_crossings(codes: np.ndarray, order: list[int] | np.ndarray) -> list[int]:
+    """Per tier, ring edges (consecutive servers, wrapping) whose tier-k positions differ."""
+    if len(order) < 2:
+        return [0] * codes.shape[0]
+    ordered = codes[:, np.asarray(order, dtype=np.int64)]
+    return [int(n) for n in (ordered != np.roll(ordered, -1, axis=1)).sum(axis=1)]

@@ -1,0 +1,202 @@
+"""Route planning: renumber ranks so the ring follows the switch tree.
+
+Servers are sorted by their position from the top tier down (switch names in natural order), keeping
+the given rank order inside a group. Every tier-k group then forms one contiguous block, so the ring
+over the planned server order crosses tier-k boundaries exactly once per tier-k switch used (0 if one),
+which is the least any order can do. Sorting makes it O(n log n) and deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ranktable.errors import InputError
+from ranktable.hccl.bulk import gc_paused
+from ranktable.hccl.model import STATUS_COMPLETED, Device, RankTable, Server, SuperPod
+from ranktable.hccl.validate import validate_rank_table
+from ranktable.plan.placement import Placement, natural_key, place, ring_crossings
+from ranktable.plan.stable import stable_order
+from ranktable.topology.model import Topology
+
+
+@dataclass
+class ReplanGain:
+    """Stable mode: how the kept layout compares with planning from scratch."""
+
+    kept_servers: int
+    moved_servers: list[str]  # surviving servers whose ranks had to change (job shrank)
+    new_servers: list[str]
+    crossings_per_tier: list[int]  # the stable layout
+    full_crossings_per_tier: list[int]  # what a full replan reaches
+    full_plan: RankTable
+
+    @property
+    def worthwhile(self) -> bool:
+        return self.full_crossings_per_tier != self.crossings_per_tier
+
+    def describe(self) -> str:
+        if not self.worthwhile:
+            return "a full replan would not reduce ring crossings"
+        tiers = ", ".join(
+            f"tier {k}: {a} -> {b}"
+            for k, (a, b) in enumerate(
+                zip(self.crossings_per_tier, self.full_crossings_per_tier, strict=True), 1
+            )
+            if a != b
+        )
+        return f"a full replan would change ring crossings ({tiers}) but renumber surviving servers"
+
+
+@dataclass
+class PlanResult:
+    """The planned table and everything a launcher or a report needs about it."""
+
+    planned: RankTable
+    server_order: list[int]  # indices into the given table's server_list, in planned order
+    node_rank: dict[str, int]  # server_id -> new node rank (RANK_AFTER_ACC / NODE_RANK)
+    rank_mapping: str  # "newRank-oldRank,..." in new-rank order
+    warnings: list[str] = field(default_factory=list)
+    unknown_servers: list[str] = field(default_factory=list)
+    crossings_per_tier: list[int] = field(default_factory=list)  # planned ring, tier 1 first
+    given_crossings_per_tier: list[int] = field(default_factory=list)
+    switches_per_tier: list[int] = field(default_factory=list)  # the bound the planner reaches
+    stable: bool = False
+    replan: ReplanGain | None = None
+
+    def first_rank(self, server_id: str) -> int:
+        """The lowest rank id of a server in the planned table (RANK_ID of its local device 0)."""
+        server = self.planned.server(server_id)
+        if server is None or not server.devices:
+            raise InputError(f"server {server_id!r} is not in the planned table", where="--server-id")
+        return min(d.rank_id for d in server.devices)
+
+
+def require_plannable(table: RankTable, what: str = "rank table") -> None:
+    """Planning a broken or unfinished table would hide the defect; refuse with the first problem."""
+    if table.status != STATUS_COMPLETED:
+        raise InputError(
+            f"{what} status is {table.status!r}, not completed",
+            where="status",
+            fix="wait for the platform to fill it (`ranktable wait FILE`)",
+        )
+    problems = validate_rank_table(table)
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise InputError(
+            f"{what} is invalid: {problems[0].message}{more}",
+            where=problems[0].path or None,
+            fix="run `ranktable validate FILE` for the full list",
+        )
+
+
+def topology_order(placement: Placement, slice_ids: dict[str, int] | None = None) -> list[int]:
+    """Server indices sorted top tier first; inside a leaf group by the source's slot number
+    (MindCluster `slice_id`, as the Ascend scheduler orders a ToR) when known, else in given order;
+    unknown servers last in their given order."""
+    position = {server: n for n, server in enumerate(placement.rank_order)}
+    slots = slice_ids or {}
+    no_slot = float("inf")
+    name_key: dict[tuple[str, ...], tuple[tuple[str | int, ...], ...]] = {}
+
+    def sort_key(i: int) -> tuple[object, ...]:
+        if placement.names[i] is None:
+            return (1, (), 0, position[i])
+        path = []
+        for key in reversed(placement.keys[i]):
+            nk = name_key.get(key)
+            if nk is None:
+                nk = name_key[key] = tuple(natural_key(name) for name in key)
+            path.append(nk)
+        name = placement.names[i]
+        return (0, tuple(path), slots.get(name, no_slot) if name else no_slot, position[i])
+
+    return sorted(range(len(placement.names)), key=sort_key)
+
+
+def renumber(table: RankTable, order: list[int]) -> tuple[RankTable, dict[str, int], str]:
+    """The table with servers in `order`, ranks 0..N-1 contiguous per server, device order kept."""
+    servers: list[Server] = []
+    node_rank: dict[str, int] = {}
+    mapping: list[str] = []
+    rank = 0
+    for node, index in enumerate(order):
+        src = table.servers[index]
+        devices = [
+            Device(d.device_id, rank + j, d.device_ip, d.device_port, d.super_device_id, dict(d.extra))
+            for j, d in enumerate(src.devices)
+        ]
+        mapping.extend([f"{rank + j}-{d.rank_id}" for j, d in enumerate(src.devices)])
+        rank += len(devices)
+        servers.append(
+            Server(src.server_id, devices, src.host_ip, src.container_ip, src.hardware_type, dict(src.extra))
+        )
+        node_rank[src.server_id] = node
+    super_pods = (
+        None
+        if table.super_pods is None
+        else [SuperPod(p.super_pod_id, list(p.server_ids)) for p in table.super_pods]
+    )
+    planned = RankTable(table.status, table.version, servers, super_pods, dict(table.extra))
+    return planned, node_rank, ",".join(mapping)
+
+
+def plan_routes(
+    table: RankTable,
+    topology: Topology,
+    *,
+    previous: RankTable | None = None,
+    stable: bool = False,
+) -> PlanResult:
+    """Plan rank ids for `table` on `topology`.
+
+    With ``stable=True`` and a `previous` (planned) table, servers present in both keep their ranks and
+    new servers fill the freed slots nearest their switches; `PlanResult.replan` says what a full replan
+    would gain instead.
+    """
+    with gc_paused():
+        return _plan(table, topology, previous, stable)
+
+
+def _plan(table: RankTable, topology: Topology, previous: RankTable | None, stable: bool) -> PlanResult:
+    require_plannable(table)
+    placement = place(table, topology)
+    codes = placement.tier_codes()
+    full_order = topology_order(placement, topology.slice_ids)
+    warnings: list[str] = []
+    unknown = [table.servers[i].server_id for i in placement.unknown]
+    if unknown:
+        shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        warnings.append(f"{len(unknown)} server(s) are not in the topology and go last as one group: {shown}")
+    if topology.tier_count == 0:
+        warnings.append("the topology has no switches; the plan keeps the given order")
+    order = full_order
+    replan: ReplanGain | None = None
+    if stable:
+        if previous is None:
+            raise InputError("stable mode needs the previous planned table", where="previous")
+        require_plannable(previous, "previous table")
+        order, moved, new, stable_warnings = stable_order(table, previous, placement, full_order)
+        warnings.extend(stable_warnings)
+        full_plan, _, _ = renumber(table, full_order)
+        replan = ReplanGain(
+            kept_servers=len(table.servers) - len(new),
+            moved_servers=moved,
+            new_servers=new,
+            crossings_per_tier=ring_crossings(codes, order),
+            full_crossings_per_tier=ring_crossings(codes, full_order),
+            full_plan=full_plan,
+        )
+    planned, node_rank, mapping = renumber(table, order)
+    return PlanResult(
+        planned=planned,
+        server_order=order,
+        node_rank=node_rank,
+        rank_mapping=mapping,
+        warnings=warnings,
+        unknown_servers=unknown,
+        crossings_per_tier=ring_crossings(codes, order),
+        given_crossings_per_tier=ring_crossings(codes, placement.rank_order),
+        switches_per_tier=[n if n > 1 else 0 for n in placement.switches_per_tier()],
+        stable=stable,
+        replan=replan,
+    )

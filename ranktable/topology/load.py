@@ -1,0 +1,165 @@
+"""One entry point for topology files: detect the format from content, read, add node aliases.
+
+The formats and their names (as ``--format`` takes them) are listed in :data:`FORMATS`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from typing import Any
+
+from ranktable.errors import InputError
+from ranktable.topology._fields import parse_yaml_documents
+from ranktable.topology.hypernode import load_hypernodes_text
+from ranktable.topology.k8s_nodes import add_node_aliases, read_nodes
+from ranktable.topology.labels import load_labels_text
+from ranktable.topology.model import YAML_KIND, Topology
+from ranktable.topology.slurm import topology_from_slurm
+from ranktable.topology.tor_file import GZIP_MAGIC, decode_tor_file, topology_from_tor_file
+from ranktable.topology.tor_info import load_tor_info_text
+from ranktable.topology.yaml_format import load_yaml_topology
+
+FORMATS: dict[str, str] = {
+    "tor-json": "MindCluster basic-tor-node-cm tor_info JSON, or the whole ConfigMap",
+    "hypernode": "Volcano HyperNode manifests (with --nodes: kubectl get nodes -o json)",
+    "slurm": "Slurm topology.conf",
+    "labels": "a NodeList whose node labels name the switch per tier",
+    "tor-file": "the platform's ranktable_tor.json (gzip + base64)",
+    "yaml": f"ranktable's own YAML (kind: {YAML_KIND})",
+}
+MAX_TOPOLOGY_BYTES = 256 * 1024 * 1024
+
+_KIND = re.compile(r"""(?m)^[\s\-{,]*["']?kind["']?\s*:\s*["']?([A-Za-z]+)""")
+_SLURM = re.compile(r"(?im)^[ \t]*switchname[ \t]*=")
+_BASE64_TEXT = re.compile(r"^[A-Za-z0-9+/=\s]+$")
+
+
+def _format_list() -> str:
+    return ", ".join(FORMATS)
+
+
+def _classify(doc: Any) -> str | None:
+    """The format of one parsed document with no (known) kind, from its shape."""
+    if not isinstance(doc, dict):
+        return None
+    if doc.get("kind") == YAML_KIND or "generate" in doc or ("switches" in doc and "servers" in doc):
+        return "yaml"
+    data = doc.get("data")
+    if isinstance(data, dict) and "tor_info" in data:
+        return "tor-json"
+    entries = doc.get("server_list")
+    if isinstance(entries, list):
+        first = next((e for e in entries if isinstance(e, dict)), {})
+        if "device" in first or "server_id" in first:
+            return "tor-file"
+        if "server" in first or "tor_ip" in first or "tor_id" in first or "tor_count" in doc:
+            return "tor-json"
+    items = doc.get("items")
+    if isinstance(items, list) and items and isinstance(items[0], dict):
+        kind = items[0].get("kind")
+        if kind == "HyperNode":
+            return "hypernode"
+        if kind == "Node" or ("metadata" in items[0] and "status" in items[0]):
+            return "labels"
+    if isinstance(doc.get("spec"), dict) and "members" in doc["spec"]:
+        return "hypernode"
+    return None
+
+
+def detect_format(text: str) -> str:
+    """The format name of a topology file's content; InputError listing the formats if unclear."""
+    stripped = text.strip()
+    if not stripped:
+        raise InputError("is empty", fix=f"expected one of: {_format_list()}")
+    if stripped.startswith("H4sI") and _BASE64_TEXT.match(stripped[:4096]):
+        return "tor-file"  # base64 of gzip always starts H4sI
+    if _SLURM.search(text):
+        return "slurm"
+    kinds = set(_KIND.findall(text))
+    if YAML_KIND in kinds:
+        return "yaml"
+    if kinds & {"HyperNode", "HyperNodeList"}:
+        return "hypernode"
+    if "ConfigMap" in kinds and "tor_info" in text:
+        return "tor-json"
+    if kinds & {"Node", "NodeList"}:
+        return "labels"
+    try:
+        docs = [d for d in parse_yaml_documents(text, "") if d is not None]
+    except InputError:
+        docs = []
+    found = _classify(docs[0]) if docs else None
+    if found is None:
+        raise InputError(
+            "cannot tell the topology format from the content",
+            fix=f"pass --format, one of: {_format_list()}",
+        )
+    return found
+
+
+def _read(path: str | os.PathLike[str], source: str) -> tuple[str, bytes]:
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_TOPOLOGY_BYTES:
+            raise InputError(
+                f"is {size} bytes; topology files are limited to {MAX_TOPOLOGY_BYTES}", where=source
+            )
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except FileNotFoundError:
+        raise InputError("topology file not found", where=source) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a topology file", where=source) from None
+    except OSError as err:
+        raise InputError(f"cannot read topology file: {err.strerror or err}", where=source) from None
+    if raw.startswith(GZIP_MAGIC):
+        return "", raw
+    try:
+        return raw.decode("utf-8-sig"), raw
+    except UnicodeDecodeError:
+        raise InputError("is not UTF-8 text (nor gzip data)", where=source) from None
+
+
+def load_topology(
+    path: str | os.PathLike[str],
+    fmt: str | None = None,
+    nodes: str | os.PathLike[str] | None = None,
+) -> Topology:
+    """Read a topology file of any supported format (detected from content when ``fmt`` is None).
+
+    ``nodes`` is a NodeList file (``kubectl get nodes -o json``): it resolves HyperNode members, and
+    for every format it adds node names and addresses as aliases of the servers they name.
+    """
+    source = os.fspath(path)
+    if fmt is not None and fmt not in FORMATS:
+        raise InputError(
+            f"unknown topology format {fmt!r}", where="--format", fix=f"use one of: {_format_list()}"
+        )
+    text, raw = _read(path, source)
+    if fmt is None:
+        if not text:
+            fmt = "tor-file"
+        else:
+            try:
+                fmt = detect_format(text)
+            except InputError as err:
+                raise InputError(err.reason, where=source, fix=err.fix) from None
+    node_list = read_nodes(nodes) if nodes is not None else None
+    nodes_source = os.fspath(nodes) if nodes is not None else "nodes"
+    readers: dict[str, Callable[[], Topology]] = {
+        "tor-json": lambda: load_tor_info_text(text, source),
+        "hypernode": lambda: load_hypernodes_text(text, source, node_list, nodes_source),
+        "slurm": lambda: topology_from_slurm(text, source),
+        "labels": lambda: load_labels_text(text, source),
+        "tor-file": lambda: topology_from_tor_file(decode_tor_file(raw, source), source),
+        "yaml": lambda: load_yaml_topology(text, source),
+    }
+    if not text and fmt != "tor-file":
+        raise InputError(f"is gzip data, which only the tor-file format uses (not {fmt})", where=source)
+    topology = readers[fmt]()
+    if node_list is not None and fmt != "hypernode":
+        add_node_aliases(topology, node_list, nodes_source)
+        topology.validate()
+    return topology

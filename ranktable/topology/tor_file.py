@@ -1,0 +1,123 @@
+"""``ranktable_tor.json`` as the platform's ``configmap1980`` plugin writes it: gzip, then base64, of
+``{status, version, server_count, server_list: [{pod_name, server_id, device: [{device_id, device_ip,
+rank_id, tor_ip, tor_port}]}]}``.
+
+Each device's ``tor_ip`` is the leaf it attaches to: a server whose devices share one ToR is attached
+whole, a rail-optimised server (devices on different ToRs) per device. Servers are named by
+``server_id``, with ``pod_name`` as an alias.
+The plain JSON (already decoded) and raw gzip are accepted too.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import gzip
+import json
+import re
+import zlib
+from typing import Any
+
+from ranktable.errors import InputError
+from ranktable.topology._fields import Field, location, parse_json
+from ranktable.topology.model import Switch, Topology
+
+GZIP_MAGIC = b"\x1f\x8b"
+_BASE64 = re.compile(rb"^[A-Za-z0-9+/=\s]+$")
+
+
+def decode_tor_file(data: str | bytes, source: str = "ranktable_tor.json") -> Any:
+    """The JSON inside a tor file: base64 of gzip, raw gzip, or plain JSON."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    stripped = raw.strip()
+    if stripped.startswith((b"{", b"[")):
+        return parse_json(stripped.decode("utf-8", errors="replace"), source)
+    if not stripped.startswith(GZIP_MAGIC):
+        if not _BASE64.match(stripped):
+            raise InputError(
+                "is neither JSON nor base64 text", where=source, fix="expected gzip + base64 JSON"
+            )
+        try:
+            stripped = base64.b64decode(b"".join(stripped.split()), validate=True)
+        except (binascii.Error, ValueError) as err:
+            raise InputError(f"invalid base64: {err}", where=source) from None
+        if not stripped.startswith(GZIP_MAGIC):
+            raise InputError(
+                "base64 content is not gzip data", where=source, fix="expected gzip + base64 JSON"
+            )
+    try:
+        text = gzip.decompress(stripped).decode("utf-8")
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as err:
+        raise InputError(f"cannot decompress gzip data: {err}", where=source) from None
+    return parse_json(text, source)
+
+
+def encode_tor_file(data: dict[str, Any]) -> str:
+    """The platform's encoding (gzip then base64) of a tor-file document, for tests and the simulator."""
+    return base64.b64encode(gzip.compress(json.dumps(data).encode("utf-8"), mtime=0)).decode("ascii")
+
+
+def _device(device: Field) -> tuple[int, str]:
+    """(device_id, tor_ip) of one device entry; a fast path for the usual well-formed entry (65,536 of
+    them for an 8,192-server job), the checked path with field errors otherwise."""
+    raw = device.value
+    if isinstance(raw, dict):
+        device_id, tor = raw.get("device_id"), raw.get("tor_ip")
+        if isinstance(device_id, str) and device_id.isdigit() and isinstance(tor, str) and tor.strip():
+            return int(device_id), tor.strip()
+    device_id = device.key("device_id").integer(minimum=0)
+    tor = device.key("tor_ip", fix="the platform writes it when --rank-table-tor-enable is on").text()
+    return device_id, tor
+
+
+def topology_from_tor_file(
+    data: str | bytes | dict[str, Any], source: str = "ranktable_tor.json"
+) -> Topology:
+    """Build a rail-aware topology (tier 1 only) from the tor file or its decoded JSON."""
+    doc = data if isinstance(data, dict) else decode_tor_file(data, source)
+    root = Field(doc, "", source)
+    root.mapping()
+    status = root.opt("status")
+    servers = list(root.key("server_list").items()) if root.has("server_list") else []
+    if not servers:
+        if status is not None and status.text() == "initializing":
+            raise status.error("is initializing: the platform has not written the switch data yet")
+        raise root.child("server_list", None).error("lists no server")
+    count = root.opt("server_count")
+    if count is not None and count.integer(minimum=0) != len(servers):
+        raise count.error(f"says {count.value} but server_list has {len(servers)} servers")
+
+    topo = Topology(source=source, tier_names={1: "tor"})
+    pods: dict[str, str] = {}
+    for server in servers:
+        server_id = server.key("server_id").text()
+        if server_id in topo.server_leaf:
+            raise server.child("server_id", server_id).error(f"server {server_id!r} is listed twice")
+        devices = list(server.key("device").items())
+        if not devices:
+            raise server.child("device", []).error("lists no device")
+        tors: dict[int, str] = {}
+        for device in devices:
+            device_id, tor = _device(device)
+            if device_id in tors:
+                raise device.child("device_id", device.value.get("device_id")).error(
+                    f"device {device_id} is listed twice for server {server_id!r}"
+                )
+            if tor not in topo.switches:
+                topo.switches[tor] = Switch(tor, 1)
+            tors[device_id] = tor
+        if len(set(tors.values())) == 1:
+            topo.attach_server(server_id, next(iter(tors.values())))
+        else:
+            for device_id, tor in sorted(tors.items()):
+                topo.attach_device(server_id, device_id, tor)
+        pod = server.opt("pod_name")
+        if pod is not None:
+            name = pod.text()
+            if name in pods:
+                raise pod.error(f"pod {name!r} is listed for two servers: {pods[name]!r} and {server_id!r}")
+            pods[name] = server_id
+    for pod_name, server_id in pods.items():
+        topo.register_alias(pod_name, server_id, where=location(source, "server_list"))
+    topo.validate()
+    return topo
