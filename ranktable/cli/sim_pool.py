@@ -1,0 +1,146 @@
+"""`ranktable sim start|stop|serve`: the simulated Lite pool (a local Kubernetes API with Volcano)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from ranktable.errors import InputError
+
+
+def _state_dir(args: argparse.Namespace) -> Path:
+    from ranktable.sim.paths import default_state_dir
+
+    return Path(args.state_dir).expanduser().resolve() if args.state_dir else default_state_dir()
+
+
+def _pool_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, default=8, metavar="N", help="number of Snt9B nodes (default 8)")
+    parser.add_argument("--leaves", type=int, default=2, metavar="L", help="leaf switches (default 2)")
+    parser.add_argument(
+        "--port", type=int, default=0, metavar="P", help="port on 127.0.0.1 (default: a free one)"
+    )
+    parser.add_argument(
+        "--topology",
+        metavar="FILE",
+        default=None,
+        help="build the nodes from a topology file (any format `ranktable` reads)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        default=None,
+        help="where the pool keeps its kubeconfig, objects and pod logs (default: $RANKTABLE_HOME/sim)",
+    )
+
+
+def _serve_args(args: argparse.Namespace) -> list[str]:
+    out = ["--nodes", str(args.nodes), "--leaves", str(args.leaves), "--port", str(args.port)]
+    if args.topology:
+        out += ["--topology", str(Path(args.topology).expanduser().resolve())]
+    return out
+
+
+def _check(args: argparse.Namespace) -> None:
+    if args.topology and not Path(args.topology).expanduser().is_file():
+        raise InputError("no such file", where=f"--topology {args.topology}", fix="give a topology file path")
+    if not 0 <= args.port <= 65535:
+        raise InputError(f"{args.port} is not a port number", where="--port", fix="use 1..65535 or 0 for any")
+    if not args.topology:
+        from ranktable.sim.fabric import default_fabric
+
+        default_fabric(args.nodes, args.leaves)  # raises a clear error for bad counts
+
+
+def _print_access(kubeconfig: Path, context: str, url: str) -> None:
+    print(f"KUBECONFIG={kubeconfig}")
+    print(f"context: {context}")
+    print(f"server: {url}")
+
+
+def _start(args: argparse.Namespace) -> int:
+    from ranktable.sim.control import find_running, start_background
+
+    _check(args)
+    state_dir = _state_dir(args)
+    running = find_running(state_dir)
+    if running is not None:
+        print(
+            f"a simulated pool is already running (pid {running.pid}); `ranktable sim stop` ends it",
+            file=sys.stderr,
+        )
+    else:
+        running = start_background(state_dir, _serve_args(args))
+    _print_access(running.kubeconfig, running.context, running.url)
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    from ranktable.sim.control import stop_running
+
+    stopped = stop_running(_state_dir(args))
+    if stopped is None:
+        print("no simulated pool is running", file=sys.stderr)
+    else:
+        print(f"stopped the simulated pool (pid {stopped.pid}) and its pod processes")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from ranktable.sim.pool import Pool, PoolConfig
+
+    _check(args)
+    config = PoolConfig(
+        state_dir=_state_dir(args),
+        nodes=args.nodes,
+        leaves=args.leaves,
+        port=args.port,
+        topology=Path(args.topology).expanduser().resolve() if args.topology else None,
+        resume=args.resume,
+    )
+    pool = Pool(config).start()
+    keep_pods = {"value": False}
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        keep_pods["value"] = signum == signal.SIGUSR1
+        pool.request_stop()
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+        signal.signal(sig, on_signal)
+    _print_access(pool.kubeconfig, pool.context, pool.url)
+    sys.stdout.flush()
+    pool.wait()
+    pool.stop(kill_pods=not keep_pods["value"])
+    return 0
+
+
+def register(group: Any) -> None:
+    start = group.add_parser(
+        "start",
+        help="start the simulated Lite pool in the background",
+        description="Start a local Kubernetes API server with Volcano, the platform's configmap1980 and svc "
+        "plugins, and a kubelet that runs pod commands as local processes (images are ignored). Prints the "
+        "KUBECONFIG to use; kubectl and `ranktable job` work against it.",
+    )
+    _pool_options(start)
+    start.set_defaults(handler=_start)
+    stop = group.add_parser("stop", help="stop the simulated pool and its pod processes")
+    stop.add_argument("--state-dir", metavar="DIR", default=None, help="the pool's state directory")
+    stop.set_defaults(handler=_stop)
+    serve = group.add_parser(
+        "serve",
+        help="run the simulated pool in the foreground (Ctrl-C stops it)",
+        description="Run the pool in this process. SIGTERM/Ctrl-C stop it and its pods; SIGUSR1 stops only "
+        "the server and leaves pod processes running, for `serve --resume`.",
+    )
+    _pool_options(serve)
+    serve.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the objects, token and port saved in the state directory and adopt running pods",
+    )
+    serve.set_defaults(handler=_serve)

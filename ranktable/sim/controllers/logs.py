@@ -1,0 +1,196 @@
+"""Container logs as the kubelet keeps them: one file per container run, each line prefixed by its
+RFC 3339 timestamp, bounded in size; plus the reader behind `GET .../pods/NAME/log`.
+
+A process writes raw output to its own file (so it survives a pool restart); a pump turns complete
+lines into timestamped log lines and remembers how far it got, so nothing is lost or written twice.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+DEFAULT_LIMIT_BYTES = 64 * 2**20
+READ_BLOCK = 1 << 20
+BACK_BLOCK = 1 << 16
+
+
+_SECOND_CACHE: dict[int, str] = {}
+
+
+def format_ts(ns: int) -> str:
+    """RFC 3339 with nanoseconds, as the kubelet stamps log lines (the seconds part is cached)."""
+    secs, frac = divmod(ns, 1_000_000_000)
+    head = _SECOND_CACHE.get(secs)
+    if head is None:
+        if len(_SECOND_CACHE) > 64:
+            _SECOND_CACHE.clear()
+        head = _SECOND_CACHE[secs] = datetime.fromtimestamp(secs, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{head}.{frac:09d}Z"
+
+
+def parse_ts(text: str) -> int:
+    """RFC 3339 (with or without fraction, `Z` or offset) -> nanoseconds since the epoch."""
+    text = text.strip()
+    frac_ns = 0
+    if "." in text:
+        head, rest = text.split(".", 1)
+        digits = ""
+        for ch in rest:
+            if not ch.isdigit():
+                break
+            digits += ch
+        tz = rest[len(digits) :]
+        frac_ns = int((digits + "000000000")[:9]) if digits else 0
+        text = head + tz
+    text = text.replace("Z", "+00:00")
+    dt = datetime.fromisoformat(text)
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp()) * 1_000_000_000 + frac_ns
+
+
+class LogPump:
+    """Moves one container run's raw output into its timestamped log file."""
+
+    def __init__(self, raw: Path, log: Path, offset_file: Path, limit: int = DEFAULT_LIMIT_BYTES) -> None:
+        self.raw, self.log, self.offset_file, self.limit = raw, log, offset_file, limit
+        self.offset = int(offset_file.read_text() or 0) if offset_file.is_file() else 0
+        self.written = log.stat().st_size if log.is_file() else 0
+        self.last_ns = 0
+        self.truncated = False
+
+    def pump(self, final: bool = False) -> bool:
+        """Consume complete lines (all bytes when `final`); True if anything was written."""
+        try:
+            size = self.raw.stat().st_size
+        except FileNotFoundError:
+            return False
+        if size <= self.offset:
+            return False
+        moved = False
+        with open(self.raw, "rb") as fh:
+            fh.seek(self.offset)
+            while True:
+                data = fh.read(READ_BLOCK)
+                if not data:
+                    break
+                end = data.rfind(b"\n") + 1
+                if end == 0 and not final:
+                    if len(data) < READ_BLOCK:
+                        break
+                    end = len(data)  # one huge line: cut it like the kubelet does at its buffer size
+                chunk = data if final else data[:end]
+                self._write(chunk)
+                self.offset += len(chunk)
+                moved = True
+                if len(chunk) < len(data):
+                    break
+        if moved:
+            tmp = self.offset_file.with_suffix(".tmp")
+            tmp.write_text(str(self.offset))
+            tmp.replace(self.offset_file)
+        return moved
+
+    def _write(self, chunk: bytes) -> None:
+        lines = chunk.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        out = bytearray()
+        now = max(time.time_ns(), self.last_ns + 1)
+        for line in lines:  # one clock reading per batch; +1 ns per line keeps stamps unique and ordered
+            out += format_ts(now).encode() + b" " + line + b"\n"
+            now += 1
+        self.last_ns = now
+        if self.written + len(out) > self.limit:
+            if not self.truncated:
+                self.truncated = True
+                note = (
+                    f"{format_ts(time.time_ns())} [ranktable sim] log limit of {self.limit} bytes reached; "
+                    "further output of this container is dropped\n"
+                ).encode()
+                with open(self.log, "ab") as fh:
+                    fh.write(note)
+            return
+        with open(self.log, "ab") as fh:
+            fh.write(out)
+        self.written += len(out)
+
+
+def _tail_offset(path: Path, lines: int) -> int:
+    """Where the last `lines` lines of a log file start, found by reading backwards in blocks."""
+    size = path.stat().st_size
+    need = max(lines, 0) + 1  # newlines to pass: one ends the last line, one precedes the tail
+    with open(path, "rb") as fh:
+        pos = size
+        while pos > 0:
+            step = min(BACK_BLOCK, pos)
+            pos -= step
+            fh.seek(pos)
+            block = fh.read(step)
+            idx = len(block)
+            while (idx := block.rfind(b"\n", 0, idx)) >= 0:
+                need -= 1
+                if need == 0:
+                    return pos + idx + 1
+    return 0
+
+
+def read_log(
+    path: Path,
+    *,
+    follow: bool,
+    finished: Callable[[], bool],
+    wait: Callable[[float], None],
+    timestamps: bool = False,
+    since_ns: int | None = None,
+    tail: int | None = None,
+    limit_bytes: int | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+) -> Iterator[bytes]:
+    """Yield log bytes as the API does (tailLines, sinceTime, timestamps, limitBytes, follow).
+
+    Reads in blocks, so memory stays bounded however long the log is.
+    """
+    since_key = format_ts(since_ns).encode() if since_ns is not None else None  # stamps sort as text
+    offset = _tail_offset(path, tail) if tail is not None and path.is_file() else 0
+    sent = 0
+    pending = b""
+    while True:
+        done = finished()  # read before the file so the last lines written before finishing are seen
+        data = b""
+        if path.is_file():
+            with open(path, "rb") as fh:
+                fh.seek(offset)
+                data = fh.read(READ_BLOCK)
+        offset += len(data)
+        chunk = pending + data
+        end = chunk.rfind(b"\n") + 1
+        pending = chunk[end:]
+        out = bytearray()
+        for line in chunk[:end].split(b"\n")[:-1] if end else ():
+            stamp, _, rest = line.partition(b" ")
+            if since_key is not None and stamp < since_key:
+                continue
+            out += (line if timestamps else rest) + b"\n"
+        if out:
+            if limit_bytes is not None and sent + len(out) >= limit_bytes:
+                yield bytes(out[: limit_bytes - sent])
+                return
+            sent += len(out)
+            yield bytes(out)
+        if len(data) == READ_BLOCK:
+            continue  # more is already there
+        if not follow or (done and not data) or stopping():
+            return
+        if not data:
+            wait(0.5)
+
+
+def ensure_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    os.chmod(path, 0o700)
+    return path

@@ -1,0 +1,293 @@
+"""Volcano's gang scheduler, reduced to what jobs notice: all-or-nothing placement of a PodGroup.
+
+No pod of a group binds until `minMember` pods fit at once (NPU/CPU/memory, node selectors, required
+pod anti-affinity on the hostname). Each bound NPU pod gets concrete device ids, as the Ascend device
+plugin's `huawei.com/AscendReal` annotation records them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from ranktable.sim.controllers.common import (
+    DEVICES_ANNOTATION,
+    GROUP_NAME,
+    TASK_INDEX,
+    Obj,
+    pod_finished,
+    pod_requests,
+    quantity,
+    record_event,
+)
+from ranktable.sim.fabric import NPU_RESOURCE
+from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.k8s.selectors import match_label_selector
+from ranktable.sim.k8s.store import Store, now_rfc3339
+
+PODS = BY_KEY["pods"]
+NODES = BY_KEY["nodes"]
+PODGROUPS = BY_KEY["scheduling.volcano.sh/podgroups"]
+EVENT_REPEAT_SECONDS = 10.0
+
+
+@dataclass
+class NodeState:
+    name: str
+    labels: dict[str, str]
+    free: dict[str, Decimal]
+    free_devices: list[int]
+    pods: list[Obj] = field(default_factory=list)  # pods bound or tentatively placed here
+
+
+def _devices_of(pod: Obj) -> list[int]:
+    text = (pod["metadata"].get("annotations") or {}).get(DEVICES_ANNOTATION, "")
+    return [int(part.rsplit("-", 1)[1]) for part in text.split(",") if "-" in part]
+
+
+def _pod_index(pod: Obj) -> tuple[str, int]:
+    labels = pod["metadata"].get("labels") or {}
+    try:
+        return (labels.get("volcano.sh/task-spec", ""), int(labels.get(TASK_INDEX, "0")))
+    except ValueError:
+        return (pod["metadata"]["name"], 0)
+
+
+class Scheduler:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._last_failure: dict[str, tuple[str, float]] = {}
+
+    def _nodes(self) -> dict[str, NodeState]:
+        nodes, _ = self.store.list(NODES)
+        states: dict[str, NodeState] = {}
+        for n in nodes:
+            alloc = {k: quantity(v) for k, v in (n.get("status") or {}).get("allocatable", {}).items()}
+            npus = int(alloc.get(NPU_RESOURCE, 0))
+            if (n.get("spec") or {}).get("unschedulable"):
+                continue
+            states[n["metadata"]["name"]] = NodeState(
+                n["metadata"]["name"], n["metadata"].get("labels") or {}, alloc, list(range(npus))
+            )
+        pods, _ = self.store.list(PODS)
+        for p in pods:
+            node = states.get((p.get("spec") or {}).get("nodeName") or "")
+            if node is None or pod_finished(p):
+                continue
+            self._take(node, p, _devices_of(p))
+        return states
+
+    @staticmethod
+    def _take(node: NodeState, pod: Obj, devices: list[int]) -> None:
+        for k, v in pod_requests(pod).items():
+            node.free[k] = node.free.get(k, Decimal(0)) - v
+        node.free["pods"] = node.free.get("pods", Decimal(110)) - 1
+        node.free_devices = [d for d in node.free_devices if d not in devices]
+        node.pods.append(pod)
+
+    @staticmethod
+    def _why_not(node: NodeState, pod: Obj) -> str | None:
+        spec = pod.get("spec") or {}
+        for k, v in (spec.get("nodeSelector") or {}).items():
+            if node.labels.get(k) != v:
+                return "node(s) didn't match Pod's node affinity/selector"
+        for k, v in pod_requests(pod).items():
+            if v > node.free.get(k, Decimal(0)):
+                return f"Insufficient {k}"
+        if node.free.get("pods", Decimal(110)) < 1:
+            return "Too many pods"
+        anti = (spec.get("affinity") or {}).get("podAntiAffinity") or {}
+        for term in anti.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+            if term.get("topologyKey") != "kubernetes.io/hostname":
+                continue
+            namespaces = term.get("namespaces") or [pod["metadata"].get("namespace")]
+            for other in node.pods:
+                if other["metadata"].get("namespace") in namespaces and match_label_selector(
+                    term.get("labelSelector"), other["metadata"].get("labels") or {}
+                ):
+                    return "node(s) didn't match pod anti-affinity rules"
+        return None
+
+    def _place(self, nodes: dict[str, NodeState], pod: Obj) -> tuple[str | None, list[int], Counter[str]]:
+        reasons: Counter[str] = Counter()
+        npus = int(pod_requests(pod).get(NPU_RESOURCE, 0))
+        for node in nodes.values():
+            why = self._why_not(node, pod)
+            if why is None and len(node.free_devices) < npus:
+                why = f"Insufficient {NPU_RESOURCE}"
+            if why is not None:
+                reasons[why] += 1
+                continue
+            devices = node.free_devices[:npus]
+            self._take(node, pod, devices)
+            return node.name, devices, reasons
+        return None, [], reasons
+
+    def schedule(self) -> None:
+        pods, _ = self.store.list(PODS)
+        groups: dict[tuple[str, str], list[Obj]] = {}
+        singles: list[Obj] = []
+        for p in pods:
+            if p["metadata"].get("deletionTimestamp") or pod_finished(p):
+                continue
+            group = (p["metadata"].get("annotations") or {}).get(GROUP_NAME)
+            if (p.get("spec") or {}).get("schedulerName") != "volcano" or not group:
+                if not (p.get("spec") or {}).get("nodeName"):
+                    singles.append(p)
+                continue
+            groups.setdefault((p["metadata"]["namespace"], group), []).append(p)
+        for pod in singles:  # the default scheduler: one pod at a time
+            nodes = self._nodes()
+            node, devices, reasons = self._place(nodes, pod)
+            if node is not None:
+                self._bind(pod, node, devices)
+            else:
+                detail = ", ".join(
+                    f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))
+                )
+                self._report_single(pod, f"0/{len(nodes)} nodes are available: {detail}.")
+        for (namespace, group), members in sorted(groups.items()):
+            pending = sorted(
+                (p for p in members if not (p.get("spec") or {}).get("nodeName")), key=_pod_index
+            )
+            if not pending:
+                continue
+            pg = self.store.find(PODGROUPS, namespace, group)
+            if pg is None:
+                continue
+            bound = len(members) - len(pending)
+            min_member = int((pg.get("spec") or {}).get("minMember", 1))
+            self._gang(pg, pending, bound, min_member)
+
+    def _gang(self, pg: Obj, pending: list[Obj], bound: int, min_member: int) -> None:
+        nodes = self._nodes()
+        total = len(nodes)
+        plan: list[tuple[Obj, str, list[int]]] = []
+        failure: Counter[str] | None = None
+        for pod in pending:
+            node, devices, reasons = self._place(nodes, pod)
+            if node is None:
+                failure = failure or reasons
+                continue
+            plan.append((pod, node, devices))
+        if bound + len(plan) < min_member:
+            reasons = failure or Counter()
+            detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+            message = (
+                f"0/{total} nodes are available: {detail}." if detail else f"0/{total} nodes are available."
+            )
+            self._report(pg, pending, message, bound + len(plan), min_member)
+            return
+        self._last_failure.pop(pg["metadata"]["uid"], None)
+        for pod, node, devices in plan:
+            self._bind(pod, node, devices)
+        self._set_pg_phase(pg, "Inqueue" if pg.get("status", {}).get("phase") in (None, "Pending") else None)
+
+    def _report(self, pg: Obj, pending: list[Obj], message: str, ready: int, min_member: int) -> None:
+        key = pg["metadata"]["uid"]
+        last = self._last_failure.get(key)
+        now = time.monotonic()
+        if last is not None and last[0] == message and now - last[1] < EVENT_REPEAT_SECONDS:
+            return
+        self._last_failure[key] = (message, now)
+        for pod in pending:
+            record_event(self.store, pod, "FailedScheduling", message, "Warning", "volcano")
+
+            def unschedulable(p: Obj, msg: str = message) -> None:
+                conds = [
+                    c
+                    for c in (p.setdefault("status", {}).get("conditions") or [])
+                    if c["type"] != "PodScheduled"
+                ]
+                conds.append(
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": msg,
+                        "lastTransitionTime": now_rfc3339(),
+                    }
+                )
+                p["status"]["conditions"] = conds
+                p["status"].setdefault("phase", "Pending")
+
+            self.store.mutate(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], unschedulable)
+        gang_message = f"{min_member - ready}/{len(pending)} tasks in gang unschedulable: {message}"
+        record_event(self.store, pg, "Unschedulable", gang_message, "Warning", "volcano")
+
+        def pg_status(obj: Obj) -> None:
+            status = obj.setdefault("status", {})
+            status["phase"] = status.get("phase") or "Pending"
+            status["conditions"] = [
+                {
+                    "type": "Unschedulable",
+                    "status": "True",
+                    "reason": "NotEnoughResources",
+                    "message": gang_message,
+                    "transitionID": key,
+                    "lastTransitionTime": now_rfc3339(),
+                }
+            ]
+
+        self.store.mutate(PODGROUPS, pg["metadata"]["namespace"], pg["metadata"]["name"], pg_status)
+
+    def _report_single(self, pod: Obj, message: str) -> None:
+        key = pod["metadata"]["uid"]
+        last = self._last_failure.get(key)
+        if last is not None and last[0] == message and time.monotonic() - last[1] < EVENT_REPEAT_SECONDS:
+            return
+        self._last_failure[key] = (message, time.monotonic())
+        record_event(self.store, pod, "FailedScheduling", message, "Warning", "default-scheduler")
+
+    def _set_pg_phase(self, pg: Obj, phase: str | None) -> None:
+        if phase is None:
+            return
+
+        def update(obj: Obj) -> None:
+            obj.setdefault("status", {})["phase"] = phase
+            obj["status"]["conditions"] = [
+                {
+                    "type": "Scheduled",
+                    "status": "True",
+                    "reason": "tasks in gang are ready to be scheduled",
+                    "lastTransitionTime": now_rfc3339(),
+                }
+            ]
+
+        self.store.mutate(PODGROUPS, pg["metadata"]["namespace"], pg["metadata"]["name"], update)
+
+    def _bind(self, pod: Obj, node: str, devices: list[int]) -> None:
+        def bind(p: Obj) -> None:
+            if (p.get("spec") or {}).get("nodeName"):
+                return
+            p["spec"]["nodeName"] = node
+            if devices:
+                p["metadata"].setdefault("annotations", {})[DEVICES_ANNOTATION] = ",".join(
+                    f"Ascend910-{d}" for d in devices
+                )
+            status = p.setdefault("status", {})
+            status["phase"] = "Pending"
+            conds = [c for c in status.get("conditions") or [] if c["type"] != "PodScheduled"]
+            conds.append({"type": "PodScheduled", "status": "True", "lastTransitionTime": now_rfc3339()})
+            status["conditions"] = conds
+
+        bound = self.store.mutate(PODS, pod["metadata"]["namespace"], pod["metadata"]["name"], bind)
+        if bound is not None:
+            record_event(
+                self.store,
+                bound,
+                "Scheduled",
+                f"Successfully assigned {pod['metadata']['namespace']}/{pod['metadata']['name']} to {node}",
+                "Normal",
+                "volcano",
+            )
+
+
+def pods_of_group(pods: list[Obj], group: str) -> list[Obj]:
+    return [p for p in pods if (p["metadata"].get("annotations") or {}).get(GROUP_NAME) == group]
+
+
+__all__: list[Any] = ["Scheduler", "pods_of_group"]

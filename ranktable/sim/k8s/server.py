@@ -1,0 +1,508 @@
+"""The HTTP front: Kubernetes REST paths, bearer-token auth, JSON bodies, chunked watch and log streams.
+
+Speaks HTTP/1.1 with keep-alive (the Python client pools connections) on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import copy
+import hmac
+import json
+import socket
+import ssl
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+
+from ranktable.sim.k8s import discovery, errors, openapi, tables, validation
+from ranktable.sim.k8s.patch import apply_patch
+from ranktable.sim.k8s.resources import BY_KEY, ResourceType
+from ranktable.sim.k8s.routes import Route, parse_bool, resolve
+from ranktable.sim.k8s.selectors import parse_field_selector, parse_label_selector
+from ranktable.sim.k8s.store import Obj, Store
+from ranktable.sim.k8s.streams import StreamingHandler
+from ranktable.sim.k8s.websocket import WebSocket
+
+OPEN_PATHS = {"/healthz", "/livez", "/readyz"}
+
+LogReader = Callable[[Obj, dict[str, str]], Iterator[bytes]]
+Deleter = Callable[[ResourceType, Obj, dict[str, Any]], Obj | None]
+Admitter = Callable[[ResourceType, Obj, str], None]
+Executor = Callable[[Obj, dict[str, list[str]], WebSocket, str], None]
+
+
+@dataclass
+class Hooks:
+    """What the controllers plug into the API: pod logs, graceful pod deletion, admission."""
+
+    read_log: LogReader | None = None
+    execute: Executor | None = None
+    delete: Deleter | None = None
+    admit: list[Admitter] = field(default_factory=list)
+
+
+class ApiServer:
+    """State shared by all request threads: the store, the token, the hooks."""
+
+    def __init__(self, store: Store, token: str, hooks: Hooks | None = None) -> None:
+        self.store = store
+        self.token = token
+        self.hooks = hooks or Hooks()
+        self.stopping = threading.Event()
+        self.httpd: ThreadingHTTPServer | None = None
+        self.connections: set[Any] = set()
+        self._conn_lock = threading.Lock()
+
+    # -- lifecycle ------------------------------------------------------------------------------------
+    def bind(self, port: int, cert: Path, key: Path) -> int:
+        api = self
+
+        class Handler(RequestHandler):
+            server_api = api
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.httpd.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        # the handshake runs in the request thread (see RequestHandler.setup), not in the accept loop
+        self.httpd.socket = context.wrap_socket(
+            self.httpd.socket, server_side=True, do_handshake_on_connect=False
+        )
+        return int(self.httpd.server_address[1])
+
+    def serve_forever(self) -> None:
+        assert self.httpd is not None
+        self.httpd.serve_forever(poll_interval=0.2)
+
+    def shutdown(self) -> None:
+        """Stop accepting, then cut every open connection (streams included), as a dying server does."""
+        self.stopping.set()
+        self.store.poke()
+        if self.httpd is not None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+        with self._conn_lock:
+            connections = list(self.connections)
+        for sock in connections:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def track(self, sock: Any, open_: bool) -> None:
+        with self._conn_lock:
+            if open_:
+                self.connections.add(sock)
+            else:
+                self.connections.discard(sock)
+
+    # -- request handling ----------------------------------------------------------------------------
+    def list_objects(self, route: Route, query: dict[str, str]) -> tuple[list[Obj], int]:
+        labels = parse_label_selector(query.get("labelSelector"))
+        fields = parse_field_selector(query.get("fieldSelector"), route.rtype.plural)
+        rv = query.get("resourceVersion")
+        if rv and query.get("resourceVersionMatch") == "Exact" and int(rv) < self.store.resource_version:
+            self.store.events_since(route.rtype.key, int(rv))  # raises 410 when too old
+        return self.store.list(route.rtype, route.namespace, lambda o: labels(o) and fields(o))
+
+    def admit(self, rtype: ResourceType, obj: Obj, operation: str) -> None:
+        for admitter in self.hooks.admit:
+            admitter(rtype, obj, operation)
+
+
+class RequestHandler(StreamingHandler):
+    """One HTTP request. Errors become `Status` bodies; streams are chunked."""
+
+    protocol_version = "HTTP/1.1"
+    server_api: ApiServer
+
+    def setup(self) -> None:
+        sock = self.request
+        self.server_api.track(sock, True)
+        if isinstance(sock, ssl.SSLSocket):
+            sock.settimeout(10)
+            sock.do_handshake()
+            sock.settimeout(None)
+        super().setup()
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (ssl.SSLError, OSError):
+            self.close_connection = True
+
+    def finish(self) -> None:
+        self.server_api.track(self.request, False)
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return  # quiet: the pool's own log is the events
+
+    # -- plumbing -----------------------------------------------------------------------------------
+    def _send_json(self, code: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-cache, private")
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _send_error(self, err: errors.ApiError) -> None:
+        self._send_json(err.code, err.status())
+
+    def _body(self) -> Any:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            raw = self._read_chunked()
+        if not raw.strip():
+            return None
+        ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        try:
+            if ctype in ("application/yaml", "application/apply-patch+yaml"):
+                return yaml.safe_load(raw)
+            return json.loads(raw)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
+
+    def _read_chunked(self) -> bytes:
+        out = b""
+        while True:
+            size = int(self.rfile.readline().strip() or b"0", 16)
+            if size == 0:
+                self.rfile.readline()
+                return out
+            out += self.rfile.read(size)
+            self.rfile.readline()
+
+    def _authorised(self, path: str) -> bool:
+        if path in OPEN_PATHS:
+            return True
+        header = self.headers.get("Authorization") or ""
+        scheme, _, token = header.partition(" ")
+        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip(), self.server_api.token)
+
+    def _dispatch(self) -> None:
+        url = urlsplit(self.path)
+        path = url.path.rstrip("/") or "/"
+        query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        body_needed = self.command in ("POST", "PUT", "PATCH", "DELETE")
+        try:
+            body = self._body() if body_needed else None  # always drain the body (keep-alive)
+            if not self._authorised(path):
+                raise errors.unauthorized()
+            self._route(path, query, body)
+        except errors.ApiError as err:
+            self._send_error(err)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+        except Exception as exc:  # a bug must still answer like an API server, not drop the connection
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self._send_error(errors.ApiError(500, "InternalError", f"Internal error occurred: {exc!r}"))
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _dispatch
+
+    # -- routing --------------------------------------------------------------------------------------
+    def _route(self, path: str, query: dict[str, str], body: Any) -> None:
+        api = self.server_api
+        if path in OPEN_PATHS:
+            data = b"ok"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        if path == "/openapi/v2":
+            data = openapi.v2_protobuf()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        static = self._static(path)
+        if static is not None:
+            if self.command not in ("GET", "HEAD"):
+                raise errors.method_not_allowed()
+            self._send_json(200, static)
+            return
+        route = resolve(path)
+        if route is None:
+            raise errors.ApiError(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+                {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]},
+            )
+        method = self.command
+        if route.subresource == "exec":
+            self._exec(route)
+            return
+        if method in ("GET", "HEAD"):
+            if route.name is None:
+                if parse_bool(query.get("watch")):
+                    self._watch(route, query)
+                else:
+                    self._list(route, query)
+            elif route.subresource == "log":
+                self._log(route, query)
+            else:
+                obj = api.store.get(route.rtype, route.namespace, route.name)
+                self._send_json(200, self._maybe_table(route.rtype, [obj], query, single=True))
+        elif method == "POST" and route.name is None:
+            self._create(route, query, body)
+        elif method == "PUT" and route.name is not None:
+            self._update(route, query, body)
+        elif method == "PATCH" and route.name is not None:
+            self._patch(route, query, body)
+        elif method == "DELETE":
+            if route.name is None:
+                self._delete_collection(route, query, body)
+            else:
+                self._delete(route, query, body)
+        else:
+            raise errors.method_not_allowed()
+
+    def _static(self, path: str) -> Any:
+        host = self.headers.get("Host") or "127.0.0.1"
+        if path == "/version":
+            return discovery.SERVER_VERSION
+        if path == "/api":
+            return discovery.api_versions(host)
+        if path == "/apis":
+            return discovery.api_group_list()
+        if path == "/api/v1":
+            return discovery.resource_list("v1")
+        if path == "/openapi/v3":
+            return openapi.index()
+        if path.startswith("/openapi/v3/"):
+            doc = openapi.document(path.removeprefix("/openapi/v3/"))
+            if doc is None:
+                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            return doc
+        parts = [p for p in path.split("/") if p]
+        if len(parts) == 2 and parts[0] == "apis":
+            group = discovery.api_group(parts[1])
+            if group is None:
+                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            return group
+        if len(parts) == 3 and parts[0] == "apis":
+            return discovery.resource_list(f"{parts[1]}/{parts[2]}") or self._not_found_page()
+        return None
+
+    @staticmethod
+    def _not_found_page() -> Any:
+        raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+
+    def _maybe_table(
+        self,
+        rtype: ResourceType,
+        items: list[Obj],
+        query: dict[str, str],
+        single: bool,
+        rv: int | None = None,
+    ) -> Any:
+        accept = self.headers.get("Accept") or ""
+        if tables.wants_table(accept):
+            return tables.table(
+                rtype,
+                items,
+                rv or self.server_api.store.resource_version,
+                query.get("includeObject", "Metadata"),
+            )
+        if single:
+            return items[0]
+        return {
+            "kind": f"{rtype.kind}List",
+            "apiVersion": rtype.api_version,
+            "metadata": {"resourceVersion": str(rv)},
+            "items": items,
+        }
+
+    # -- verbs ----------------------------------------------------------------------------------------
+    def _list(self, route: Route, query: dict[str, str]) -> None:
+        items, rv = self.server_api.list_objects(route, query)
+        token = query.get("continue")
+        if token:  # pages are cut by (namespace, name), which is the order lists come in
+            try:
+                start = json.loads(base64.urlsafe_b64decode(token.encode()))
+            except ValueError as exc:
+                raise errors.bad_request(f"invalid continue token: {exc}") from exc
+            items = [o for o in items if [o["metadata"].get("namespace", ""), o["metadata"]["name"]] > start]
+        limit = int(query.get("limit") or 0)
+        next_token, remaining = "", 0
+        if limit and len(items) > limit:
+            remaining = len(items) - limit
+            items = items[:limit]
+            last = items[-1]["metadata"]
+            position = json.dumps([last.get("namespace", ""), last["name"]]).encode()
+            next_token = base64.urlsafe_b64encode(position).decode()
+        body = self._maybe_table(route.rtype, items, query, single=False, rv=rv)
+        if next_token:
+            body["metadata"]["continue"] = next_token
+            body["metadata"]["remainingItemCount"] = remaining
+        self._send_json(200, body)
+
+    def _field_validation(self, route: Route, query: dict[str, str], obj: Any) -> dict[str, str]:
+        """Strict -> 400 listing unknown fields (as the real decoder does); Warn -> Warning headers."""
+        if not isinstance(obj, dict):
+            raise errors.bad_request("the request body must be a JSON object")
+        mode = query.get("fieldValidation") or "Warn"
+        if mode == "Ignore":
+            return {}
+        unknown = validation.unknown_fields(route.rtype, obj)
+        if not unknown:
+            return {}
+        if mode == "Strict":
+            listed = ", ".join(f'unknown field "{u}"' for u in unknown)
+            raise errors.bad_request(
+                f'{route.rtype.kind} in version "{route.rtype.version}" cannot be handled as '
+                f"a {route.rtype.kind}: strict decoding error: {listed}"
+            )
+        return {"Warning": ", ".join(f'299 - "unknown field \\"{u}\\""' for u in unknown)}
+
+    def _check_body_identity(self, route: Route, obj: Obj) -> None:
+        meta = obj.setdefault("metadata", {})
+        if route.rtype.namespaced:
+            ns = meta.get("namespace")
+            if ns and route.namespace and ns != route.namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            meta["namespace"] = route.namespace or ns or "default"
+        kind, api_version = obj.get("kind"), obj.get("apiVersion")
+        if (kind and kind != route.rtype.kind) or (api_version and api_version != route.rtype.api_version):
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({route.rtype.api_version}) or kind ({kind})"
+            )
+
+    def _validate(self, route: Route, obj: Obj, operation: str) -> None:
+        rtype = route.rtype
+        name = obj["metadata"].get("name") or ""
+        causes = (
+            []
+            if (not name and obj["metadata"].get("generateName"))
+            else validation.validate_name(rtype, name)
+        )
+        namespaces = BY_KEY["namespaces"]
+        if (
+            rtype.namespaced
+            and route.namespace
+            and operation == "CREATE"
+            and self.server_api.store.find(namespaces, None, route.namespace) is None
+        ):
+            raise errors.not_found("namespaces", "", route.namespace)
+        if rtype.key == "pods":
+            causes += validation.validate_pod_spec(obj.get("spec"), "spec.")
+        if causes:
+            raise errors.invalid(rtype.kind, rtype.group, name, causes)
+        self.server_api.admit(rtype, obj, operation)
+
+    def _create(self, route: Route, query: dict[str, str], body: Any) -> None:
+        warn = self._field_validation(route, query, body)
+        obj = copy.deepcopy(body)
+        self._check_body_identity(route, obj)
+        for key in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation"):
+            obj["metadata"].pop(key, None)
+        self._validate(route, obj, "CREATE")
+        if parse_bool("true" if query.get("dryRun") == "All" else None):
+            self._send_json(201, obj, warn)
+            return
+        created = self.server_api.store.create(route.rtype, obj)
+        self._send_json(201, created, warn)
+
+    def _update(self, route: Route, query: dict[str, str], body: Any) -> None:
+        warn = self._field_validation(route, query, body)
+        obj = copy.deepcopy(body)
+        self._check_body_identity(route, obj)
+        if obj["metadata"].get("name") != route.name:
+            raise errors.bad_request("the name of the object does not match the name on the URL")
+        self._validate(route, obj, "UPDATE")
+        updated = self.server_api.store.update(route.rtype, obj, status_only=route.subresource == "status")
+        self._send_json(200, updated, warn)
+
+    def _patch(self, route: Route, query: dict[str, str], body: Any) -> None:
+        store = self.server_api.store
+        ctype = self.headers.get("Content-Type") or ""
+        if ctype.startswith("application/apply-patch"):
+            # server-side apply, simplified: create if absent, else merge (no field ownership tracking)
+            if not query.get("fieldManager"):
+                raise errors.bad_request("PATCH, application/apply-patch+yaml: fieldManager is required")
+            if store.find(route.rtype, route.namespace, route.name or "") is None:
+                if isinstance(body, dict):
+                    body.setdefault("metadata", {})["name"] = route.name
+                self._create(route, query, body)
+                return
+            ctype = "application/merge-patch+json"
+        current = store.get(route.rtype, route.namespace, route.name or "")
+        patched = apply_patch(ctype, current, body, route.rtype.builtin)
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patch did not produce an object")
+        warn = self._field_validation(route, query, patched)
+        patched.setdefault("metadata", {})
+        patched["metadata"]["name"] = route.name
+        if route.rtype.namespaced:
+            patched["metadata"]["namespace"] = route.namespace
+        self._validate(route, patched, "UPDATE")
+        check_rv = "resourceVersion" in (body.get("metadata") or {}) if isinstance(body, dict) else False
+        if not check_rv:
+            patched["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        updated = store.update(route.rtype, patched, status_only=route.subresource == "status")
+        self._send_json(200, updated, warn)
+
+    def _delete(self, route: Route, query: dict[str, str], body: Any) -> None:
+        options: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
+        if "gracePeriodSeconds" in query:
+            options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
+        if "propagationPolicy" in query:
+            options["propagationPolicy"] = query["propagationPolicy"]
+        store = self.server_api.store
+        obj = store.get(route.rtype, route.namespace, route.name or "")
+        precondition = (options.get("preconditions") or {}).get("uid")
+        if precondition and precondition != obj["metadata"]["uid"]:
+            raise errors.conflict(route.rtype.plural, route.rtype.group, route.name or "")
+        result = (
+            self.server_api.hooks.delete(route.rtype, obj, options) if self.server_api.hooks.delete else None
+        )
+        if result is not None:
+            self._send_json(200, result)  # graceful: still there, with deletionTimestamp
+            return
+        deleted = store.delete(route.rtype, route.namespace, route.name or "")
+        self._send_json(200, deleted)
+
+    def _delete_collection(self, route: Route, query: dict[str, str], body: Any) -> None:
+        items, _rv = self.server_api.list_objects(route, query)
+        store = self.server_api.store
+        for obj in items:
+            meta = obj["metadata"]
+            handled = (
+                self.server_api.hooks.delete(route.rtype, obj, body or {})
+                if self.server_api.hooks.delete
+                else None
+            )
+            if handled is None:
+                with contextlib.suppress(errors.ApiError):
+                    store.delete(route.rtype, meta.get("namespace"), meta["name"])
+        self._send_json(
+            200,
+            {
+                "kind": f"{route.rtype.kind}List",
+                "apiVersion": route.rtype.api_version,
+                "metadata": {"resourceVersion": str(store.resource_version)},
+                "items": items,
+            },
+        )

@@ -1,0 +1,315 @@
+"""Admission checks: strict unknown-field detection, names, NPU requests, and Volcano's job webhook rules."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ranktable.sim.k8s.resources import ResourceType
+
+Obj = dict[str, Any]
+Causes = list[tuple[str, str]]
+
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+KNOWN_PLUGINS = ("svc", "env", "ssh", "configmap1980", "pytorch", "mpi", "tensorflow", "hcclrank", "ray")
+NPU = "huawei.com/ascend-1980"
+
+OBJECT_META = {
+    "name",
+    "generateName",
+    "namespace",
+    "labels",
+    "annotations",
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+}
+TOP = {"apiVersion", "kind", "metadata"}
+TOP_BY_KIND = {
+    "ConfigMap": TOP | {"data", "binaryData", "immutable"},
+    "Secret": TOP | {"data", "stringData", "type", "immutable"},
+    "Event": TOP
+    | {
+        "involvedObject",
+        "reason",
+        "message",
+        "source",
+        "firstTimestamp",
+        "lastTimestamp",
+        "count",
+        "type",
+        "eventTime",
+        "series",
+        "action",
+        "related",
+        "reportingComponent",
+        "reportingInstance",
+    },
+}
+POD_SPEC = {
+    "volumes",
+    "initContainers",
+    "containers",
+    "ephemeralContainers",
+    "restartPolicy",
+    "terminationGracePeriodSeconds",
+    "activeDeadlineSeconds",
+    "dnsPolicy",
+    "nodeSelector",
+    "serviceAccountName",
+    "serviceAccount",
+    "automountServiceAccountToken",
+    "nodeName",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "shareProcessNamespace",
+    "securityContext",
+    "imagePullSecrets",
+    "hostname",
+    "subdomain",
+    "affinity",
+    "schedulerName",
+    "tolerations",
+    "hostAliases",
+    "priorityClassName",
+    "priority",
+    "dnsConfig",
+    "readinessGates",
+    "runtimeClassName",
+    "enableServiceLinks",
+    "preemptionPolicy",
+    "overhead",
+    "topologySpreadConstraints",
+    "setHostnameAsFQDN",
+    "os",
+    "hostUsers",
+    "schedulingGates",
+    "resourceClaims",
+}
+CONTAINER = {
+    "name",
+    "image",
+    "command",
+    "args",
+    "workingDir",
+    "ports",
+    "envFrom",
+    "env",
+    "resources",
+    "resizePolicy",
+    "restartPolicy",
+    "volumeMounts",
+    "volumeDevices",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "terminationMessagePath",
+    "terminationMessagePolicy",
+    "imagePullPolicy",
+    "securityContext",
+    "stdin",
+    "stdinOnce",
+    "tty",
+}
+VCJOB_SPEC = {
+    "schedulerName",
+    "minAvailable",
+    "volumes",
+    "tasks",
+    "policies",
+    "plugins",
+    "runningEstimate",
+    "queue",
+    "maxRetry",
+    "ttlSecondsAfterFinished",
+    "priorityClassName",
+    "minSuccess",
+    "networkTopology",
+}
+VCJOB_TASK = {
+    "name",
+    "replicas",
+    "minAvailable",
+    "template",
+    "policies",
+    "topologyPolicy",
+    "maxRetry",
+    "dependsOn",
+    "partitionPolicy",
+}
+
+
+def _unknown(obj: Any, allowed: set[str], prefix: str) -> list[str]:
+    if not isinstance(obj, dict):
+        return []
+    return [f"{prefix}{key}" for key in obj if key not in allowed]
+
+
+def _pod_spec_unknown(spec: Any, prefix: str) -> list[str]:
+    out = _unknown(spec, POD_SPEC, prefix)
+    if isinstance(spec, dict):
+        for kind in ("containers", "initContainers"):
+            for i, c in enumerate(spec.get(kind) or []):
+                out += _unknown(c, CONTAINER, f"{prefix}{kind}[{i}].")
+    return out
+
+
+def unknown_fields(rtype: ResourceType, obj: Obj) -> list[str]:
+    """Field paths a strict decoder would reject (known shapes only; nested free-form parts are open)."""
+    out = _unknown(obj.get("metadata"), OBJECT_META, "metadata.")
+    top = TOP_BY_KIND.get(rtype.kind, TOP | {"spec", "status"})
+    out += _unknown(obj, top, "")
+    if rtype.kind == "Pod" and rtype.group == "":
+        out += _pod_spec_unknown(obj.get("spec"), "spec.")
+    if rtype.key == "batch.volcano.sh/jobs":
+        spec = obj.get("spec")
+        out += _unknown(spec, VCJOB_SPEC, "spec.")
+        for i, task in enumerate((spec or {}).get("tasks") or [] if isinstance(spec, dict) else []):
+            out += _unknown(task, VCJOB_TASK, f"spec.tasks[{i}].")
+            template = task.get("template") if isinstance(task, dict) else None
+            if isinstance(template, dict):
+                out += _unknown(template, {"metadata", "spec"}, f"spec.tasks[{i}].template.")
+                out += _pod_spec_unknown(template.get("spec"), f"spec.tasks[{i}].template.spec.")
+    return out
+
+
+def validate_name(rtype: ResourceType, name: str) -> Causes:
+    if not name:
+        return [("metadata.name", "Required value: name or generateName is required")]
+    pattern = DNS_LABEL if rtype.plural in ("namespaces", "services") else DNS_SUBDOMAIN
+    limit = 63 if pattern is DNS_LABEL else 253
+    if len(name) > limit or not pattern.match(name):
+        return [
+            (
+                "metadata.name",
+                f'Invalid value: "{name}": a lowercase RFC 1123 '
+                f"{'label' if limit == 63 else 'subdomain'} must consist of lower case alphanumeric "
+                "characters, '-' or '.', and must start and end with an alphanumeric character",
+            )
+        ]
+    return []
+
+
+def validate_pod_spec(spec: Any, prefix: str) -> Causes:
+    causes: Causes = []
+    if not isinstance(spec, dict):
+        return [(prefix.rstrip("."), "Required value")]
+    containers = spec.get("containers")
+    if not containers:
+        return [(f"{prefix}containers", "Required value")]
+    for i, c in enumerate(containers):
+        where = f"{prefix}containers[{i}]"
+        if not isinstance(c, dict) or not c.get("name"):
+            causes.append((f"{where}.name", "Required value"))
+            continue
+        resources = c.get("resources") or {}
+        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+        for key in sorted(set(requests) | set(limits)):
+            if "/" not in key or key.startswith("kubernetes.io/"):
+                continue  # only extended resources must have requests == limits
+            if key in requests and key in limits and str(requests[key]) != str(limits[key]):
+                causes.append(
+                    (
+                        f"{where}.resources.requests",
+                        f'Invalid value: "{requests[key]}": must be equal to {key} limit of {limits[key]}',
+                    )
+                )
+            elif key in requests and key not in limits:
+                causes.append(
+                    (
+                        f"{where}.resources.limits",
+                        f"Required value: Limit must be set for non overcommitable resources ({key})",
+                    )
+                )
+    return causes
+
+
+def validate_volcano_job(job: Obj, queues: set[str]) -> Causes:
+    """The rules of Volcano's `validatejob` admission webhook that users actually trip over."""
+    spec = job.get("spec") or {}
+    causes: Causes = []
+    tasks = spec.get("tasks") or []
+    if not tasks:
+        return [("spec.tasks", "Required value: No task specified in job spec")]
+    total = 0
+    names: set[str] = set()
+    for i, task in enumerate(tasks):
+        where = f"spec.tasks[{i}]"
+        name = task.get("name", "")
+        if not name or not DNS_LABEL.match(name) or len(name) > 63:
+            causes.append(
+                (
+                    f"{where}.name",
+                    f'Invalid value: "{name}": a lowercase RFC 1123 label must consist '
+                    "of lower case alphanumeric characters or '-', and must start and end with an "
+                    "alphanumeric character",
+                )
+            )
+        if name in names:
+            causes.append((f"{where}.name", f'Duplicate value: "{name}": duplicated task name {name}'))
+        names.add(name)
+        replicas = int(task.get("replicas", 1) or 0)
+        if replicas < 0:
+            causes.append((f"{where}.replicas", f"Invalid value: {replicas}: must be >= 0"))
+        task_min = task.get("minAvailable")
+        if task_min is not None and int(task_min) > replicas:
+            causes.append(
+                (
+                    f"{where}.minAvailable",
+                    f"Invalid value: {task_min}: taskMinAvailable should not be "
+                    f"greater than task replicas {replicas}",
+                )
+            )
+        total += replicas
+        causes += validate_pod_spec((task.get("template") or {}).get("spec"), f"{where}.template.spec.")
+    min_available = spec.get("minAvailable")
+    if min_available is not None and int(min_available) > total:
+        causes.append(
+            (
+                "spec.minAvailable",
+                f"Invalid value: {min_available}: job 'minAvailable' should not be "
+                f"greater than total replicas in tasks {total}",
+            )
+        )
+    if min_available is not None and int(min_available) < 0:
+        causes.append(
+            ("spec.minAvailable", f"Invalid value: {min_available}: job 'minAvailable' must be >= 0")
+        )
+    for plugin in spec.get("plugins") or {}:
+        if plugin not in KNOWN_PLUGINS:
+            causes.append(
+                (
+                    f"spec.plugins.{plugin}",
+                    f'Unsupported value: "{plugin}": unable to find job plugin '
+                    f"{plugin}; supported values: {', '.join(KNOWN_PLUGINS)}",
+                )
+            )
+    queue = spec.get("queue") or "default"
+    if queue not in queues:
+        causes.append(("spec.queue", f'Not found: "{queue}": unable to find job queue {queue}'))
+    max_retry = spec.get("maxRetry")
+    if max_retry is not None and int(max_retry) < 0:
+        causes.append(("spec.maxRetry", f"Invalid value: {max_retry}: 'maxRetry' cannot be less than zero"))
+    return causes
+
+
+def default_volcano_job(job: Obj) -> None:
+    """Volcano's mutating webhook: queue, maxRetry, minAvailable and per-task defaults."""
+    spec = job.setdefault("spec", {})
+    spec.setdefault("queue", "default")
+    spec.setdefault("maxRetry", 3)
+    spec.setdefault("schedulerName", "volcano")
+    for task in spec.get("tasks") or []:
+        task.setdefault("replicas", 1)
+        task.setdefault("minAvailable", task["replicas"])
+    spec.setdefault("minAvailable", sum(int(t.get("minAvailable", 0)) for t in spec.get("tasks") or []))

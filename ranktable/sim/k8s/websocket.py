@@ -1,0 +1,93 @@
+"""Server side of RFC 6455 WebSockets, enough for Kubernetes' `channel.k8s.io` streams (kubectl exec).
+
+Each binary message starts with a channel byte: 0 stdin, 1 stdout, 2 stderr, 3 error (a Status),
+4 resize (terminal size JSON), and in v5 255 "close this channel".
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import struct
+import threading
+from typing import Any
+
+GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x1, 0x2, 0x8, 0x9, 0xA
+
+
+def accept_key(key: str) -> str:
+    return base64.b64encode(hashlib.sha1((key + GUID).encode(), usedforsecurity=False).digest()).decode()
+
+
+def choose_protocol(offered: str) -> str | None:
+    names = [p.strip() for p in offered.split(",")]
+    return next((p for p in PROTOCOLS if p in names), None)
+
+
+class WebSocket:
+    """Frames over an upgraded connection; `send` is safe from several threads."""
+
+    def __init__(self, rfile: Any, wfile: Any) -> None:
+        self.rfile, self.wfile = rfile, wfile
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def send(self, payload: bytes, opcode: int = OP_BINARY) -> None:
+        size = len(payload)
+        if size < 126:
+            header = struct.pack("!BB", 0x80 | opcode, size)
+        elif size < 1 << 16:
+            header = struct.pack("!BBH", 0x80 | opcode, 126, size)
+        else:
+            header = struct.pack("!BBQ", 0x80 | opcode, 127, size)
+        with self._lock:
+            if self.closed:
+                return
+            self.wfile.write(header + payload)
+            self.wfile.flush()
+
+    def send_channel(self, channel: int, data: bytes) -> None:
+        self.send(bytes([channel]) + data)
+
+    def close(self, code: int = 1000) -> None:
+        with contextlib.suppress(OSError):
+            self.send(struct.pack("!H", code), OP_CLOSE)
+        self.closed = True
+
+    def _read_exact(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.rfile.read(n - len(data))
+            if not chunk:
+                raise EOFError
+            data += chunk
+        return data
+
+    def receive(self) -> tuple[int, bytes]:
+        """The next data message (opcode, payload); answers pings; EOFError when the peer closes."""
+        message = b""
+        while True:
+            first, second = self._read_exact(2)
+            opcode, fin = first & 0x0F, first & 0x80
+            size = second & 0x7F
+            if size == 126:
+                size = struct.unpack("!H", self._read_exact(2))[0]
+            elif size == 127:
+                size = struct.unpack("!Q", self._read_exact(8))[0]
+            mask = self._read_exact(4) if second & 0x80 else b""
+            payload = self._read_exact(size)
+            if mask:
+                payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+            if opcode == OP_CLOSE:
+                raise EOFError
+            if opcode == OP_PING:
+                self.send(payload, OP_PONG)
+                continue
+            if opcode == OP_PONG:
+                continue
+            message += payload
+            if fin:
+                return opcode, message

@@ -1,0 +1,204 @@
+"""Start and stop a simulated Lite pool: API server, controllers, kubelet, kubeconfig.
+
+State lives in one directory: `kubeconfig` and `server.json` (mode 600, they hold the token),
+`objects.json` (saved twice a second and at stop), `pods/` (sandboxes and log files). A pool stopped
+with `kill_pods=False` and started again with `resume=True` on the same directory keeps its objects,
+its token and port, and re-adopts the pod processes, so log streams can resume where they were.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ranktable.sim.admission import volcano_admitter
+from ranktable.sim.controllers.cluster import bootstrap
+from ranktable.sim.controllers.exec import exec_target, run_exec
+from ranktable.sim.controllers.kubelet import Kubelet
+from ranktable.sim.controllers.logs import DEFAULT_LIMIT_BYTES, ensure_dir
+from ranktable.sim.controllers.manager import ControllerManager
+from ranktable.sim.fabric import SimNode, default_fabric, fabric_from_topology
+from ranktable.sim.k8s.server import ApiServer, Hooks
+from ranktable.sim.k8s.store import Store
+from ranktable.sim.k8s.websocket import WebSocket
+from ranktable.sim.kubeconfig import write_kubeconfig
+from ranktable.sim.paths import CONTEXT, default_state_dir
+from ranktable.sim.tls import ensure_certificate
+
+SAVE_SECONDS = 0.5
+
+
+@dataclass
+class PoolConfig:
+    state_dir: Path = field(default_factory=default_state_dir)
+    nodes: int = 8
+    leaves: int = 2
+    topology: Path | None = None
+    port: int = 0
+    ranktable_delay: float = 0.5
+    log_limit: int = DEFAULT_LIMIT_BYTES
+    history: int = 2000
+    resume: bool = False
+
+    def fabric(self) -> list[SimNode]:
+        if self.topology is not None:
+            return fabric_from_topology(self.topology)
+        return default_fabric(self.nodes, self.leaves)
+
+
+def _write_private(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    tmp.replace(path)
+
+
+class Pool:
+    """A running simulated pool. `start()` returns once the API answers."""
+
+    def __init__(self, config: PoolConfig) -> None:
+        self.config = config
+        self.state_dir = ensure_dir(Path(config.state_dir))
+        self.kubeconfig = self.state_dir / "kubeconfig"
+        self.context = CONTEXT
+        self.store = Store(history=config.history)
+        self.token = ""
+        self.port = 0
+        self._stop = threading.Event()
+        self._stop_requested = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.kubelet: Kubelet | None = None
+        self.controllers: ControllerManager | None = None
+        self.api: ApiServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def objects_file(self) -> Path:
+        return self.state_dir / "objects.json"
+
+    @property
+    def server_file(self) -> Path:
+        return self.state_dir / "server.json"
+
+    def _saved_server(self) -> dict[str, Any]:
+        try:
+            return dict(json.loads(self.server_file.read_text()))
+        except (OSError, ValueError):
+            return {}
+
+    def start(self) -> Pool:
+        cfg = self.config
+        saved = self._saved_server() if cfg.resume else {}
+        if cfg.resume and self.store.load(self.objects_file):
+            pass
+        else:
+            self.objects_file.unlink(missing_ok=True)
+            for stale in ("server.crt", "server.key"):
+                (self.state_dir / stale).unlink(missing_ok=True)
+            shutil.rmtree(self.state_dir / "pods", ignore_errors=True)
+        nodes = cfg.fabric()
+        bootstrap(self.store, nodes)
+        self.token = str(saved.get("token") or secrets.token_urlsafe(32))
+        self.kubelet = Kubelet(self.store, self.state_dir, cfg.log_limit)
+        hooks = Hooks(
+            read_log=self.kubelet.read_log,
+            execute=self._execute,
+            delete=self.kubelet.delete_hook,
+            admit=[volcano_admitter(self.store)],
+        )
+        self.api = ApiServer(self.store, self.token, hooks)
+        cert, key = ensure_certificate(self.state_dir)
+        self.port = self.api.bind(cfg.port or int(saved.get("port") or 0), cert, key)
+        write_kubeconfig(self.kubeconfig, self.url, self.token, cert.read_bytes(), self.context)
+        _write_private(
+            self.server_file,
+            json.dumps(
+                {
+                    "port": self.port,
+                    "token": self.token,
+                    "pid": os.getpid(),
+                    "url": self.url,
+                    "context": self.context,
+                }
+            ),
+        )
+        self.controllers = ControllerManager(
+            self.store, self.kubelet, self.state_dir / "controller-errors.log", cfg.ranktable_delay
+        )
+        self.kubelet.start()
+        self.controllers.start()
+        for target, name in ((self.api.serve_forever, "sim-api"), (self._save_loop, "sim-save")):
+            thread = threading.Thread(target=target, name=name, daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def _execute(
+        self, pod: dict[str, Any], query: dict[str, list[str]], ws: WebSocket, protocol: str
+    ) -> None:
+        assert self.kubelet is not None
+        try:
+            container = exec_target(pod, (query.get("container") or [""])[0] or None)
+        except ValueError as exc:
+            ws.send_channel(
+                3,
+                json.dumps(
+                    {
+                        "metadata": {},
+                        "status": "Failure",
+                        "reason": "BadRequest",
+                        "message": str(exc),
+                        "code": 400,
+                    }
+                ).encode(),
+            )
+            ws.close()
+            return
+        env, cwd = self.kubelet.exec_context(pod, container)
+        flag = lambda name: (query.get(name) or ["false"])[0] in ("1", "true", "True")  # noqa: E731
+        run_exec(
+            ws,
+            self.kubelet.exec_argv(pod, query.get("command") or ["sh"]),
+            env,
+            cwd,
+            tty=flag("tty"),
+            stdin=flag("stdin"),
+            v5=protocol.startswith("v5"),
+        )
+
+    def _save_loop(self) -> None:
+        while not self._stop.wait(SAVE_SECONDS):
+            if self.store.dirty:
+                self.store.save(self.objects_file)
+
+    def stop(self, kill_pods: bool = True) -> None:
+        """Stop serving; with `kill_pods` also end every pod process (else they keep running for a resume)."""
+        self._stop.set()
+        if self.api is not None:
+            self.api.shutdown()
+        if self.controllers is not None:
+            self.controllers.stop()
+        if self.kubelet is not None:
+            self.kubelet.stop(kill=kill_pods)
+        for thread in self._threads:
+            thread.join(timeout=5)
+        self.store.save(self.objects_file)
+
+    def request_stop(self) -> None:
+        """Ask `wait()` to return (safe from a signal handler)."""
+        self._stop_requested.set()
+
+    def wait(self) -> None:
+        """Block until `request_stop()` (used by `ranktable sim serve`)."""
+        while not self._stop_requested.wait(0.5):
+            pass
