@@ -1,0 +1,429 @@
+"""`ranktable job ...` (compose, submit, list, describe, logs, wait-ranktable, stop, layout) and the
+in-container `ranktable launch`.
+
+The cluster modules (and so the kubernetes package) are imported inside handlers: `ranktable launch`
+must work in a training image that has only the core dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ranktable.errors import InputError
+
+if TYPE_CHECKING:
+    from ranktable.jobs.cluster import ClusterClient
+    from ranktable.jobs.spec import JobSpec
+
+
+def register(sub: Any) -> None:
+    from ranktable.jobs.launch import launch_parser
+
+    launch = sub.add_parser(
+        "launch",
+        help="in-container launcher: wait for the rank table, route, start one process per NPU (or torchrun)",
+        description="Runs inside the training image (pip install jupyter-ranktable). Waits for the rank "
+        "table, applies the route plan when ROUTE_PLAN=true, then starts the script per local NPU "
+        "(MindSpore) or through torchrun (PyTorch).",
+    )
+    launch_parser(launch)
+    launch.set_defaults(handler=_launch)
+
+    parser = sub.add_parser("job", help="compose, submit, watch and stream ranktable-routed Volcano jobs")
+    group = parser.add_subparsers(dest="job_command", metavar="JOB_COMMAND")
+    group.required = True
+
+    p = group.add_parser("compose", help="print the ConfigMap + Volcano Job for a job (YAML)")
+    _spec_flags(p, required=True)
+    p.add_argument("-o", "--output", help="write the YAML to FILE instead of stdout")
+    p.set_defaults(handler=_compose)
+
+    p = group.add_parser("submit", help="submit a composed YAML file, or compose from flags and submit")
+    p.add_argument("file", nargs="?", help="YAML with the ConfigMap and the Volcano Job (or use the flags)")
+    _spec_flags(p, required=False)
+    _cluster_flags(p)
+    p.add_argument("--wait", action="store_true", help="then wait for the rank table and print its status")
+    p.set_defaults(handler=_submit)
+
+    p = group.add_parser("list", help="jobs in the namespace (vcctl-like table)")
+    _cluster_flags(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_list)
+
+    p = group.add_parser("describe", help="pods, events and hints for one job")
+    p.add_argument("name")
+    _cluster_flags(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=_describe)
+
+    p = group.add_parser("logs", help="logs of every pod, tagged with node rank and pod")
+    p.add_argument("name")
+    p.add_argument("-f", "--follow", action="store_true")
+    p.add_argument("--rank", type=int, help="only this node rank (pod index)")
+    p.add_argument("--timestamps", action="store_true", help="show each line's timestamp")
+    _cluster_flags(p)
+    p.set_defaults(handler=_logs)
+
+    p = group.add_parser(
+        "wait-ranktable", help="wait until the job's rank table is completed, then validate it"
+    )
+    p.add_argument("name")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds (default 600)")
+    p.add_argument("--print", action="store_true", help="print the completed jobstart_hccl.json")
+    _cluster_flags(p)
+    p.set_defaults(handler=_wait)
+
+    p = group.add_parser("watch", help="print the job's phase changes until it ends")
+    p.add_argument("name")
+    p.add_argument("--timeout", type=float, default=None, help="stop watching after SECONDS")
+    _cluster_flags(p)
+    p.set_defaults(handler=_watch)
+
+    p = group.add_parser("stop", help="delete the job and its rank-table ConfigMap")
+    p.add_argument("name")
+    _cluster_flags(p)
+    p.set_defaults(handler=_stop)
+
+    p = group.add_parser("layout", help="planned rank layout of a running job (report, SVG)")
+    p.add_argument("name")
+    p.add_argument("--topology", help="topology file (default: HyperNodes, basic-tor-node-cm or node labels)")
+    p.add_argument("--svg", help="write the layout picture to FILE")
+    p.add_argument("--json", action="store_true")
+    _cluster_flags(p)
+    p.set_defaults(handler=_layout)
+
+
+# -- flags ----------------------------------------------------------------------------------------
+def _cluster_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, simulated pool)"
+    )
+    p.add_argument("--context", help="kubeconfig context (default: its current context)")
+    p.add_argument("-n", "--namespace", default=None, help="namespace (default: default)")
+
+
+def _spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
+    p.add_argument("--spec", help="a JobSpec as JSON (file); flags given as well override its fields")
+    p.add_argument("--name", required=False)
+    p.add_argument("--image")
+    if required:
+        p.add_argument("-n", "--namespace", default=None)
+    p.add_argument("--nodes", type=int)
+    p.add_argument("--npus", type=int, help="NPUs per node/pod (8 for multi-node)")
+    p.add_argument("--framework", choices=("mindspore", "pytorch"))
+    p.add_argument(
+        "--command",
+        dest="container_command",
+        help="container command line (split like a shell; not run by a shell)",
+    )
+    p.add_argument("--script", help="training entry point run by the framework launcher")
+    p.add_argument("--script-args", default=None, help="arguments for --script (split like a shell)")
+    p.add_argument("--master-port", type=int)
+    p.add_argument("--python", help="interpreter for --script (default: the launcher's python)")
+    p.add_argument("--cpu")
+    p.add_argument("--memory")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
+    p.add_argument("--secret-env", action="append", default=[], metavar="NAME=SECRET:KEY")
+    p.add_argument("--hostpath", action="append", default=[], metavar="NAME:HOST_PATH:MOUNT_PATH")
+    p.add_argument("--pvc", action="append", default=[], metavar="NAME:CLAIM:MOUNT_PATH")
+    p.add_argument("--nfs", action="append", default=[], metavar="NAME:SERVER:PATH:MOUNT_PATH")
+    p.add_argument("--queue")
+    p.add_argument("--max-retry", type=int)
+    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--node-selector", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--routing", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--rank-table-version", choices=("v1", "v2"))
+    p.add_argument("--flavour")
+    p.add_argument("--task-name")
+
+
+def _pairs(items: list[str], flag: str, sep: str = "=") -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, found, value = item.partition(sep)
+        if not found or not key:
+            raise InputError(f"expected KEY{sep}VALUE, got {item!r}", where=flag)
+        out[key] = value
+    return out
+
+
+def _volumes(args: argparse.Namespace) -> list[dict[str, Any]]:
+    vols: list[dict[str, Any]] = []
+    for flag, kind, fields in (
+        ("--hostpath", "hostPath", ("name", "path", "mount_path")),
+        ("--pvc", "pvc", ("name", "claim", "mount_path")),
+        ("--nfs", "nfs", ("name", "server", "path", "mount_path")),
+    ):
+        for item in getattr(args, flag.strip("-")):
+            parts = item.split(":")
+            if len(parts) != len(fields):
+                raise InputError(f"expected {':'.join(f.upper() for f in fields)}, got {item!r}", where=flag)
+            vols.append({"kind": kind, **dict(zip(fields, parts, strict=True))})
+    return vols
+
+
+def spec_from_args(args: argparse.Namespace) -> JobSpec:
+    """A JobSpec from --spec JSON plus flags (flags win), checked field by field."""
+    from ranktable.jobs.spec import JobSpec
+
+    data: dict[str, Any] = {}
+    if args.spec:
+        try:
+            data = json.loads(Path(args.spec).read_text())
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON: {exc}", where=args.spec) from exc
+    simple = {
+        "name": args.name,
+        "image": args.image,
+        "namespace": getattr(args, "namespace", None),
+        "nodes": args.nodes,
+        "npus_per_node": args.npus,
+        "framework": args.framework,
+        "cpu": args.cpu,
+        "memory": args.memory,
+        "queue": args.queue,
+        "max_retry": args.max_retry,
+        "routing": args.routing,
+        "rank_table_version": args.rank_table_version,
+        "flavour": args.flavour,
+        "task_name": args.task_name,
+    }
+    data.update({k: v for k, v in simple.items() if v is not None})
+    if args.container_command is not None:
+        data["command"] = shlex.split(args.container_command)
+    if args.script is not None:
+        data["entry"] = {"script": args.script, "args": shlex.split(args.script_args or "")}
+        if args.master_port is not None:
+            data["entry"]["master_port"] = args.master_port
+        if args.python:
+            data["entry"]["python"] = args.python
+    for key, flag in (("env", "--env"), ("labels", "--label"), ("node_selector", "--node-selector")):
+        items = getattr(args, {"env": "env", "labels": "label", "node_selector": "node_selector"}[key])
+        if items:
+            data[key] = {**(data.get(key) or {}), **_pairs(items, flag)}
+    if args.secret_env:
+        refs = {}
+        for name, ref in _pairs(args.secret_env, "--secret-env").items():
+            secret, found, key = ref.partition(":")
+            if not found:
+                raise InputError(f"expected NAME=SECRET:KEY for {name}", where="--secret-env")
+            refs[name] = {"secret": secret, "key": key}
+        data["secret_env"] = {**(data.get("secret_env") or {}), **refs}
+    vols = _volumes(args)
+    if vols:
+        data["volumes"] = [*(data.get("volumes") or []), *vols]
+    if not data.get("name") or not data.get("image"):
+        raise InputError("a job needs --name and --image (or a --spec file with both)", where="flags")
+    return JobSpec.from_dict(data)
+
+
+def _checked(spec: JobSpec) -> JobSpec:
+    """Print every finding to stderr; refuse (exit 1) when any is an error."""
+    from ranktable.jobs.validate import has_errors, validate_spec
+
+    issues = validate_spec(spec)
+    for issue in issues:
+        print(issue, file=sys.stderr)
+    if has_errors(issues):
+        count = sum(1 for i in issues if i.severity == "error")
+        raise InputError(f"{count} error(s) in the job spec (listed above)", where=spec.name or "spec")
+    return spec
+
+
+def _client(args: argparse.Namespace) -> ClusterClient:
+    from ranktable.jobs.cluster import ClusterClient
+
+    return ClusterClient(args.kubeconfig, args.context, args.namespace or "default")
+
+
+def _progress(text: str) -> None:
+    print(f"... {text}", file=sys.stderr, flush=True)
+
+
+# -- handlers -------------------------------------------------------------------------------------
+def _launch(args: argparse.Namespace) -> int:
+    from ranktable.jobs.launch import run
+
+    return run(args)
+
+
+def _compose(args: argparse.Namespace) -> int:
+    from ranktable.jobs.compose import compose, dump_manifests
+
+    spec = _checked(spec_from_args(args))
+    text = dump_manifests(compose(spec))
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from ranktable.jobs.compose import compose, load_manifests, spec_from_manifests
+
+    if args.file:
+        docs = load_manifests(Path(args.file).read_text(), args.file)
+        spec = spec_from_manifests(docs)
+        if args.namespace:
+            spec.namespace = args.namespace
+        _checked(spec)
+        namespace = args.namespace or spec.namespace
+    else:
+        spec = _checked(spec_from_args(args))
+        docs = compose(spec)
+        namespace = args.namespace or spec.namespace
+    args.namespace = namespace
+    client = _client(args)
+    result = client.submit(docs)
+    print(f"job {result.name} submitted in {result.namespace} (rank table: ConfigMap {result.configmap})")
+    if args.wait:
+        return _wait_and_report(client, result.name, 600.0, False)
+    return 0
+
+
+def _format_age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    s = int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size:
+            return f"{s // size}{unit}"
+    return f"{s}s"
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def _list(args: argparse.Namespace) -> int:
+    jobs = _client(args).list_jobs()
+    if args.json:
+        print(json.dumps([j.to_json() for j in jobs], indent=2))
+        return 0
+    rows = [
+        [
+            "Name",
+            "Age",
+            "Phase",
+            "Queue",
+            "Nodes",
+            "Min",
+            "Pending",
+            "Running",
+            "Succeeded",
+            "Failed",
+            "Retries",
+        ]
+    ]
+    for j in jobs:
+        rows.append(
+            [j.name, _format_age(j.age_seconds), j.phase, j.queue, str(j.nodes), str(j.min_available),
+             str(j.pending), str(j.running), str(j.succeeded), str(j.failed), str(j.retries)]
+        )  # fmt: skip
+    print(_table(rows) if jobs else f"no jobs in {args.namespace or 'default'}")
+    return 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    d = _client(args).describe(args.name)
+    if args.json:
+        print(json.dumps(d.to_json(), indent=2))
+        return 0
+    j = d.job
+    print(f"Job {j.name} ({j.namespace}): {j.phase}, {j.nodes} node(s), queue {j.queue}, retries {j.retries}")
+    print(f"Rank table: {d.rank_table_status}")
+    if d.pods:
+        rows = [["Pod", "Index", "Node", "Host IP", "Leaf", "Phase", "Restarts", "Devices"]]
+        for p in d.pods:
+            devices = "yes" if p.has_devices else "no"
+            rows.append(
+                [
+                    p.name,
+                    str(p.index),
+                    p.node or "-",
+                    p.host_ip or "-",
+                    p.leaf or "-",
+                    p.phase,
+                    str(p.restarts),
+                    devices,
+                ]
+            )
+        print(_table(rows))
+    else:
+        print("No pods yet.")
+    if d.events:
+        print("Events:")
+        shown: set[str] = set()
+        for e in d.events:
+            count = f" (x{e.count})" if e.count > 1 else ""
+            print(f"  {e.type} {e.reason} {e.object}: {e.message}{count}")
+            if e.hint and e.hint not in shown:  # one hint per cause, not one per pod
+                shown.add(e.hint)
+                print(f"    hint: {e.hint}")
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    stream = _client(args).logs(args.name, follow=args.follow, rank=args.rank)
+    try:
+        for line in stream:
+            stamp = f"{line.timestamp} " if args.timestamps else ""
+            sys.stdout.write(f"{stamp}[{line.node_rank} {line.pod}] {line.text}\n")
+            sys.stdout.flush()
+    finally:
+        stream.close()
+    for problem in stream.stats.problems:
+        print(f"ranktable job logs: {problem}", file=sys.stderr)
+    return 1 if stream.stats.problems else 0
+
+
+def _wait_and_report(client: ClusterClient, name: str, timeout: float, show: bool) -> int:
+    result = client.wait_rank_table(name, timeout=timeout, progress=_progress)
+    if show:
+        print(result.text)
+    print(result.report.summary(), file=sys.stderr if show else sys.stdout)
+    for problem in result.report.problems:
+        print(f"  {problem}", file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+def _wait(args: argparse.Namespace) -> int:
+    return _wait_and_report(_client(args), args.name, args.timeout, args.print)
+
+
+def _watch(args: argparse.Namespace) -> int:
+    last = None
+    for change in _client(args).watch_phases(args.name, timeout=args.timeout, progress=_progress):
+        print(
+            f"{change.name}: {change.phase} (running {change.running}, retries {change.retries})", flush=True
+        )
+        last = change.phase
+    return 0 if last in ("Completed", "Deleted") else 1
+
+
+def _stop(args: argparse.Namespace) -> int:
+    deleted = _client(args).stop(args.name)
+    print(f"deleted {', '.join(deleted)}")
+    return 0
+
+
+def _layout(args: argparse.Namespace) -> int:
+    from ranktable.jobs.layout import job_layout
+
+    layout = job_layout(_client(args), args.name, topology_file=args.topology)
+    if args.svg:
+        Path(args.svg).write_text(layout.svg)
+        print(f"wrote {args.svg}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(layout.to_json(), indent=2))
+    else:
+        print(layout.report_text)
+    return 0
