@@ -1,0 +1,171 @@
+"""Sync benchmark against a local OpenSSH sshd: ranktable sync vs ``rsync -a -e ssh`` and ``scp -r``.
+
+A tree of 5,000 files / 200 MB (random, incompressible bytes: 4,900 small "source" files and 100 larger
+"data" files). Measured in one run: first sync, no-op sync, one-file change. Each ranktable measurement
+includes connecting (a fresh connection, as a CLI run would), like rsync and scp which connect each time.
+Targets: first sync within 1.2x of rsync; no-op and one-file syncs faster than rsync.
+
+    .venv/bin/python bench/bench_sync.py [--files 5000] [--mb 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ranktable.remote import ConnectionManager, Profile, ProfileStore  # noqa: E402
+from ranktable.remote.sync import Syncer  # noqa: E402
+from tests.fixtures.sshd import SshServer, start_sshd  # noqa: E402
+
+
+def make_tree(root: Path, files: int, total_mb: int, seed: int = 7) -> int:
+    rng = random.Random(seed)
+    big = max(1, files // 50)
+    small = files - big
+    total = total_mb * 1024 * 1024
+    small_bytes = total // 5  # 20% of the bytes in the many small files, 80% in the few big ones
+    sizes = [max(1, int(rng.expovariate(small / small_bytes))) for _ in range(small)]
+    sizes += [(total - sum(sizes)) // big] * big
+    for i, size in enumerate(sizes):
+        path = root / f"pkg{i % 40}" / f"sub{i % 7}" / f"file{i}.{'bin' if i >= small else 'py'}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(os.urandom(size))
+    return sum(sizes)
+
+
+def timed(fn: object) -> float:
+    start = time.perf_counter()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - start
+
+
+def ranktable_sync(home: Path, local: Path) -> None:
+    manager = ConnectionManager(ProfileStore(home))
+    try:
+        result = Syncer(manager.get("bench"), local).sync()
+        assert not result.conflicts, result.summary()
+    finally:
+        manager.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--mb", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs per case (median reported)")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="ranktable-bench-"))
+    server: SshServer | None = None
+    try:
+        local = work / "src"
+        nbytes = make_tree(local, args.files, args.mb)
+        server = start_sshd(work / "sshd")
+        home = work / "home"
+        os.environ["RANKTABLE_HOME"] = str(home)
+        known = server.write_known_hosts(home / "known_hosts")
+        dests = {name: work / f"dest-{name}" for name in ("ranktable", "rsync", "scp")}
+        for d in dests.values():
+            d.mkdir()
+        ProfileStore(home).add(
+            Profile(
+                name="bench",
+                host=server.host,
+                port=server.port,
+                user=server.user,
+                key_file=str(server.client_key),
+                remote_dir=str(dests["ranktable"]),
+            )
+        )
+        ssh = " ".join(server.ssh_command(known))
+        target = f"{server.user}@{server.host}:"
+
+        def rsync() -> None:
+            subprocess.run(["rsync", "-a", "-e", ssh, f"{local}/", target + f"{dests['rsync']}/"], check=True)
+
+        def scp() -> None:
+            opts = ["-q", "-r", "-P", str(server.port), "-i", str(server.client_key)]
+            opts += [
+                "-o",
+                f"UserKnownHostsFile={known}",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-o",
+                "BatchMode=yes",
+            ]
+            subprocess.run(["scp", *opts, str(local), target + str(dests["scp"])], check=True)
+
+        def ours() -> None:
+            ranktable_sync(home, local)
+
+        print(
+            f"tree: {args.files} files, {nbytes / 1e6:.1f} MB; "
+            f"sshd on 127.0.0.1:{server.port}; {os.cpu_count()} CPUs; "
+            f"{args.repeat} interleaved rounds; load average before: {os.getloadavg()[0]:.1f}"
+        )
+        times: dict[str, list[float]] = {}
+
+        def note(case: str, seconds: float) -> None:
+            times.setdefault(case, []).append(seconds)
+
+        changed = local / "pkg3" / "sub3" / "file3.py"
+        for _ in range(args.repeat):
+            for d in dests.values():  # a fresh remote side (and no manifest) for every first sync
+                shutil.rmtree(d)
+                d.mkdir()
+            shutil.rmtree(home / "sync", ignore_errors=True)
+            note("first/ranktable", timed(ours))
+            note("first/rsync", timed(rsync))
+            note("first/scp", timed(scp))
+            for _small in range(2):  # the small cases are cheap: twice per round
+                note("noop/ranktable", timed(ours))
+                note("noop/rsync", timed(rsync))
+                changed.write_bytes(os.urandom(changed.stat().st_size + 100))
+                note("one/ranktable", timed(ours))
+                note("one/rsync", timed(rsync))
+            same = subprocess.run(
+                ["diff", "-r", "-q", str(local), str(dests["ranktable"])], capture_output=True
+            )
+            assert same.returncode == 0, same.stdout.decode()[:500]
+        med = {case: statistics.median(values) for case, values in times.items()}
+        best = {case: min(values) for case, values in times.items()}
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
+        print(
+            f"{'case':<16} {'ranktable s (min/median)':>25} {'rsync s (min/median)':>21} "
+            f"{'ratio of medians':>17}"
+        )
+        for label, key in (("first sync", "first"), ("no-op sync", "noop"), ("one-file change", "one")):
+            ours_k, rsync_k = f"{key}/ranktable", f"{key}/rsync"
+            print(
+                f"{label:<16} {best[ours_k]:>12.2f} / {med[ours_k]:<10.2f} {best[rsync_k]:>9.2f} / "
+                f"{med[rsync_k]:<9.2f} {med[ours_k] / med[rsync_k]:>10.2f}x"
+            )
+        print(
+            f"scp -r first copy: {med['first/scp']:.2f}s "
+            f"(ranktable/scp {med['first/ranktable'] / med['first/scp']:.2f}x)"
+        )
+        verdict = [
+            ("first sync within 1.2x of rsync", med["first/ranktable"] <= 1.2 * med["first/rsync"]),
+            ("no-op faster than rsync", med["noop/ranktable"] < med["noop/rsync"]),
+            ("one-file change faster than rsync", med["one/ranktable"] < med["one/rsync"]),
+        ]
+        for text, ok in verdict:
+            print(f"target {'met' if ok else 'MISSED'}: {text}")
+    finally:
+        if server is not None:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+"""`ranktable ssh|sync|download|exec`: profiles, host keys, sync and remote commands from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ranktable.errors import InputError
+
+
+def register(sub: Any) -> None:
+    ssh: argparse.ArgumentParser = sub.add_parser(
+        "ssh",
+        help="SSH profiles for Notebook instances: add, list, test (and accept the host key), remove",
+        description="Manage SSH profiles (stored under RANKTABLE_HOME, never with passwords or passphrases).",
+    )
+    group = ssh.add_subparsers(dest="ssh_command", metavar="SSH_COMMAND")
+    group.required = True
+
+    add = group.add_parser(
+        "add",
+        help="add a profile",
+        description="Add an SSH profile. Unset values "
+        "come from ~/.ssh/config (HostName, User, Port, IdentityFile, ProxyJump).",
+    )
+    add.add_argument("name", metavar="NAME", help="letters, digits, _ and -, starting with a letter (<= 64)")
+    add.add_argument("--host", required=True, help="host name, IP address or ~/.ssh/config Host alias")
+    add.add_argument("--port", type=int, default=None, help="SSH port (default 22 or ~/.ssh/config)")
+    add.add_argument("--user", default=None, help="login user (default ~/.ssh/config User, else ma-user)")
+    add.add_argument(
+        "--key", default=None, metavar="FILE", help="private key of the instance's key pair (.pem)"
+    )
+    add.add_argument("--remote-dir", default=None, metavar="D", help="remote root for sync and runs (~/work)")
+    add.add_argument("--jump", default=None, metavar="NAME", help="profile to jump through (ProxyJump)")
+    add.set_defaults(handler=_add)
+
+    lst = group.add_parser("list", help="list profiles")
+    lst.set_defaults(handler=_list)
+
+    test = group.add_parser(
+        "test",
+        help="connect, verify the host key and log in",
+        description="Connect to the profile's "
+        "host. An unknown host key is shown with its fingerprint; check it, then accept it with "
+        "--accept-host-key (saved only if the server presents exactly that key).",
+    )
+    test.add_argument("name", metavar="NAME")
+    test.add_argument("--accept-host-key", metavar="FINGERPRINT", default=None, help="SHA256:... to trust")
+    test.set_defaults(handler=_test)
+
+    remove = group.add_parser("remove", help="remove a profile")
+    remove.add_argument("name", metavar="NAME")
+    remove.set_defaults(handler=_remove)
+
+    sync = sub.add_parser(
+        "sync",
+        help="upload changed files of a folder to the profile's remote directory",
+        description="Upload what changed (gitignore rules from .gitignore and .ranktableignore apply). "
+        "Remote changes are never overwritten silently: they are reported as conflicts (exit 1) unless "
+        "--force. Remote files are deleted only with --delete (or the profile's setting), and only files "
+        "this tool uploaded.",
+    )
+    sync.add_argument("name", metavar="NAME")
+    sync.add_argument(
+        "local_dir", metavar="LOCAL_DIR", nargs="?", default=".", help="default: current folder"
+    )
+    sync.add_argument(
+        "--watch", action="store_true", help="keep running and upload every change (Ctrl+C stops)"
+    )
+    sync.add_argument("--delete", action="store_true", help="delete remote files deleted locally")
+    sync.add_argument("--dry-run", action="store_true", help="show what would be uploaded or deleted")
+    sync.add_argument(
+        "--force", action="store_true", help="overwrite remote files changed since the last upload"
+    )
+    sync.set_defaults(handler=_sync)
+
+    download = sub.add_parser(
+        "download", help="download a remote file or folder (inside the remote directory)"
+    )
+    download.add_argument("name", metavar="NAME")
+    download.add_argument("remote_path", metavar="REMOTE_PATH", help="relative to the remote directory")
+    download.add_argument("local_path", metavar="LOCAL_PATH")
+    download.set_defaults(handler=_download)
+
+    run = sub.add_parser(
+        "exec",
+        help="run a command in the remote directory; exit code is the remote one",
+        description="Run CMD on the instance in the profile's remote directory, streaming its output. "
+        "Ctrl+C kills the remote process group.",
+    )
+    run.add_argument("name", metavar="NAME")
+    run.add_argument("cmd", metavar="CMD", nargs=argparse.REMAINDER, help="after --")
+    run.set_defaults(handler=_exec)
+
+
+def _manager() -> Any:
+    from ranktable.remote.manager import default_manager
+
+    return default_manager()
+
+
+def _connected(name: str) -> Any:
+    """The profile's connection, asking for a key passphrase on a terminal (kept in memory only)."""
+    from ranktable.remote.errors import PassphraseRequired, WrongPassphrase
+
+    manager = _manager()
+    for attempt in range(3):
+        conn = manager.get(name)
+        try:
+            return conn.connect()
+        except (PassphraseRequired, WrongPassphrase) as exc:
+            key = conn.endpoint.key_file or ""
+            if not sys.stdin.isatty():
+                raise PassphraseRequired(
+                    f"key file {key} needs its passphrase and there is no terminal to ask for it",
+                    where=f"profile {name}",
+                    fix="run the command in a terminal (the passphrase is asked for and kept in memory only)",
+                ) from exc
+            if attempt and isinstance(exc, WrongPassphrase):
+                print("wrong passphrase, try again", file=sys.stderr)
+            manager.set_passphrase(key, getpass.getpass(f"Passphrase for {key}: "))
+    raise InputError("three wrong passphrases", where=f"profile {name}", fix="check the key's passphrase")
+
+
+def _add(args: argparse.Namespace) -> int:
+    from ranktable.remote.profiles import DEFAULT_REMOTE_DIR, Profile, ProfileStore
+
+    profile = Profile(
+        name=args.name,
+        host=args.host,
+        port=args.port,
+        user=args.user,
+        key_file=args.key,
+        jump=args.jump,
+        remote_dir=args.remote_dir or DEFAULT_REMOTE_DIR,
+    )
+    if args.key and not Path(args.key).expanduser().is_file():
+        raise InputError(
+            f"key file {args.key} not found", where="--key", fix="give the private key file path"
+        )
+    saved = ProfileStore().add(profile)
+    print(f"added profile {saved.name}; next: ranktable ssh test {saved.name}")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from ranktable.remote.profiles import ProfileStore
+
+    profiles = ProfileStore().list_profiles()
+    if not profiles:
+        print("no profiles; add one with: ranktable ssh add NAME --host HOST --key FILE")
+        return 0
+    rows = [("NAME", "HOST", "PORT", "USER", "KEY", "REMOTE_DIR", "JUMP")]
+    for p in profiles:
+        rows.append(
+            (p.name, p.host, str(p.port or ""), p.user or "", p.key_file or "", p.remote_dir, p.jump or "")
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def _test(args: argparse.Namespace) -> int:
+    from ranktable.remote.errors import UnknownHostKey
+
+    manager = _manager()
+    if args.accept_host_key:
+        host_id = manager.accept_host_key(args.name, args.accept_host_key)
+        print(f"host key {args.accept_host_key} saved for {host_id}")
+    try:
+        conn = _connected(args.name)
+    except UnknownHostKey as exc:
+        print(
+            f"The host {exc.host_id} is not known. Its {exc.key_type} key fingerprint is:\n"
+            f"    {exc.fingerprint}\n"
+            "Check it with the instance owner (on the instance: ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub), "
+            f"then accept it:\n    ranktable ssh test {args.name} --accept-host-key {exc.fingerprint}",
+            file=sys.stderr,
+        )
+        return 1
+    started = time.perf_counter()
+    result = conn.run("echo ok")
+    rtt = (time.perf_counter() - started) * 1000
+    root = conn.remote_root()
+    ep = conn.endpoint
+    print(f"ok: {ep.user}@{ep.host_id} (exec round trip {rtt:.0f} ms), remote directory {root}")
+    return 0 if result.exit_status == 0 else 1
+
+
+def _remove(args: argparse.Namespace) -> int:
+    from ranktable.remote.profiles import ProfileStore
+
+    ProfileStore().remove(args.name)
+    print(f"removed profile {args.name}")
+    return 0
+
+
+def _progress_printer() -> Any:
+    if not sys.stderr.isatty():
+        return None
+
+    def show(event: Any) -> None:
+        eta = f", ETA {event.eta:.0f}s" if event.eta is not None else ""
+        sys.stderr.write(
+            f"\r{event.phase}: {event.files_done}/{event.files_total} files, "
+            f"{event.bytes_done / 1e6:.1f}/{event.bytes_total / 1e6:.1f} MB, "
+            f"{event.rate / 1e6:.1f} MB/s{eta}   "
+        )
+        if event.phase == "done":
+            sys.stderr.write("\n")
+
+    return show
+
+
+def _print_result(result: Any) -> int:
+    print(result.summary())
+    for conflict in result.conflicts:
+        print(f"  conflict: {conflict.path}: {conflict.reason}")
+    if result.dry_run:
+        for rel in result.uploaded:
+            print(f"  upload: {rel}")
+        for rel in result.deleted:
+            print(f"  delete: {rel}")
+    return 1 if result.conflicts else 0
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from ranktable.remote.autoupload import AutoUploader
+    from ranktable.remote.profiles import ProfileStore
+    from ranktable.remote.sync import Syncer
+
+    settings = ProfileStore().get(args.name).sync
+    if args.delete:
+        settings = replace(settings, delete_remote=True)
+    syncer = Syncer(_connected(args.name), args.local_dir, settings)
+    result = syncer.sync(dry_run=args.dry_run, force=args.force, progress=_progress_printer())
+    code = _print_result(result)
+    if not args.watch or args.dry_run:
+        return code
+
+    def report(res: Any, err: BaseException | None) -> None:
+        stamp = time.strftime("%H:%M:%S")
+        if err is not None:
+            print(f"[{stamp}] upload failed (will retry): {err}", file=sys.stderr)
+        elif res is not None and (res.uploaded or res.deleted or res.conflicts):
+            print(f"[{stamp}] ", end="")
+            _print_result(res)
+
+    uploader = AutoUploader(syncer, "always", on_result=report).start(watch=True)
+    print(f"watching {syncer.local_root} (Ctrl+C to stop)")
+    stop = threading.Event()
+    try:
+        while not stop.wait(3600):
+            pass
+    except KeyboardInterrupt:
+        print("stopped watching")
+    finally:
+        uploader.stop()
+    return 0
+
+
+def _download(args: argparse.Namespace) -> int:
+    from ranktable.remote.sync import Syncer
+
+    conn = _connected(args.name)
+    written = Syncer(conn, ".").download(args.remote_path, args.local_path, progress=_progress_printer())
+    print(f"downloaded {len(written)} file(s) to {args.local_path}")
+    return 0
+
+
+def _exec(args: argparse.Namespace) -> int:
+    from ranktable.remote.run import RemoteProcess
+
+    cmd = list(args.cmd)
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        raise InputError(
+            "no command given", where="CMD", fix=f"ranktable exec {args.name} -- COMMAND [ARGS...]"
+        )
+    conn = _connected(args.name)
+
+    def out(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    def err(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+    process = RemoteProcess(conn, " ".join(cmd), on_stdout=out, on_stderr=err).start()
+    try:
+        return process.wait()
+    except KeyboardInterrupt:
+        process.cancel()
+        process.wait(timeout=30)
+        return 128 + signal.SIGINT

@@ -1,0 +1,99 @@
+"""Host-key verification: our own known_hosts under RANKTABLE_HOME plus the user's ``~/.ssh/known_hosts``.
+
+An unknown host raises ``UnknownHostKey`` carrying the SHA256 fingerprint; the key is saved only when the
+user accepts that exact fingerprint. A changed key raises ``HostKeyChanged``. Never AutoAdd, never Warning.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+import paramiko
+
+from ranktable.remote.errors import HostKeyChanged, UnknownHostKey
+from ranktable.remote.state import ranktable_home
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """OpenSSH's ``SHA256:<base64 without padding>`` fingerprint (what ``ssh`` and ``ssh-keygen -l`` show)."""
+    digest = hashlib.sha256(key.asbytes()).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def host_id(host: str, port: int) -> str:
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+class HostKeyStore:
+    """Reads our known_hosts and the user's; writes only ours (mode 600)."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, path: Path | None = None, user_known_hosts: Path | None = None) -> None:
+        self.path = path or ranktable_home() / "known_hosts"
+        env = os.environ.get("RANKTABLE_USER_KNOWN_HOSTS")
+        self.user_path = user_known_hosts or Path(env or "~/.ssh/known_hosts").expanduser()
+
+    def _load(self, path: Path) -> paramiko.HostKeys:
+        keys = paramiko.HostKeys()
+        if path.is_file():
+            keys.load(str(path))
+        return keys
+
+    def lookup(self, hid: str) -> tuple[dict[str, paramiko.PKey], Path]:
+        """Known keys for ``hid`` by key type, and the file they come from (ours first)."""
+        for path in (self.path, self.user_path):
+            found = self._load(path).lookup(hid)
+            if found:
+                return {kt: found[kt] for kt in found}, path
+        return {}, self.path
+
+    def check(self, hid: str, key: paramiko.PKey, *, accept_hint: str | None = None) -> None:
+        """Raise unless ``key`` is the recorded key for ``hid``."""
+        known, source = self.lookup(hid)
+        if not known:
+            raise UnknownHostKey(hid, key.get_name(), fingerprint(key), accept_hint=accept_hint)
+        same_type = known.get(key.get_name())
+        if same_type is not None and same_type.asbytes() == key.asbytes():
+            return
+        if same_type is None and not any(k.asbytes() == key.asbytes() for k in known.values()):
+            # The server offered a key type we have no record of, while others are recorded: still a change.
+            recorded = ", ".join(f"{k.get_name()} {fingerprint(k)}" for k in known.values())
+            raise HostKeyChanged(hid, key.get_name(), recorded, fingerprint(key), str(source))
+        if same_type is not None:
+            raise HostKeyChanged(hid, key.get_name(), fingerprint(same_type), fingerprint(key), str(source))
+
+    def accept(self, hid: str, key: paramiko.PKey, expected_fingerprint: str) -> None:
+        """Record ``key`` for ``hid``, but only if it matches the fingerprint the user checked."""
+        presented = fingerprint(key)
+        if expected_fingerprint.strip() != presented:
+            from ranktable.remote.errors import HostKeyError
+
+            raise HostKeyError(
+                f"the server {hid} presents {key.get_name()} {presented}, not {expected_fingerprint}",
+                fix="check the fingerprint again; nothing was saved",
+            )
+        with self._lock:
+            keys = self._load(self.path)
+            keys.add(hid, key.get_name(), key)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = self.path.with_name(f".{self.path.name}.tmp")
+            keys.save(str(tmp))
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, self.path)
+
+
+class VerifyingPolicy(paramiko.MissingHostKeyPolicy):
+    """Unknown host -> ``UnknownHostKey`` with the fingerprint (paramiko itself raises on a changed key)."""
+
+    def __init__(self, store: HostKeyStore, accept_hint: str | None = None) -> None:
+        self.store = store
+        self.accept_hint = accept_hint
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        # paramiko only calls us when no file holds ``hostname``; re-check ours to report a changed type too.
+        self.store.check(hostname, key, accept_hint=self.accept_hint)

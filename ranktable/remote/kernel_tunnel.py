@@ -1,0 +1,213 @@
+"""Local port forwarding over an SSH transport: 127.0.0.1 listeners whose connections become ``direct-tcpip``
+channels to ports on the remote's loopback.
+
+Why not ``ssh -L``: no subprocesses to leak, one authenticated, host-key-verified transport shared with the
+rest of the profile, and nothing opened on any remote interface. Each accepted connection gets one thread
+that shuttles bytes both ways; a channel that cannot be opened (transport down) closes the local socket so
+the client (ZMQ) reconnects, and the next connection asks ``open_channel`` again, which reconnects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import selectors
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import paramiko
+
+log = logging.getLogger(__name__)
+
+CHUNK = 65536
+REFUSED_BACKOFF = 1.0  # seconds during which a refused target is not retried
+
+
+class ChannelLike(Protocol):
+    """What the pump needs from a paramiko Channel."""
+
+    def fileno(self) -> int: ...
+    def recv(self, nbytes: int) -> bytes: ...
+    def sendall(self, data: bytes) -> None: ...
+    def close(self) -> None: ...
+    def shutdown_write(self) -> None: ...
+
+
+OpenChannel = Callable[[tuple[str, int], tuple[str, int]], ChannelLike]
+
+
+def pump(sock: socket.socket, chan: ChannelLike, stop: threading.Event | None = None) -> None:
+    """Copy bytes both ways until the remote side ends (or ``stop`` is set); closes both ends.
+
+    A local EOF is passed on as a half-close; a remote EOF ends the pair (ZMQ peers never half-close).
+    """
+    sock_open = True
+    try:
+        while True:
+            if stop is not None and stop.is_set():
+                return
+            watch: list[socket.socket | ChannelLike] = [sock, chan] if sock_open else [chan]
+            readable, _, _ = select.select(watch, [], [], 0.5)
+            if sock in readable:
+                data = sock.recv(CHUNK)
+                if data:
+                    chan.sendall(data)
+                else:
+                    sock_open = False
+                    chan.shutdown_write()
+            if chan in readable:
+                data = chan.recv(CHUNK)
+                if not data:
+                    # The remote end closed: end the local connection too, so the client (ZMQ)
+                    # notices and reconnects instead of waiting on a half-open socket.
+                    return
+                sock.sendall(data)
+    except Exception as exc:  # OSError, EOFError, or paramiko's SSHException when the transport dies
+        log.debug("forwarded connection ended: %s", exc)
+    finally:
+        with contextlib.suppress(Exception):
+            chan.close()
+        with contextlib.suppress(OSError):
+            sock.close()
+
+
+class PortForwarder:
+    """A set of 127.0.0.1 listeners, each forwarding to one remote (host, port) through ``open_channel``."""
+
+    def __init__(self, open_channel: OpenChannel, *, name: str = "ranktable-forward") -> None:
+        self._open_channel = open_channel
+        self._name = name
+        self._lock = threading.Lock()
+        self._targets: dict[int, tuple[str, int] | None] = {}
+        self._refused_until: dict[tuple[str, int], float] = {}
+        self._listeners: dict[int, socket.socket] = {}
+        self._selector = selectors.DefaultSelector()
+        self._stop = threading.Event()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._selector.register(self._wake_r, selectors.EVENT_READ)
+        self._conns: set[tuple[socket.socket, ChannelLike]] = set()
+        self._thread: threading.Thread | None = None
+
+    # -- configuration ------------------------------------------------------------------------------
+    def listen(self, local_port: int = 0) -> int:
+        """Open a listener on 127.0.0.1 (0 = any free port); returns the port. Target set by ``point``."""
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", local_port))
+        except OSError:
+            sock.close()
+            raise
+        sock.listen(16)
+        sock.setblocking(False)
+        port = int(sock.getsockname()[1])
+        with self._lock:
+            self._listeners[port] = sock
+        self._selector.register(sock, selectors.EVENT_READ, port)
+        self._wake()
+        return port
+
+    def point(self, local_port: int, target: tuple[str, int] | None) -> None:
+        """(Re)direct a listener to a remote target; existing connections to the old target are closed.
+
+        ``None`` parks the listener: connections are accepted and closed at once (no kernel behind it).
+        """
+        with self._lock:
+            if local_port not in self._listeners:
+                raise KeyError(local_port)
+            old = self._targets.get(local_port)
+            self._targets[local_port] = target
+        if old is not None and old != target:
+            self.drop_connections()
+
+    @property
+    def ports(self) -> list[int]:
+        with self._lock:
+            return sorted(self._listeners)
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._accept_loop, name=self._name, daemon=True)
+            self._thread.start()
+
+    def drop_connections(self) -> None:
+        """Close every forwarded connection (clients reconnect and get fresh channels)."""
+        with self._lock:
+            conns = list(self._conns)
+            self._conns.clear()
+        for sock, chan in conns:
+            with contextlib.suppress(Exception):
+                chan.close()
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(5)
+        self.drop_connections()
+        with self._lock:
+            listeners = list(self._listeners.values())
+            self._listeners.clear()
+        for sock in listeners:
+            with contextlib.suppress(Exception):
+                self._selector.unregister(sock)
+            sock.close()
+        self._selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    # -- internals ----------------------------------------------------------------------------------
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):
+            self._wake_w.send(b"x")
+
+    def _accept_loop(self) -> None:
+        while not self._stop.is_set():
+            for key, _ in self._selector.select(timeout=1.0):
+                if key.fileobj is self._wake_r:
+                    with contextlib.suppress(OSError):
+                        self._wake_r.recv(512)
+                    continue
+                listener = key.fileobj
+                assert isinstance(listener, socket.socket)
+                try:
+                    client, peer = listener.accept()
+                except OSError:
+                    continue
+                client.setblocking(True)
+                threading.Thread(
+                    target=self._serve, args=(client, peer, key.data), name=f"{self._name}-conn", daemon=True
+                ).start()
+
+    def _serve(self, client: socket.socket, peer: tuple[str, int], local_port: int) -> None:
+        with self._lock:
+            target = self._targets.get(local_port)
+            backing_off = target is not None and time.monotonic() < self._refused_until.get(target, 0.0)
+        if target is None or backing_off:
+            # ZMQ retries every 100 ms while a kernel is down: refusing locally for a moment spares the
+            # remote a storm of doomed channel opens.
+            client.close()
+            return
+        try:
+            chan = self._open_channel(target, (peer[0], int(peer[1])))
+        except Exception as exc:
+            log.debug("cannot forward 127.0.0.1:%s to remote %s:%s: %s", local_port, *target, exc)
+            if isinstance(exc, paramiko.ChannelException):  # nothing listens there (kernel down)
+                with self._lock:
+                    self._refused_until[target] = time.monotonic() + REFUSED_BACKOFF
+            client.close()
+            return
+        pair = (client, chan)
+        with self._lock:
+            self._conns.add(pair)
+        try:
+            pump(client, chan, self._stop)
+        finally:
+            with self._lock:
+                self._conns.discard(pair)

@@ -1,0 +1,42 @@
+"""Where ranktable keeps its own state: profiles, known_hosts and sync manifests.
+
+``RANKTABLE_HOME`` overrides the default (``<jupyter data dir>/ranktable``) so tests and several
+installations never share state by accident. Files we write here are private (mode 600).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def ranktable_home() -> Path:
+    env = os.environ.get("RANKTABLE_HOME")
+    if env:
+        return Path(env).expanduser()
+    from jupyter_core.paths import jupyter_data_dir
+
+    return Path(jupyter_data_dir()) / "ranktable"
+
+
+def write_private_json(path: Path, data: Any, *, compact: bool = False) -> None:
+    """Write JSON atomically (temp file + rename) with mode 600, so a crash never leaves a torn file."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            if compact:  # the C encoder: large state files (sync manifests) in milliseconds
+                fh.write(json.dumps(data, separators=(",", ":")))  # dumps, not dump: only it is C
+            else:
+                json.dump(data, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,68 @@
+"""Walk a local folder (pruning ignored directories) into ``{relative POSIX path: LocalFile}``.
+
+Only regular files are synced; symbolic links are skipped (following them could leave the folder).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from ranktable.remote.sync.ignore import IgnoreRules
+
+
+@dataclass(frozen=True)
+class LocalFile:
+    size: int
+    mtime_ns: int
+    mode: int
+
+
+def scan(root: Path, rules: IgnoreRules) -> dict[str, LocalFile]:
+    found: dict[str, LocalFile] = {}
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            entries = list(os.scandir(root / rel_dir if rel_dir else root))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if not rules.ignored(rel, is_dir=True):
+                    stack.append(rel)
+            elif entry.is_file(follow_symlinks=False) and not rules.ignored(rel):
+                st = entry.stat(follow_symlinks=False)
+                found[rel] = LocalFile(st.st_size, st.st_mtime_ns, st.st_mode & 0o777)
+    return found
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class HashingReader:
+    """Reads exactly ``size`` bytes from ``fh`` while hashing them (hash once, during the upload)."""
+
+    def __init__(self, fh: BinaryIO, on_bytes: object = None) -> None:
+        self.fh = fh
+        self.digest = hashlib.sha256()
+        self.on_bytes = on_bytes
+
+    def read(self, size: int = -1) -> bytes:
+        data = self.fh.read(size)
+        self.digest.update(data)
+        if self.on_bytes is not None and data:
+            self.on_bytes(len(data))  # type: ignore[operator]
+        return data
+
+    def hexdigest(self) -> str:
+        return self.digest.hexdigest()

@@ -1,0 +1,128 @@
+"""A whole sync over ONE exec channel: the remote side answers a survey, then waits for the upload.
+
+The remote script prints the root, its tools and the listing of every file, then reads one line from
+stdin: ``tar-py`` / ``tar-sh`` (a tar stream follows: extract into a staging directory, apply with
+Python's ``os.replace`` or with ``mv``) or anything else (stop). The client plans between the two, so a
+sync costs one channel and no extra process start-up — what makes no-op and one-file syncs cheap.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+
+from ranktable.remote.connection import ChannelLease, Connection
+from ranktable.remote.errors import ConnectionLost
+from ranktable.remote.sync.manifest import Entry
+from ranktable.remote.sync.progress import Meter
+from ranktable.remote.sync.remote_tree import (
+    END_PREFIX,
+    LIST_MARK,
+    STAGING_PREFIX,
+    Survey,
+    parse_survey,
+    root_expression,
+    survey_script,
+)
+from ranktable.remote.sync.transfer import (
+    OnDone,
+    UploadItem,
+    apply_command,
+    check_status,
+    drain_stderr,
+    write_tar,
+)
+
+
+class RemoteSession:
+    def __init__(self, conn: Connection, *, create: bool = True) -> None:
+        self.conn = conn
+        self.staging = STAGING_PREFIX + secrets.token_hex(6)
+        root_expr = root_expression(conn.endpoint.remote_dir)
+        command = (
+            f"{survey_script(root_expr, create)}; "
+            'read -r go || exit 0; case "$go" in tar-py|tar-sh) ;; *) exit 0;; esac; '
+            f'if [ "$go" = tar-py ]; then {apply_command(self.staging, True)}; '
+            f"else {apply_command(self.staging, False)}; fi"
+        )
+        self._lease: ChannelLease | None = conn.open_session()
+        self.channel = self._lease.channel
+        self.channel.exec_command(command)
+        self._errors: list[bytes] = []
+        self._reader = threading.Thread(
+            target=lambda: self._errors.append(drain_stderr(self.channel)), daemon=True
+        )
+        self._reader.start()
+        self._ended = False  # the remote script already exited (no root: nothing to wait for)
+
+    def survey(self) -> Survey:
+        buffer = b""
+        while True:
+            head, mark, listing = buffer.partition(LIST_MARK)
+            if mark:
+                records = listing.split(b"\0")
+                for index, record in enumerate(records[:-1]):
+                    if record.startswith(END_PREFIX):
+                        status = int(record[len(END_PREFIX) :] or b"1")
+                        return parse_survey(self.conn, head, records[:index], status)
+            data = self.channel.recv(65536)
+            if not data:  # the script ended early: the root does not exist (dry run) or the shell failed
+                self._ended = True
+                if not mark:
+                    self._wait_exit()
+                    raise ConnectionLost(
+                        f"the remote survey of profile {self.conn.name} ended early: "
+                        f"{b''.join(self._errors).decode('utf-8', 'replace').strip()[-300:]}",
+                        where=f"profile {self.conn.name}",
+                        fix="check the remote directory and the connection, then retry",
+                    )
+                return parse_survey(self.conn, head, [], 0)
+            buffer += data
+
+    def upload(
+        self,
+        root: str,
+        items: list[UploadItem],
+        deletes: list[str],
+        meter: Meter,
+        on_done: OnDone,
+        *,
+        python: bool,
+    ) -> None:
+        self.channel.sendall(b"tar-py\n" if python else b"tar-sh\n")
+        done: list[tuple[str, Entry]] = write_tar(
+            self.channel, root, self.staging, items, deletes, meter, python
+        )
+        self.channel.shutdown_write()
+        status = self._wait_exit()
+        check_status(status, b"".join(self._errors))
+        for rel, entry in done:
+            on_done(rel, entry)
+
+    def _wait_exit(self) -> int:
+        while self.channel.recv(65536):  # nothing is expected after the survey; drain to the end
+            pass
+        status = self.channel.recv_exit_status()
+        self._reader.join(10)
+        self.close()
+        return status
+
+    def finish(self) -> None:
+        """Nothing to upload: let the remote script end."""
+        if self._lease is None:
+            return
+        if not self._ended:
+            try:
+                self.channel.sendall(b"stop\n")
+                self.channel.shutdown_write()
+            except OSError:
+                pass
+        self._wait_exit()
+
+    def close(self) -> None:
+        if self._lease is not None:
+            self._lease.close()
+            self._lease = None
+
+
+__all__ = ["RemoteSession"]

@@ -1,0 +1,388 @@
+"""Local folder -> remote root: plan what changed, never overwrite a remote change silently, upload.
+
+Rules (one-way-safe, like Mutagen's mode of that name): a file is uploaded when it is new or changed
+locally; if the remote copy changed since our last upload (size/mtime differ from what we recorded), or
+an unknown remote file differs from ours, it is a *conflict*: reported, not overwritten, unless
+``force``. Remote files are deleted only in delete mode, only if we uploaded them and nobody changed
+them since. Files of a remote root we never uploaded (results, checkpoints) are never deleted.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import tempfile
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paramiko
+
+from ranktable.errors import InputError, NotFoundError
+from ranktable.remote.connection import Connection
+from ranktable.remote.errors import ConnectionLost, RemotePathError, SshError
+from ranktable.remote.profiles import SyncSettings
+from ranktable.remote.sync.ignore import IgnoreRules
+from ranktable.remote.sync.manifest import Entry, Manifest
+from ranktable.remote.sync.progress import Meter, ProgressCallback
+from ranktable.remote.sync.remote_tree import RemoteFile, Survey, remote_sha256
+from ranktable.remote.sync.scan import LocalFile, scan, sha256_file
+from ranktable.remote.sync.session import RemoteSession
+from ranktable.remote.sync.transfer import UploadItem, upload_sftp
+
+
+@dataclass(frozen=True)
+class Conflict:
+    path: str
+    reason: str
+
+
+@dataclass
+class SyncResult:
+    uploaded: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+    remote_changed: list[str] = field(default_factory=list)  # changed remotely, unchanged locally: left alone
+    kept_remote: list[str] = field(default_factory=list)  # deleted locally, kept remotely (delete mode off)
+    adopted: list[str] = field(default_factory=list)  # already identical remotely: recorded, not sent
+    unchanged: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    method: str = "none"
+    dry_run: bool = False
+
+    def summary(self) -> str:
+        verb = "would upload" if self.dry_run else "uploaded"
+        text = f"{verb} {len(self.uploaded)} file(s) ({self.bytes} bytes), "
+        text += (
+            f"{'would delete' if self.dry_run else 'deleted'} {len(self.deleted)}, unchanged {self.unchanged}"
+        )
+        if self.conflicts:
+            text += f", {len(self.conflicts)} conflict(s) not overwritten (use --force to overwrite)"
+        if self.remote_changed:
+            text += f", {len(self.remote_changed)} changed only remotely (left alone)"
+        if self.kept_remote:
+            text += f", {len(self.kept_remote)} deleted locally but kept remotely (use --delete)"
+        if not self.dry_run:
+            text += f" in {self.seconds:.2f}s via {self.method}"
+        return text
+
+
+@dataclass
+class _Plan:
+    uploads: list[str]
+    deletes: list[str]
+    result: SyncResult
+    local: dict[str, LocalFile]
+    adopt: dict[str, Entry]
+    survey: Survey
+
+
+def confine_remote(root: str, path: str) -> str:
+    """The absolute remote path for ``path`` (relative to ``root``, or absolute inside it)."""
+    if "\0" in path or not path:
+        raise RemotePathError(f"invalid remote path {path!r}", fix="give a path inside the remote directory")
+    full = posixpath.normpath(path if path.startswith("/") else posixpath.join(root, path))
+    if full != root and not full.startswith(root.rstrip("/") + "/"):
+        raise RemotePathError(
+            f"remote path {path!r} is outside the profile's remote directory {root}",
+            fix="give a path relative to the remote directory, without '..'",
+        )
+    return full
+
+
+def _confine_local(root: Path, rel: str) -> Path:
+    target = (root / rel).resolve()
+    if not target.is_relative_to(root.resolve()):
+        raise InputError(
+            f"path {rel!r} leaves the local folder {root}", where="path", fix="use a relative path"
+        )
+    return target
+
+
+class Syncer:
+    """Syncs one local folder to one profile's remote root."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        local_root: str | Path,
+        settings: SyncSettings | None = None,
+        *,
+        home: Path | None = None,
+        method: str = "auto",
+        workers: int = 4,
+    ) -> None:
+        self.conn = conn
+        self.local_root = Path(local_root).expanduser().resolve()
+        if not self.local_root.is_dir():
+            raise NotFoundError(
+                f"local folder {self.local_root} does not exist",
+                where="LOCAL_DIR",
+                fix="give an existing folder",
+            )
+        self.settings = settings or SyncSettings()
+        self.home = home
+        if method not in ("auto", "tar", "sftp"):
+            raise InputError(
+                f"unknown transfer method {method!r}", where="method", fix="use auto, tar or sftp"
+            )
+        self.method = method
+        self.workers = max(1, min(workers, conn.max_channels - 1 or 1))
+
+    def rules(self) -> IgnoreRules:
+        return IgnoreRules.for_folder(self.local_root, self.settings.ignore)
+
+    def manifest(self) -> Manifest:
+        """The record of our uploads for this folder (``load()`` it under ``locked()``)."""
+        return Manifest(self.conn.name, self.local_root, self.conn.endpoint.remote_dir, self.home)
+
+    # -- planning -----------------------------------------------------------------------------------
+    def _plan(
+        self, manifest: Manifest, session: RemoteSession, *, force: bool, delete: bool, only: set[str] | None
+    ) -> _Plan:
+        rules = self.rules()
+        with ThreadPoolExecutor(max_workers=1) as pool:  # walk the local tree while the remote answers
+            scanning = pool.submit(scan, self.local_root, rules)
+            remote_side = session.survey()
+            local = scanning.result()
+        caps, remote = remote_side.caps, remote_side.files
+        result = SyncResult()
+        uploads: list[str] = []
+        verify: list[str] = []
+        adopt: dict[str, Entry] = {}
+        names = sorted(local if only is None else [r for r in only if r in local])
+        for rel in names:
+            lf = local[rel]
+            entry = manifest.entries.get(rel)
+            rf = remote.get(rel)
+            if entry is None:
+                if rf is None or force:
+                    uploads.append(rel)
+                elif rf.size == lf.size and caps.sha256sum:
+                    verify.append(rel)
+                else:
+                    result.conflicts.append(Conflict(rel, "a different file already exists remotely"))
+                continue
+            local_same = lf.size == entry.size and lf.mtime_ns == entry.mtime_ns
+            if not local_same and lf.size == entry.size:
+                digest = sha256_file(self.local_root / rel)
+                if digest == entry.sha256:  # touched, not changed: remember the new mtime
+                    local_same = True
+                    manifest.entries[rel] = Entry(
+                        lf.size, lf.mtime_ns, digest, entry.remote_size, entry.remote_mtime
+                    )
+            remote_same = rf is not None and (rf.size, rf.mtime) == (entry.remote_size, entry.remote_mtime)
+            if local_same and remote_same:
+                result.unchanged += 1
+            elif rf is None or force:
+                uploads.append(rel)  # missing remotely (restore), or forced
+            elif local_same:
+                result.remote_changed.append(rel)
+            elif remote_same:
+                uploads.append(rel)
+            else:
+                result.conflicts.append(Conflict(rel, "changed remotely since the last upload"))
+        if verify:
+            theirs = remote_sha256(self.conn, remote_side.root, verify)
+            for rel in verify:
+                digest = sha256_file(self.local_root / rel)
+                if theirs.get(rel) == digest:
+                    lf, rf = local[rel], remote[rel]
+                    adopt[rel] = Entry(lf.size, lf.mtime_ns, digest, rf.size, rf.mtime)
+                    result.adopted.append(rel)
+                else:
+                    result.conflicts.append(Conflict(rel, "a different file already exists remotely"))
+        deletes: list[str] = []
+        gone = [r for r in manifest.entries if r not in local and not rules.ignored_path(r)]
+        for rel in sorted(gone if only is None else [r for r in gone if r in only]):
+            entry = manifest.entries[rel]
+            rf = remote.get(rel)
+            if rf is None:
+                continue  # already gone remotely; forgotten below when we apply
+            if not delete:
+                result.kept_remote.append(rel)
+            elif force or (rf.size, rf.mtime) == (entry.remote_size, entry.remote_mtime):
+                deletes.append(rel)
+            else:
+                result.conflicts.append(
+                    Conflict(rel, "deleted locally but changed remotely since the last upload")
+                )
+        for rel in [r for r in gone if r not in remote]:
+            manifest.entries.pop(rel, None)
+        return _Plan(uploads, deletes, result, local, adopt, remote_side)
+
+    # -- syncing ------------------------------------------------------------------------------------
+    def sync(
+        self,
+        *,
+        dry_run: bool = False,
+        force: bool = False,
+        delete: bool | None = None,
+        only: Iterable[str] | None = None,
+        progress: ProgressCallback | None = None,
+    ) -> SyncResult:
+        started = time.monotonic()
+        delete = self.settings.delete_remote if delete is None else delete
+        manifest = self.manifest()
+        with manifest.locked():
+            manifest.load()
+            wanted = set(only) if only is not None else None
+            meter = Meter("upload", 0, 0, progress)
+            items: list[UploadItem] = []
+            session: RemoteSession | None = None
+            try:
+                session = RemoteSession(self.conn, create=not dry_run)
+                plan = self._plan(manifest, session, force=force, delete=delete, only=wanted)
+                root, caps = plan.survey.root, plan.survey.caps
+                if not dry_run and not plan.survey.exists:
+                    raise SshError(
+                        f"cannot create or enter the remote directory {root}",
+                        where=f"profile {self.conn.name}",
+                        fix=f"choose a writable remote directory (ssh add {self.conn.name} --remote-dir DIR)",
+                    )
+                result = plan.result
+                result.uploaded = plan.uploads
+                result.deleted = plan.deletes
+                result.bytes = sum(plan.local[r].size for r in plan.uploads)
+                result.dry_run = dry_run
+                if dry_run or not (plan.uploads or plan.deletes):
+                    session.finish()
+                    manifest.entries.update(plan.adopt)
+                    result.seconds = time.monotonic() - started
+                    if not dry_run:
+                        manifest.save()
+                    return result
+                manifest.entries.update(plan.adopt)
+                meter = Meter("upload", len(plan.uploads), result.bytes, progress)
+                meter.emit(phase="upload")
+                items = [UploadItem(rel, self.local_root / rel) for rel in plan.uploads]
+
+                def record(rel: str, entry: Entry) -> None:
+                    manifest.entries[rel] = entry
+
+                use_tar = self.method == "tar" or (self.method == "auto" and caps.tar_upload)
+                result.method = "tar" if use_tar else "sftp"
+                if use_tar:
+                    session.upload(root, items, plan.deletes, meter, record, python=caps.python3)
+                else:
+                    session.finish()
+                    upload_sftp(self.conn, root, items, plan.deletes, meter, record, self.workers)
+                for rel in plan.deletes:
+                    manifest.entries.pop(rel, None)
+            except (OSError, EOFError, paramiko.SSHException) as exc:
+                raise ConnectionLost(
+                    f"the connection dropped during the sync ({meter.files_done}/{len(items)} files sent): "
+                    f"{exc or type(exc).__name__}",
+                    where=f"profile {self.conn.name}",
+                    fix="no file was left half-written; run the sync again to complete it",
+                ) from exc
+            finally:
+                if session is not None:
+                    session.close()
+                if not dry_run:
+                    manifest.save()
+            result.seconds = time.monotonic() - started
+            meter.emit(phase="done")
+            return result
+
+    # -- downloading --------------------------------------------------------------------------------
+    def download(
+        self, remote_path: str, local_path: str | Path, progress: ProgressCallback | None = None
+    ) -> list[Path]:
+        """Fetch a remote file or folder (inside the remote root); each local file is replaced atomically."""
+        root = self.conn.remote_root()
+        full = confine_remote(root, remote_path)
+        dest = Path(local_path).expanduser()
+        with self.conn.sftp() as sftp:
+            try:
+                attr = sftp.lstat(full)
+            except FileNotFoundError as exc:
+                raise NotFoundError(
+                    f"remote path {full} does not exist", where="REMOTE_PATH", fix="check the path"
+                ) from exc
+            mode = attr.st_mode or 0
+            import stat as stat_mod
+
+            if stat_mod.S_ISLNK(mode):
+                raise RemotePathError(
+                    f"remote path {full} is a symbolic link", fix="download the target instead"
+                )
+            pairs: list[tuple[str, Path, int, int]] = []
+            if stat_mod.S_ISDIR(mode):
+                stack = [("", full)]
+                while stack:
+                    rel_dir, remote_dir = stack.pop()
+                    for child in sftp.listdir_attr(remote_dir):
+                        name = child.filename
+                        if name in (".", "..") or "/" in name:
+                            continue
+                        rel = f"{rel_dir}/{name}" if rel_dir else name
+                        cmode = child.st_mode or 0
+                        if stat_mod.S_ISDIR(cmode):
+                            stack.append((rel, f"{remote_dir}/{name}"))
+                        elif stat_mod.S_ISREG(cmode):
+                            pairs.append(
+                                (f"{remote_dir}/{name}", dest / rel, child.st_size or 0, child.st_mtime or 0)
+                            )
+            elif stat_mod.S_ISREG(mode):
+                target = dest / posixpath.basename(full) if dest.is_dir() else dest
+                pairs.append((full, target, attr.st_size or 0, attr.st_mtime or 0))
+            else:
+                raise RemotePathError(
+                    f"remote path {full} is not a regular file or folder", fix="pick another"
+                )
+            meter = Meter("download", len(pairs), sum(p[2] for p in pairs), progress)
+            written = []
+            for remote_file, target, _size, mtime in pairs:
+                _get_atomic(sftp, remote_file, target, mtime, meter)
+                meter.file_done(str(target))
+                written.append(target)
+            meter.emit(phase="done")
+            return written
+
+    def download_conflict(self, rel: str) -> Path:
+        """Resolve a conflict in favour of the remote: fetch its version over the local file and record it."""
+        target = _confine_local(self.local_root, rel)
+        rel = target.relative_to(self.local_root).as_posix()
+        manifest = self.manifest()
+        with manifest.locked():
+            manifest.load()
+            full = confine_remote(self.conn.remote_root(), rel)
+            with self.conn.sftp() as sftp:
+                attr = sftp.stat(full)
+                _get_atomic(sftp, full, target, attr.st_mtime or 0, None)
+            st = target.stat()
+            manifest.entries[rel] = Entry(
+                st.st_size, st.st_mtime_ns, sha256_file(target), attr.st_size or 0, int(attr.st_mtime or 0)
+            )
+            manifest.save()
+        return target
+
+
+def _get_atomic(
+    sftp: paramiko.SFTPClient, remote: str, target: Path, mtime: int, meter: Meter | None
+) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".ranktable-tmp-dl", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            last = [0]
+
+            def tick(done: int, _total: int) -> None:
+                if meter is not None:
+                    meter.add_bytes(done - last[0])
+                last[0] = done
+
+            sftp.getfo(remote, fh, callback=tick, max_concurrent_prefetch_requests=64)
+        os.utime(tmp, (mtime, mtime))
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+__all__ = ["Conflict", "RemoteFile", "SshError", "SyncResult", "Syncer", "confine_remote"]
