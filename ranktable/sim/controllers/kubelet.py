@@ -396,12 +396,14 @@ class Kubelet:
             if run.exit_file.is_file():
                 return int(run.exit_file.read_text().strip() or 0)
             return 128 - code if code < 0 else code
-        # adopted after a restart: not our child
+        # adopted after a restart: our child only when the pool restarted in this same process
+        if run.pid <= 0:
+            return 128  # it never started (waitpid/kill on pid 0 would mean the whole process group)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(run.pid, os.WNOHANG)  # reap it if it is ours and has ended: no zombie stays behind
         if run.exit_file.is_file():
             text = run.exit_file.read_text().strip()
             return int(text or 0)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(run.pid, os.WNOHANG)
         try:
             os.kill(run.pid, 0)
         except ProcessLookupError:

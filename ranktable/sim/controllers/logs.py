@@ -12,10 +12,12 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import BinaryIO
 
 DEFAULT_LIMIT_BYTES = 64 * 2**20
 READ_BLOCK = 1 << 20
 BACK_BLOCK = 1 << 16
+MAX_LINE_BYTES = 16 * 2**20  # a line still without newline at this size is logged as it is
 
 
 _SECOND_CACHE: dict[int, str] = {}
@@ -54,7 +56,13 @@ def parse_ts(text: str) -> int:
 
 
 class LogPump:
-    """Moves one container run's raw output into its timestamped log file."""
+    """Moves one container run's raw output into its timestamped log file.
+
+    Only whole lines are moved while the process runs (a line still being written waits for its
+    newline, however many read blocks it spans), so a line is never split or written twice; the
+    final pump after the process ended also moves an unterminated last line. Memory stays bounded
+    by `READ_BLOCK`: long lines are copied through in blocks.
+    """
 
     def __init__(self, raw: Path, log: Path, offset_file: Path, limit: int = DEFAULT_LIMIT_BYTES) -> None:
         self.raw, self.log, self.offset_file, self.limit = raw, log, offset_file, limit
@@ -62,62 +70,107 @@ class LogPump:
         self.written = log.stat().st_size if log.is_file() else 0
         self.last_ns = 0
         self.truncated = False
+        self._no_newline_until = 0  # raw bytes from `offset` up to here are known to hold no newline
 
     def pump(self, final: bool = False) -> bool:
         """Consume complete lines (all bytes when `final`); True if anything was written."""
         try:
-            size = self.raw.stat().st_size
+            size = self.raw.stat().st_size  # consume up to here only: the writer may be mid-line beyond
         except FileNotFoundError:
             return False
         if size <= self.offset:
             return False
-        moved = False
-        with open(self.raw, "rb") as fh:
-            fh.seek(self.offset)
-            while True:
-                data = fh.read(READ_BLOCK)
+        start = self.offset
+        with open(self.raw, "rb") as fh, open(self.log, "ab") as out:
+            while self.offset < size:
+                fh.seek(self.offset)
+                data = fh.read(min(READ_BLOCK, size - self.offset))
                 if not data:
                     break
                 end = data.rfind(b"\n") + 1
-                if end == 0 and not final:
-                    if len(data) < READ_BLOCK:
-                        break
-                    end = len(data)  # one huge line: cut it like the kubelet does at its buffer size
-                chunk = data if final else data[:end]
-                self._write(chunk)
-                self.offset += len(chunk)
-                moved = True
-                if len(chunk) < len(data):
-                    break
-        if moved:
-            tmp = self.offset_file.with_suffix(".tmp")
-            tmp.write_text(str(self.offset))
-            tmp.replace(self.offset_file)
-        return moved
+                if end:
+                    self._write_lines(out, data[:end])
+                    self.offset += end
+                    continue  # a partial line after the last newline is read again from its start
+                newline = self._find_newline(fh, self.offset + len(data), size)
+                if newline >= 0:
+                    self._copy_line(out, fh, self.offset, newline)
+                    self.offset = newline + 1
+                elif final or size - self.offset >= MAX_LINE_BYTES:
+                    self._copy_line(out, fh, self.offset, size)  # the last line, or one without end
+                    self.offset = size
+                else:
+                    break  # the line is still being written: wait for its newline
+        if self.offset == start:
+            return False
+        self._no_newline_until = 0
+        tmp = self.offset_file.with_suffix(".tmp")
+        tmp.write_text(str(self.offset))
+        tmp.replace(self.offset_file)
+        return True
 
-    def _write(self, chunk: bytes) -> None:
-        lines = chunk.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        out = bytearray()
+    def _find_newline(self, fh: BinaryIO, pos: int, size: int) -> int:
+        """Absolute position of the first newline in raw[pos:size], or -1 (remembered for next time)."""
+        pos = max(pos, self._no_newline_until)
+        while pos < size:
+            fh.seek(pos)
+            block = fh.read(min(READ_BLOCK, size - pos))
+            if not block:
+                break
+            idx = block.find(b"\n")
+            if idx >= 0:
+                return pos + idx
+            pos += len(block)
+        self._no_newline_until = pos
+        return -1
+
+    def _stamp(self) -> int:
         now = max(time.time_ns(), self.last_ns + 1)
+        self.last_ns = now
+        return now
+
+    def _room(self, out: BinaryIO, size: int) -> bool:
+        """Whether `size` more bytes fit under the limit; the first time they don't, say so in the log."""
+        if self.written + size <= self.limit:
+            return True
+        if not self.truncated:
+            self.truncated = True
+            out.write(
+                f"{format_ts(time.time_ns())} [ranktable sim] log limit of {self.limit} bytes reached; "
+                "further output of this container is dropped\n".encode()
+            )
+        return False
+
+    def _write_lines(self, out: BinaryIO, chunk: bytes) -> None:
+        """Stamp each line of `chunk` (which ends with a newline)."""
+        lines = chunk.split(b"\n")
+        lines.pop()
+        buf = bytearray()
+        now = self._stamp()
         for line in lines:  # one clock reading per batch; +1 ns per line keeps stamps unique and ordered
-            out += format_ts(now).encode() + b" " + line + b"\n"
+            buf += format_ts(now).encode() + b" " + line + b"\n"
             now += 1
         self.last_ns = now
-        if self.written + len(out) > self.limit:
-            if not self.truncated:
-                self.truncated = True
-                note = (
-                    f"{format_ts(time.time_ns())} [ranktable sim] log limit of {self.limit} bytes reached; "
-                    "further output of this container is dropped\n"
-                ).encode()
-                with open(self.log, "ab") as fh:
-                    fh.write(note)
+        if self._room(out, len(buf)):
+            out.write(buf)
+            self.written += len(buf)
+
+    def _copy_line(self, out: BinaryIO, fh: BinaryIO, start: int, stop: int) -> None:
+        """Stamp raw[start:stop] as one line, copied through in blocks."""
+        head = format_ts(self._stamp()).encode() + b" "
+        if not self._room(out, len(head) + stop - start + 1):
             return
-        with open(self.log, "ab") as fh:
-            fh.write(out)
-        self.written += len(out)
+        out.write(head)
+        fh.seek(start)
+        left = stop - start
+        while left > 0:
+            block = fh.read(min(READ_BLOCK, left))
+            if not block:
+                break
+            out.write(block)
+            left -= len(block)
+        out.write(b"\n")
+        self.written += len(head) + stop - start + 1
 
 
 def _tail_offset(path: Path, lines: int) -> int:

@@ -49,6 +49,12 @@ class Hooks:
     admit: list[Admitter] = field(default_factory=list)
 
 
+def hang_up(sock: Any) -> None:
+    """Close a connection without an answer, as a server that went away does."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
 class ApiServer:
     """State shared by all request threads: the store, the token, the hooks."""
 
@@ -92,8 +98,7 @@ class ApiServer:
         with self._conn_lock:
             connections = list(self.connections)
         for sock in connections:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+            hang_up(sock)
 
     def track(self, sock: Any, open_: bool) -> None:
         with self._conn_lock:
@@ -101,6 +106,8 @@ class ApiServer:
                 self.connections.add(sock)
             else:
                 self.connections.discard(sock)
+        if open_ and self.stopping.is_set():
+            hang_up(sock)  # accepted during shutdown, after the cut: a dying server serves nothing more
 
     # -- request handling ----------------------------------------------------------------------------
     def list_objects(self, route: Route, query: dict[str, str]) -> tuple[list[Obj], int]:
@@ -194,6 +201,12 @@ class RequestHandler(StreamingHandler):
         return scheme.lower() == "bearer" and hmac.compare_digest(token.strip(), self.server_api.token)
 
     def _dispatch(self) -> None:
+        if self.server_api.stopping.is_set():
+            # The store behind a stopped server is frozen (in one process it outlives a restart): a
+            # request that still reaches it gets no answer, so the client reconnects to the new server.
+            self.close_connection = True
+            hang_up(self.connection)
+            return
         url = urlsplit(self.path)
         path = url.path.rstrip("/") or "/"
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
