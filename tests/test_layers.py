@@ -9,8 +9,20 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ranktable"
 CORE = ["topology", "hccl", "plan", "cost.py", "render", "errors.py"]
-FORBIDDEN = ("jupyter", "jupyterlab", "tornado", "paramiko", "kubernetes", "ipywidgets", "IPython",
-             "ranktable.remote", "ranktable.jobs", "ranktable.sim", "ranktable.server_ext", "ranktable.cli")
+FORBIDDEN = (
+    "jupyter",
+    "jupyterlab",
+    "tornado",
+    "paramiko",
+    "kubernetes",
+    "ipywidgets",
+    "IPython",
+    "ranktable.remote",
+    "ranktable.jobs",
+    "ranktable.sim",
+    "ranktable.server_ext",
+    "ranktable.cli",
+)
 
 
 def core_files() -> list[Path]:

@@ -1,4 +1,4 @@
-"""`ranktable sim start|stop` and the pool's topology views (labels, HyperNodes, basic-tor-node-cm) agreeing."""
+"""`ranktable sim start|stop` and the pool's topology views (labels, HyperNodes, tor ConfigMap) agreeing."""
 
 from __future__ import annotations
 

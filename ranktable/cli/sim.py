@@ -1,4 +1,4 @@
-"""`ranktable sim ...`: the simulators (a Lite pool speaking the Kubernetes API, a Notebook instance over SSH).
+"""`ranktable sim ...`: simulators (a Lite pool speaking the Kubernetes API, a Notebook instance over SSH).
 
 The group is assembled from one module per simulator so each stays self-contained.
 """

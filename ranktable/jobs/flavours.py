@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from ranktable.errors import InputError
+from ranktable.home import ranktable_home
 
 DEFAULT_FLAVOUR = "Snt9B"
 
@@ -33,10 +34,6 @@ class Flavour:
 BUILTIN_FLAVOURS: dict[str, Flavour] = {
     "Snt9B": Flavour("Snt9B", npus=8, vcpus=192, memory_gib=1536),
 }
-
-
-def ranktable_home() -> Path:
-    return Path(os.environ.get("RANKTABLE_HOME") or Path.home() / ".ranktable")
 
 
 def flavour_file() -> Path:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import paramiko
 
+from ranktable.home import ranktable_home
 from ranktable.remote.errors import HostKeyChanged, UnknownHostKey
-from ranktable.remote.state import ranktable_home
 
 
 def fingerprint(key: paramiko.PKey) -> str:

@@ -11,11 +11,11 @@ import threading
 
 import paramiko
 
+from ranktable.home import ranktable_home
 from ranktable.remote.connection import Connection, _open_socket
 from ranktable.remote.errors import ConnectionLost, HostKeyError
 from ranktable.remote.hostkeys import HostKeyStore, fingerprint
 from ranktable.remote.profiles import Endpoint, ProfileStore
-from ranktable.remote.state import ranktable_home
 
 
 class ConnectionManager:

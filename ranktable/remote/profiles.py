@@ -16,7 +16,8 @@ from typing import Any
 import paramiko
 
 from ranktable.errors import ConflictError, InputError, NotFoundError
-from ranktable.remote.state import ranktable_home, write_private_json
+from ranktable.home import ranktable_home
+from ranktable.remote.state import write_private_json
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 UPLOAD_MODES = ("always", "explicit", "never")

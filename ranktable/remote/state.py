@@ -1,8 +1,4 @@
-"""Where ranktable keeps its own state: profiles, known_hosts and sync manifests.
-
-``RANKTABLE_HOME`` overrides the default (``<jupyter data dir>/ranktable``) so tests and several
-installations never share state by accident. Files we write here are private (mode 600).
-"""
+"""Private state files under RANKTABLE_HOME (see ``ranktable.home``): written atomically, mode 600."""
 
 from __future__ import annotations
 
@@ -12,15 +8,6 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any
-
-
-def ranktable_home() -> Path:
-    env = os.environ.get("RANKTABLE_HOME")
-    if env:
-        return Path(env).expanduser()
-    from jupyter_core.paths import jupyter_data_dir
-
-    return Path(jupyter_data_dir()) / "ranktable"
 
 
 def write_private_json(path: Path, data: Any, *, compact: bool = False) -> None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ranktable.home import ranktable_home
 from ranktable.remote import ProfileStore, default_manager
 from ranktable.remote.hostkeys import HostKeyStore, fingerprint, host_id
 from ranktable.remote.profiles import Profile
-from ranktable.remote.state import ranktable_home
 from ranktable.sim.notebook import DEFAULT_USER, SimulatedNotebook
 
 DEFAULT_PROFILE = "sim-notebook"

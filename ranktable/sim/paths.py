@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from ranktable.home import ranktable_home
+
 CONTEXT = "ranktable-sim"
-
-
-def ranktable_home() -> Path:
-    env = os.environ.get("RANKTABLE_HOME")
-    if env:
-        return Path(env).expanduser()
-    from jupyter_core.paths import jupyter_data_dir
-
-    return Path(jupyter_data_dir()) / "ranktable"
 
 
 def default_state_dir() -> Path:

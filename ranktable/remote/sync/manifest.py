@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from ranktable.remote.state import ranktable_home, write_private_json
+from ranktable.home import ranktable_home
+from ranktable.remote.state import write_private_json
 
 try:  # POSIX: also exclude a second process syncing the same folder
     import fcntl
