@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := openssh-server openssh-client rsync chromium
 
-.PHONY: demo test lint pytest system-deps env clean bench
+.PHONY: demo test lint pytest system-deps env clean bench labextension jest ui-test
 
 # System packages the tests need (real sshd, rsync for the sync benchmark, Chromium for browser tests).
 system-deps:
@@ -21,23 +21,58 @@ system-deps:
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[test]'
+	# the labextension is built below (jlpm, from the venv's jupyterlab), not inside pip's build hook
+	SKIP_JUPYTER_BUILDER=1 $(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
-env: $(STAMP)
+# JupyterLab extension: Node deps via the venv's jlpm (yarn, node-modules linker), TypeScript -> labextension,
+# linked into the venv so `jupyter labextension list` shows it. Browsers are never downloaded.
+JLPM := PATH="$(CURDIR)/$(BIN):$$PATH" PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(CURDIR)/$(BIN)/jlpm
+NODE_STAMP := node_modules/.ranktable-installed
+UI_STAMP := ui-tests/node_modules/.ranktable-installed
+LABEXT := ranktable/labextension/package.json
+TS_SOURCES := $(shell find src style schema -type f 2>/dev/null) package.json tsconfig.json
+
+$(NODE_STAMP): package.json yarn.lock | $(STAMP)
+	$(JLPM) install
+	touch $@
+
+$(LABEXT): $(NODE_STAMP) $(TS_SOURCES)
+	$(JLPM) build
+	$(BIN)/jupyter labextension develop --overwrite .
+	touch $@
+
+labextension: $(LABEXT)
+
+$(UI_STAMP): ui-tests/package.json ui-tests/yarn.lock | $(STAMP)
+	cd ui-tests && $(JLPM) install
+	touch $@
+
+env: $(STAMP) $(LABEXT)
 
 lint: env
 	$(BIN)/ruff check ranktable tests bench
 	$(BIN)/ruff format --check ranktable tests bench
 	$(BIN)/mypy
+	$(JLPM) lint:check
+
+jest: env
+	$(JLPM) test
+
+# Browser tests: Galata/Playwright in Debian's chromium against the simulated pool + Notebook instance.
+ui-test: env system-deps $(UI_STAMP)
+	cd ui-tests && CI=1 $(JLPM) playwright test
 
 pytest: env system-deps
 	$(BIN)/pytest -q
 
-test: system-deps env lint pytest
+test: system-deps env lint pytest jest ui-test
 
+# The CLI demo (plans the shipped example pool), then JupyterLab with the Ranktable panel on the simulated
+# Lite pool and the simulated Notebook instance (Ctrl-C stops all of it).
 demo: env
 	$(BIN)/ranktable demo
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m ranktable.server_ext.demo
 
 bench: env system-deps
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -17,3 +17,15 @@ def load_ipython_extension(ipython: Any) -> None:
     from ranktable.magics import load_ipython_extension as _load
 
     _load(ipython)
+
+
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where the prebuilt JupyterLab extension lives (`jupyter labextension develop`)."""
+    return [{"src": "labextension", "dest": "jupyter-ranktable"}]
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    """The server extension (`jpserver_extensions: {"ranktable": true}`), imported only when Jupyter asks."""
+    from ranktable.server_ext import _jupyter_server_extension_points as points
+
+    return points()

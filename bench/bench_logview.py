@@ -1,0 +1,69 @@
+"""Log view under load: 64 pods x 2,000 lines/s for 60 s in the Ranktable panel (real chromium).
+
+Runs bench/bench_logview.spec.ts through Playwright (ui-tests' node_modules): it starts the 64-node
+simulated pool, the simulated Notebook instance and JupyterLab, submits the job, follows its logs in the
+panel and measures frame times and the JS heap. Prints the figures. Not a test: numbers, no verdict.
+Environment: BENCH_PODS, BENCH_RATE, BENCH_SECONDS override 64, 2000, 60.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+UI = ROOT / "ui-tests"
+
+
+def main() -> int:
+    env = {
+        **os.environ,
+        "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "NODE_PATH": str(UI / "node_modules"),
+        "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
+        "CI": "1",
+    }
+    proc = subprocess.run(
+        [
+            str(ROOT / ".venv" / "bin" / "jlpm"),
+            "playwright",
+            "test",
+            "--config",
+            "playwright.bench.config.js",
+        ],
+        cwd=UI,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    figures = [
+        line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("BENCH_LOGVIEW ")
+    ]
+    if proc.returncode != 0 or not figures:
+        sys.stdout.write(proc.stdout[-4000:] + proc.stderr[-2000:])
+        return proc.returncode or 1
+    data = json.loads(figures[-1])
+    print(
+        f"log view: {data['pods']} pods, target {data['target_lines_per_second']} lines/s "
+        f"for {data['seconds']} s"
+    )
+    print(f"  delivered to the browser: {data['lines_per_second_delivered']} lines/s ({data['view_status']})")
+    print(
+        f"  frames: {data['fps']} fps, frame time p50 {data['frame_ms_p50']} ms, "
+        f"p95 {data['frame_ms_p95']} ms, p99 {data['frame_ms_p99']} ms, max {data['frame_ms_max']} ms; "
+        f"long tasks {data['long_tasks']}"
+    )
+    print(
+        f"  JS heap: {data['heap_mb_start']} MB at start, {data['heap_mb_end']} MB at end, "
+        f"max {data['heap_mb_max']} MB"
+    )
+    print(json.dumps(data))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

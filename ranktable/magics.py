@@ -1,0 +1,377 @@
+"""`%load_ext ranktable`: the `%ranktable` line magic and the `%%ranktable job` cell magic.
+
+The magics are a thin notebook face on the same layers the CLI and the panel use (jobs, remote, core):
+each subcommand parses its options like the CLI, calls one service and shows the result with
+IPython.display (HTML tables, the layout SVG, progress bars). Bad input is one `UsageError` line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import shlex
+import time
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.display import HTML, SVG, Markdown, display
+
+from ranktable.errors import RanktableError
+
+if TYPE_CHECKING:
+    from ranktable.jobs.cluster import ClusterClient
+    from ranktable.jobs.spec import JobSpec
+
+SHELL = ["/bin/bash", "-c"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises instead of exiting (a magic must never kill the kernel)."""
+
+    def error(self, message: str) -> Any:
+        raise UsageError(f"%ranktable {self.prog.split()[-1]}: {message}")
+
+    def exit(self, status: int = 0, message: str | None = None) -> Any:
+        if message:
+            raise UsageError(message)
+        raise _HelpShown
+
+
+class _HelpShown(Exception):
+    """`--help` was printed; nothing else to do."""
+
+
+@dataclass
+class Progress:
+    """A progress bar (ipywidgets) with a text line; falls back to plain text without a frontend."""
+
+    label: str
+    bar: Any = None
+    text: Any = None
+
+    def __post_init__(self) -> None:
+        try:
+            import ipywidgets as w
+
+            self.bar = w.FloatProgress(min=0.0, max=1.0, description=self.label)
+            self.text = w.Label("")
+            display(w.HBox([self.bar, self.text]))
+        except ImportError:  # pragma: no cover - ipywidgets is a declared dependency
+            self.bar = None
+
+    def update(self, fraction: float, text: str) -> None:
+        if self.bar is not None:
+            self.bar.value = max(0.0, min(1.0, fraction))
+            self.text.value = text
+        else:  # pragma: no cover
+            print(f"{self.label}: {text}")
+
+    def finish(self, text: str, ok: bool = True) -> None:
+        if self.bar is not None:
+            self.bar.value = 1.0
+            self.bar.bar_style = "success" if ok else "danger"
+            self.text.value = text
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> HTML:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in columns) + "</tr>"
+        for r in rows
+    )
+    return HTML(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+
+
+@magics_class
+class RanktableMagics(Magics):
+    """`%ranktable SUBCOMMAND ...` and `%%ranktable job ...`."""
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell, **kwargs)
+        self.kubeconfig: str | None = None
+        self.context: str | None = None
+        self.namespace = "default"
+        self._clients: dict[tuple[str | None, str | None, str], ClusterClient] = {}
+        self.manager: Any = None  # SSH connections; None: the process-wide manager
+
+    # -- dispatch ------------------------------------------------------------------------------------
+    @line_cell_magic
+    def ranktable(self, line: str, cell: str | None = None) -> Any:
+        """Plan, compose, submit and watch jobs; sync to Notebook instances. `%ranktable help` lists all."""
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise UsageError(f"%ranktable: {exc}") from None
+        if not words or words[0] in ("help", "-h", "--help"):
+            print(USAGE)
+            return None
+        command, rest = words[0], words[1:]
+        handler = getattr(self, f"_cmd_{command.replace('-', '_')}", None)
+        if handler is None:
+            raise UsageError(f"%ranktable: unknown subcommand {command!r}; `%ranktable help` lists them")
+        if cell is not None and command != "job":
+            raise UsageError("only `%%ranktable job` is a cell magic (the cell is the training command)")
+        try:
+            return handler(rest, cell) if command == "job" else handler(rest)
+        except _HelpShown:
+            return None
+        except RanktableError as exc:
+            raise UsageError(exc.message) from None
+
+    # -- cluster settings --------------------------------------------------------------------------------
+    def _cluster_parser(self, name: str) -> _Parser:
+        p = _Parser(prog=f"%ranktable {name}", add_help=True)
+        p.add_argument("--kubeconfig", default=None)
+        p.add_argument("--context", default=None)
+        p.add_argument("-n", "--namespace", default=None)
+        return p
+
+    def client(self, args: argparse.Namespace) -> ClusterClient:
+        from ranktable.jobs.cluster import ClusterClient
+
+        kubeconfig = args.kubeconfig or self.kubeconfig
+        context = args.context or self.context
+        namespace = args.namespace or self.namespace
+        key = (kubeconfig, context, namespace)
+        if key not in self._clients:
+            self._clients[key] = ClusterClient(kubeconfig, context, namespace)
+        return self._clients[key]
+
+    def _cmd_cluster(self, argv: list[str]) -> dict[str, Any]:
+        """`%ranktable cluster [--kubeconfig F] [--context C] [-n NS]`: set the defaults, show free NPUs."""
+        args = self._cluster_parser("cluster").parse_args(argv)
+        self.kubeconfig = args.kubeconfig or self.kubeconfig
+        self.context = args.context or self.context
+        self.namespace = args.namespace or self.namespace
+        client = self.client(args)
+        capacity = client.npu_capacity().to_json()
+        nodes = client.list_nodes()
+        display(
+            Markdown(
+                f"**Cluster** {client.kube.host} · namespace `{self.namespace}` · {len(nodes)} nodes · "
+                f"free NPUs per leaf: {capacity.get('per_leaf') or capacity}"
+            )
+        )
+        return capacity
+
+    # -- jobs ----------------------------------------------------------------------------------------------
+    def _cmd_jobs(self, argv: list[str]) -> list[dict[str, Any]]:
+        """`%ranktable jobs [-n NS]`: the jobs table."""
+        args = self._cluster_parser("jobs").parse_args(argv)
+        jobs = [j.to_json() for j in self.client(args).list_jobs()]
+        if jobs:
+            display(
+                _table(jobs, ["name", "phase", "nodes", "running", "succeeded", "failed", "retries", "queue"])
+            )
+        else:
+            print(f"no jobs in {args.namespace or self.namespace}")
+        return jobs
+
+    def _cmd_stop(self, argv: list[str]) -> list[str]:
+        """`%ranktable stop NAME`: delete the job and its rank-table ConfigMap."""
+        p = self._cluster_parser("stop")
+        p.add_argument("name")
+        args = p.parse_args(argv)
+        deleted = self.client(args).stop(args.name)
+        print("deleted " + ", ".join(deleted))
+        return deleted
+
+    def _cmd_logs(self, argv: list[str]) -> list[str]:
+        """`%ranktable logs NAME [-f] [--rank R] [--timeout S]`: every pod's log, tagged `[rank pod]`."""
+        p = self._cluster_parser("logs")
+        p.add_argument("name")
+        p.add_argument("-f", "--follow", action="store_true")
+        p.add_argument("--rank", type=int, default=None)
+        p.add_argument("--timeout", type=float, default=None, help="stop following after S seconds")
+        args = p.parse_args(argv)
+        stream = self.client(args).logs(args.name, follow=args.follow, rank=args.rank)
+        deadline = None if args.timeout is None else time.monotonic() + args.timeout
+        lines: list[str] = []
+        try:
+            for line in stream:
+                text = str(line)
+                lines.append(text)
+                print(text, flush=True)
+                if deadline is not None and time.monotonic() > deadline:
+                    break
+        except KeyboardInterrupt:
+            pass
+        finally:
+            stream.close()
+        return lines
+
+    def _cmd_wait(self, argv: list[str]) -> dict[str, Any]:
+        """`%ranktable wait NAME [--timeout S]`: wait for the completed, valid rank table (progress bar)."""
+        p = self._cluster_parser("wait")
+        p.add_argument("name")
+        p.add_argument("--timeout", type=float, default=600.0)
+        args = p.parse_args(argv)
+        bar = Progress("rank table")
+        start = time.monotonic()
+
+        def progress(text: str) -> None:
+            bar.update((time.monotonic() - start) / args.timeout, text)
+
+        result = self.client(args).wait_rank_table(args.name, timeout=args.timeout, progress=progress)
+        bar.finish(result.report.summary(), ok=result.ok)
+        return result.to_json()
+
+    def _cmd_layout(self, argv: list[str]) -> dict[str, Any]:
+        """`%ranktable layout NAME [--topology FILE]`: given vs planned layout of a running job."""
+        from ranktable.jobs.layout import job_layout
+
+        p = self._cluster_parser("layout")
+        p.add_argument("name")
+        p.add_argument("--topology", default=None)
+        args = p.parse_args(argv)
+        layout = job_layout(self.client(args), args.name, args.topology)
+        display(Markdown(f"```\n{layout.report_text}\n```"))
+        display(SVG(layout.svg))
+        return layout.report
+
+    def _cmd_job(self, argv: list[str], cell: str | None) -> dict[str, Any]:
+        """`%%ranktable job --name N --image I [--nodes 4 ...] [--submit]`; the cell is the command."""
+        from ranktable.cli.jobs import _spec_flags, spec_from_args
+        from ranktable.jobs.compose import compose, dump_manifests
+        from ranktable.jobs.validate import has_errors, validate_spec
+
+        p = _Parser(prog="%%ranktable job", add_help=True)
+        _spec_flags(p, required=True)
+        p.add_argument("--kubeconfig", default=None)
+        p.add_argument("--context", default=None)
+        p.add_argument("--submit", action="store_true", help="submit when the spec has no errors")
+        p.add_argument("--no-layout", action="store_true", help="skip the planned-layout preview")
+        args = p.parse_args(argv)
+        if args.namespace is None:
+            args.namespace = self.namespace
+        spec: JobSpec = spec_from_args(args)
+        command = (cell or "").strip()
+        if command and args.script is None:
+            spec = replace(spec, command=[*SHELL, command])
+        issues = validate_spec(spec)
+        self._show_issues(issues)
+        docs = compose(spec)
+        text = dump_manifests(docs)
+        display(Markdown(f"```yaml\n{text}```"))
+        out: dict[str, Any] = {"spec": spec.to_dict(), "issues": [i.to_json() for i in issues], "yaml": text}
+        if not args.no_layout:
+            out["layout"] = self._preview(args, spec)
+        if args.submit:
+            if has_errors(issues):
+                raise UsageError("not submitted: fix the errors listed above")
+            result = self.client(args).submit(docs)
+            display(Markdown(f"submitted **{result.name}** in `{result.namespace}`"))
+            out["submitted"] = result.to_json()
+        return out
+
+    def _show_issues(self, issues: list[Any]) -> None:
+        if not issues:
+            display(Markdown("✅ the job spec is valid"))
+            return
+        rows = [
+            f"<li><b>{html.escape(i.severity)}</b> <code>{html.escape(i.field)}</code>: "
+            + html.escape(i.message)
+            + (f" — <i>{html.escape(i.fix)}</i>" if i.fix else "")
+            + "</li>"
+            for i in issues
+        ]
+        display(HTML("<ul>" + "".join(rows) + "</ul>"))
+
+    def _preview(self, args: argparse.Namespace, spec: JobSpec) -> dict[str, Any] | None:
+        """The planned layout for the nodes the job would likely get (needs a reachable cluster)."""
+        from ranktable.jobs.topology_source import cluster_topology
+        from ranktable.server_ext.preview import likely_nodes, plan_report, preview_rank_table
+
+        try:
+            client = self.client(args)
+            nodes = client.list_nodes()
+            topology = cluster_topology(client.kube, nodes)
+            table = preview_rank_table(likely_nodes(nodes, spec), spec.npus_per_node)
+            result = plan_report(table, topology, message_bytes=None, title=f"{spec.name} (preview)")
+        except RanktableError as exc:
+            display(Markdown(f"*no layout preview: {exc.message}*"))
+            return None
+        display(SVG(result["svg"]))
+        return result["report"]
+
+    # -- SSH -----------------------------------------------------------------------------------------------
+    def _manager(self) -> Any:
+        from ranktable.remote import default_manager
+
+        if self.manager is None:
+            self.manager = default_manager()
+        return self.manager
+
+    def _cmd_connect(self, argv: list[str]) -> str:
+        """`%ranktable connect PROFILE [--accept-host-key FINGERPRINT]`: verify the connection."""
+        from ranktable.remote.errors import UnknownHostKey
+
+        p = _Parser(prog="%ranktable connect")
+        p.add_argument("profile")
+        p.add_argument("--accept-host-key", default=None, metavar="FINGERPRINT")
+        args = p.parse_args(argv)
+        manager = self._manager()
+        if args.accept_host_key:
+            manager.accept_host_key(args.profile, args.accept_host_key)
+            manager.close(args.profile)
+        conn = manager.get(args.profile)
+        try:
+            conn.connect()
+        except UnknownHostKey as exc:
+            print(
+                f"unknown host key for {exc.host_id}: {exc.key_type} {exc.fingerprint}\n"
+                f"check it, then: %ranktable connect {args.profile} --accept-host-key {exc.fingerprint}"
+            )
+            return "unknown-host-key"
+        ok = conn.probe()
+        print(
+            f"{args.profile}: {'connected to ' + conn.endpoint.host_id if ok else 'connected, probe failed'}"
+        )
+        return "ok" if ok else "error"
+
+    def _cmd_sync(self, argv: list[str]) -> dict[str, Any]:
+        """`%ranktable sync PROFILE [LOCAL_DIR] [--force] [--delete] [--dry-run]`: upload, with progress."""
+        from ranktable.remote.sync import Syncer
+
+        p = _Parser(prog="%ranktable sync")
+        p.add_argument("profile")
+        p.add_argument("local_dir", nargs="?", default=".")
+        p.add_argument("--force", action="store_true")
+        p.add_argument("--delete", action="store_true", default=None)
+        p.add_argument("--dry-run", action="store_true")
+        args = p.parse_args(argv)
+        manager = self._manager()
+        profile = manager.profiles.get(args.profile)
+        syncer = Syncer(manager.get(args.profile), args.local_dir, profile.sync)
+        bar = Progress("sync")
+
+        def progress(event: Any) -> None:
+            fraction = event.bytes_done / event.bytes_total if event.bytes_total else 0.0
+            eta = f", ETA {event.eta:.0f}s" if event.eta else ""
+            bar.update(
+                fraction, f"{event.files_done}/{event.files_total} files, {event.rate / 1e6:.1f} MB/s{eta}"
+            )
+
+        result = syncer.sync(dry_run=args.dry_run, force=args.force, delete=args.delete, progress=progress)
+        bar.finish(result.summary(), ok=not result.conflicts)
+        print(result.summary())
+        for conflict in result.conflicts:
+            print(f"conflict: {conflict.path}: {conflict.reason}")
+        return {"uploaded": result.uploaded, "conflicts": [c.path for c in result.conflicts]}
+
+
+USAGE = """%ranktable — plan, compose, submit and watch ranktable-routed jobs; sync to Notebook instances
+
+  %ranktable cluster [--kubeconfig F] [--context C] [-n NS]   set defaults, show free NPUs per leaf
+  %ranktable jobs | stop NAME | logs NAME [-f] [--rank R] | wait NAME | layout NAME [--topology F]
+  %ranktable connect PROFILE [--accept-host-key FP]        verify an SSH profile
+  %ranktable sync PROFILE [LOCAL_DIR] [--force] [--delete] [--dry-run]
+  %%ranktable job --name N --image I [--nodes 4] [--npus 8] [--routing] ... [--submit]
+      (the cell is the training command; validation, YAML and the planned layout are shown)
+"""
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    ipython.register_magics(RanktableMagics)

@@ -1,0 +1,55 @@
+"""The server extension: routes under `/ranktable/`, the shared services object, clean shutdown."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+
+from ranktable.server_ext.config import Ranktable
+from ranktable.server_ext.routes import ROUTES
+from ranktable.server_ext.services import Services
+
+
+class RanktableApp(ExtensionApp):
+    """Loaded by Jupyter Server (`jpserver_extensions: {"ranktable": true}`)."""
+
+    name = "ranktable"
+    load_other_extensions = True
+
+    def initialize_settings(self) -> None:
+        serverapp = self.serverapp
+        assert serverapp is not None  # set by the extension manager before initialize_settings
+        config = Ranktable(parent=serverapp, config=serverapp.config)
+        root_dir = getattr(serverapp, "root_dir", ".")
+        self.services = Services(config, root_dir=root_dir, log=self.log)
+        self.settings["ranktable_services"] = self.services
+        self._hook_contents_manager()
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(ROUTES)
+
+    def _hook_contents_manager(self) -> None:
+        """Automatic upload: chain the SSH layer's post_save_hook (it only enqueues) after any other."""
+        contents = getattr(self.serverapp, "contents_manager", None)
+        if contents is None or not hasattr(contents, "post_save_hook"):
+            return
+        hook = self.services.post_save_hook()
+        if hook is None:
+            return
+        previous = contents.post_save_hook
+
+        def chained(
+            model: Any = None, os_path: str = "", contents_manager: Any = None, **kwargs: Any
+        ) -> None:
+            if previous is not None:
+                previous(model=model, os_path=os_path, contents_manager=contents_manager, **kwargs)
+            hook(model=model, os_path=os_path, contents_manager=contents_manager, **kwargs)
+
+        contents.post_save_hook = chained
+
+    async def stop_extension(self) -> None:
+        """Stop watches, log follows, syncs and the auto-uploader so shutdown leaves nothing running."""
+        services = getattr(self, "services", None)
+        if services is not None:
+            await services.close()

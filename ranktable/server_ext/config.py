@@ -1,0 +1,53 @@
+"""The `c.Ranktable.*` settings: everything the panel needs to reach a cluster and Notebook instances.
+
+Kept in one traitlets Configurable so `jupyter_server_config.py` (or `--Ranktable.kubeconfig=...`) is the
+only place a deployment differs: pointing `kubeconfig` at a real cluster is all it takes to leave the
+simulated pool.
+"""
+
+from __future__ import annotations
+
+from traitlets import Bool, Dict, Enum, Float, Integer, Unicode
+from traitlets.config import Configurable
+
+
+class Ranktable(Configurable):
+    """Server-side configuration of the Ranktable extension."""
+
+    kubeconfig = Unicode(
+        "",
+        config=True,
+        help="Path of the kubeconfig to use. Empty: the simulated pool started by `ranktable sim start`.",
+    )
+    context = Unicode("", config=True, help="kubeconfig context to use. Empty: the file's current context.")
+    namespace = Unicode("default", config=True, help="Namespace for jobs when a request names none.")
+    flavours = Dict(
+        default_value={},
+        config=True,
+        help='Extra node flavours: {"NAME": {"npus": 8, "vcpus": 192, "memory_gib": 1536}}.',
+    )
+    topology = Unicode(
+        "",
+        config=True,
+        help="Topology file used for the layout of running jobs (any format `ranktable plan` reads). "
+        "Empty: node labels / HyperNodes / basic-tor-node-cm from the cluster.",
+    )
+    topology_format = Unicode("", config=True, help="Format of `topology`; empty: detected from content.")
+    sync_mode = Enum(
+        ["always", "explicit", "never"],
+        default_value="explicit",
+        config=True,
+        help="Default automatic-upload mode for new SSH profiles.",
+    )
+    sync_delete = Bool(False, config=True, help="Default for deleting remote files removed locally.")
+    state_dir = Unicode(
+        "", config=True, help="Where profiles, sync state and saved specs live. Empty: RANKTABLE_HOME."
+    )
+    request_timeout = Float(30.0, config=True, help="Seconds before a cluster or SSH call is abandoned.")
+    log_batch_seconds = Float(
+        0.1, config=True, help="Log lines are sent to the browser in batches at most this often."
+    )
+    stream_buffer = Integer(
+        2000, config=True, help="Events kept per background operation for late subscribers."
+    )
+    workers = Integer(16, config=True, help="Threads for blocking cluster/SSH work.")

@@ -1,0 +1,36 @@
+"""Mapping of the product's errors to HTTP statuses and JSON bodies, in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tornado import web
+
+from ranktable.errors import ConflictError, InputError, NotFoundError, RanktableError
+
+INTERNAL_MESSAGE = "Internal error in the Ranktable extension (details are in the Jupyter server log)."
+
+
+def status_for(error: BaseException) -> int:
+    """HTTP status for an exception: the product's errors are the user's (4xx), anything else is ours."""
+    if isinstance(error, NotFoundError):
+        return 404
+    if isinstance(error, ConflictError):
+        return 409
+    if isinstance(error, InputError):
+        return 400
+    if isinstance(error, RanktableError):
+        return 400
+    if isinstance(error, web.HTTPError):
+        return error.status_code
+    return 500
+
+
+def body_for(error: BaseException) -> dict[str, Any]:
+    """`{message, reason, field, fix}` for a client; never a traceback or a secret."""
+    if isinstance(error, RanktableError):
+        return error.to_json()
+    if isinstance(error, web.HTTPError):
+        message = error.log_message % error.args if error.log_message else (error.reason or "")
+        return {"message": message, "reason": error.reason or message, "field": None, "fix": None}
+    return {"message": INTERNAL_MESSAGE, "reason": "internal", "field": None, "fix": None}

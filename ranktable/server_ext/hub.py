@@ -1,0 +1,208 @@
+"""Background operations and thread-to-asyncio bridges behind the `/ranktable/stream` websocket.
+
+Blocking producers (a Kubernetes log follow, a watch, an SSH sync) run in their own threads and hand
+items to the event loop; the websocket only ever awaits. Everything started here is stopped by `close()`,
+which the extension calls on server shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ranktable.errors import NotFoundError
+from ranktable.server_ext.errors import body_for
+
+Emit = Callable[[dict[str, Any]], None]
+OpFunction = Callable[[Emit, threading.Event], Any]
+
+
+@dataclass
+class Operation:
+    """A long job (sync, download, remote run) whose events any number of subscribers can follow."""
+
+    id: str
+    kind: str
+    title: str
+    events: deque[dict[str, Any]]
+    cancel: threading.Event = field(default_factory=threading.Event)
+    done: bool = False
+    result: Any = None
+    error: dict[str, Any] | None = None
+    dropped: int = 0
+    started: float = field(default_factory=time.time)
+    waiters: list[asyncio.Queue[dict[str, Any] | None]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "title": self.title,
+            "done": self.done,
+            "result": self.result,
+            "error": self.error,
+            "started": self.started,
+        }
+
+
+class Hub:
+    """Owns the extension's threads, operations and subscriptions."""
+
+    def __init__(self, buffer: int = 2000) -> None:
+        self.buffer = buffer
+        self.operations: dict[str, Operation] = {}
+        self._ids = itertools.count(1)
+        self._stops: set[threading.Event] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.closed = False
+
+    # -- operations -------------------------------------------------------------------------------
+    def start(self, kind: str, title: str, fn: OpFunction) -> Operation:
+        """Run `fn(emit, cancel)` in a thread; its events are buffered (bounded) and fanned out."""
+        loop = asyncio.get_running_loop()
+        op = Operation(
+            id=f"{kind}-{next(self._ids)}", kind=kind, title=title, events=deque(maxlen=self.buffer)
+        )
+        self.operations[op.id] = op
+        self._stops.add(op.cancel)
+
+        def deliver(event: dict[str, Any] | None) -> None:
+            if event is not None:
+                if len(op.events) == op.events.maxlen:
+                    op.dropped += 1
+                op.events.append(event)
+            for q in op.waiters:
+                q.put_nowait(event)
+
+        def emit(event: dict[str, Any]) -> None:
+            if not self.closed:
+                loop.call_soon_threadsafe(deliver, event)
+
+        def finish(result: Any, error: dict[str, Any] | None) -> None:
+            op.done, op.result, op.error = True, result, error
+            deliver({"type": "done", "result": result, "error": error})
+            deliver(None)
+            self._stops.discard(op.cancel)
+
+        def run() -> None:
+            try:
+                result = fn(emit, op.cancel)
+            except BaseException as exc:  # reported to subscribers as {message, reason, field}
+                if not self.closed:
+                    loop.call_soon_threadsafe(finish, None, body_for(exc))
+                return
+            if not self.closed:
+                loop.call_soon_threadsafe(finish, result, None)
+
+        threading.Thread(target=run, name=f"ranktable-{op.id}", daemon=True).start()
+        return op
+
+    def get(self, op_id: str) -> Operation:
+        try:
+            return self.operations[op_id]
+        except KeyError:
+            raise NotFoundError(
+                "no such operation (finished operations are kept until restart)", where=op_id
+            ) from None
+
+    async def follow(self, op_id: str) -> AsyncIterator[dict[str, Any]]:
+        """Replay an operation's buffered events, then follow it live until it is done."""
+        op = self.get(op_id)
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        replay = list(op.events)
+        if op.dropped:
+            yield {"type": "dropped", "count": op.dropped}
+        if op.done:
+            for event in replay:
+                yield event
+            return
+        op.waiters.append(queue)
+        try:
+            for event in replay:
+                yield event
+            while True:
+                item = await queue.get()
+                if item is None:
+                    return
+                yield item
+        finally:
+            with contextlib.suppress(ValueError):
+                op.waiters.remove(queue)
+
+    # -- thread bridges ------------------------------------------------------------------------------
+    async def iterate(
+        self,
+        make: Callable[[threading.Event], Iterator[Any]],
+        *,
+        batch_seconds: float = 0.0,
+        max_batch: int = 5000,
+    ) -> AsyncIterator[list[Any]]:
+        """Drive a blocking iterator in its own thread; yield what it produced, in batches.
+
+        Stopping early (the subscriber went away) sets the iterator's stop event; producers check it
+        between items, so a follow ends within one poll interval.
+        """
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        stop = threading.Event()
+        self._stops.add(stop)
+
+        def pump() -> None:
+            try:
+                for item in make(stop):
+                    if stop.is_set():
+                        break
+                    loop.call_soon_threadsafe(queue.put_nowait, ("item", item))
+                loop.call_soon_threadsafe(queue.put_nowait, ("end", None))
+            except BaseException as exc:
+                if not stop.is_set():
+                    with contextlib.suppress(RuntimeError):  # loop closed during shutdown
+                        loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
+
+        threading.Thread(target=pump, name="ranktable-stream", daemon=True).start()
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "end":
+                    return
+                if kind == "error":
+                    raise value
+                batch = [value]
+                if batch_seconds:
+                    await asyncio.sleep(batch_seconds)
+                ended: tuple[str, Any] | None = None
+                while len(batch) < max_batch and not queue.empty():
+                    kind, value = queue.get_nowait()
+                    if kind != "item":
+                        ended = (kind, value)
+                        break
+                    batch.append(value)
+                yield batch
+                if ended is not None:
+                    if ended[0] == "error":
+                        raise ended[1]
+                    return
+        finally:
+            stop.set()
+            self._stops.discard(stop)
+
+    def track(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        """Stop every producer thread and subscription task (server shutdown)."""
+        self.closed = True
+        for stop in list(self._stops):
+            stop.set()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,24 @@
+"""Local paths from the browser are relative to the Jupyter root and must stay inside it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ranktable.errors import InputError
+
+
+def confined(root: str | Path, relative: str, *, field: str) -> Path:
+    """`root/relative`, resolved; anything escaping the root (`..`, absolute paths, symlinks) is refused."""
+    base = Path(root).resolve()
+    text = (relative or "").strip()
+    if not text:
+        raise InputError("is empty", where=field, fix="give a path relative to the Jupyter root folder")
+    candidate = Path(text).expanduser()
+    full = (candidate if candidate.is_absolute() else base / candidate).resolve()
+    if full != base and base not in full.parents:
+        raise InputError(
+            f"{text!r} is outside the Jupyter root folder",
+            where=field,
+            fix="use a path inside the folder JupyterLab shows in its file browser",
+        )
+    return full

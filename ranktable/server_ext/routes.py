@@ -1,0 +1,181 @@
+"""REST handlers under `/ranktable/`; each validates its input, runs the work off the loop, replies JSON.
+
+The OpenAPI document `openapi.yaml` beside this file describes exactly these routes (a test checks it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tornado import web
+
+from ranktable.server_ext.base import RanktableHandler
+from ranktable.server_ext.stream import StreamHandler
+
+NAME = r"(?P<{}>[^/]+)"
+
+
+class ConfigHandler(RanktableHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        self.reply(await self.blocking(self.services.server_config))
+
+
+class ValidateHandler(RanktableHandler):
+    @web.authenticated
+    async def post(self) -> None:
+        self.reply(await self.blocking(self.services.validate, self.json_body()))
+
+
+class PlanHandler(RanktableHandler):
+    @web.authenticated
+    async def post(self) -> None:
+        self.reply(await self.blocking(self.services.plan, self.json_body()))
+
+
+class LayoutPreviewHandler(RanktableHandler):
+    @web.authenticated
+    async def post(self) -> None:
+        self.reply(await self.blocking(self.services.layout_preview, self.json_body()))
+
+
+class ComposeHandler(RanktableHandler):
+    @web.authenticated
+    async def post(self) -> None:
+        self.reply(await self.blocking(self.services.compose, self.json_body()))
+
+
+class JobsHandler(RanktableHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        namespace = self.get_query_argument("namespace", None)
+        self.reply(await self.blocking(self.services.list_jobs, namespace))
+
+    @web.authenticated
+    async def post(self) -> None:
+        self.reply(await self.blocking(self.services.submit, self.json_body()), status=201)
+
+
+class JobHandler(RanktableHandler):
+    @web.authenticated
+    async def get(self, namespace: str, name: str) -> None:
+        self.reply(await self.blocking(self.services.describe, namespace, name))
+
+    @web.authenticated
+    async def delete(self, namespace: str, name: str) -> None:
+        self.reply(await self.blocking(self.services.stop, namespace, name))
+
+
+class JobLayoutHandler(RanktableHandler):
+    @web.authenticated
+    async def get(self, namespace: str, name: str) -> None:
+        topology = self.get_query_argument("topology_path", None)
+        self.reply(await self.blocking(self.services.job_layout, namespace, name, topology))
+
+
+class JobRankTableHandler(RanktableHandler):
+    @web.authenticated
+    async def get(self, namespace: str, name: str) -> None:
+        self.reply(await self.blocking(self.services.job_ranktable, namespace, name))
+
+
+class JobResubmitHandler(RanktableHandler):
+    @web.authenticated
+    async def post(self, namespace: str, name: str) -> None:
+        self.reply(await self.blocking(self.services.resubmit, namespace, name), status=201)
+
+
+class ProfilesHandler(RanktableHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        self.reply(await self.blocking(self.services.list_profiles))
+
+    @web.authenticated
+    async def post(self) -> None:
+        self.reply(await self.blocking(self.services.add_profile, self.json_body()), status=201)
+
+
+class ProfileHandler(RanktableHandler):
+    @web.authenticated
+    async def patch(self, name: str) -> None:
+        self.reply(await self.blocking(self.services.update_profile, name, self.json_body()))
+
+    @web.authenticated
+    async def delete(self, name: str) -> None:
+        await self.blocking(self.services.remove_profile, name)
+        self.reply({"removed": name})
+
+
+class ProfileTestHandler(RanktableHandler):
+    @web.authenticated
+    async def post(self, name: str) -> None:
+        self.reply(await self.blocking(self.services.test_profile, name, self.json_body()))
+
+
+class KernelHandler(RanktableHandler):
+    @web.authenticated
+    async def post(self, profile: str) -> None:
+        self.reply(await self.blocking(self.services.install_kernel, profile, self.json_body()), status=201)
+
+
+class _OperationStarter(RanktableHandler):
+    prepare_name = ""
+
+    @web.authenticated
+    async def post(self) -> None:
+        # validation (profile exists, paths confined) happens before the 202; the work runs afterwards
+        prepare = getattr(self.services, self.prepare_name)
+        kind, title, fn = await self.blocking(prepare, self.json_body())
+        op = self.services.hub.start(kind, title, fn)
+        self.reply({"operation": op.id, "kind": op.kind, "title": op.title}, status=202)
+
+
+class SyncHandler(_OperationStarter):
+    prepare_name = "prepare_sync"
+
+
+class DownloadHandler(_OperationStarter):
+    prepare_name = "prepare_download"
+
+
+class RunHandler(_OperationStarter):
+    prepare_name = "prepare_run"
+
+
+class OperationHandler(RanktableHandler):
+    @web.authenticated
+    async def get(self, operation: str) -> None:
+        self.reply(self.services.hub.get(operation).summary())
+
+    @web.authenticated
+    async def delete(self, operation: str) -> None:
+        op = self.services.hub.get(operation)
+        op.cancel.set()
+        self.reply(op.summary())
+
+
+def _job(suffix: str = "") -> str:
+    return r"/ranktable/jobs/" + NAME.format("namespace") + "/" + NAME.format("name") + suffix
+
+
+ROUTES: list[tuple[str, Any]] = [
+    (r"/ranktable/config", ConfigHandler),
+    (r"/ranktable/validate", ValidateHandler),
+    (r"/ranktable/plan", PlanHandler),
+    (r"/ranktable/layout/preview", LayoutPreviewHandler),
+    (r"/ranktable/jobs/compose", ComposeHandler),
+    (r"/ranktable/jobs", JobsHandler),
+    (_job(), JobHandler),
+    (_job("/layout"), JobLayoutHandler),
+    (_job("/ranktable"), JobRankTableHandler),
+    (_job("/resubmit"), JobResubmitHandler),
+    (r"/ranktable/profiles", ProfilesHandler),
+    (r"/ranktable/profiles/" + NAME.format("name"), ProfileHandler),
+    (r"/ranktable/profiles/" + NAME.format("name") + "/test", ProfileTestHandler),
+    (r"/ranktable/kernels/" + NAME.format("profile"), KernelHandler),
+    (r"/ranktable/sync", SyncHandler),
+    (r"/ranktable/download", DownloadHandler),
+    (r"/ranktable/run", RunHandler),
+    (r"/ranktable/operations/" + NAME.format("operation"), OperationHandler),
+    (r"/ranktable/stream", StreamHandler),
+]

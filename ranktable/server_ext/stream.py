@@ -1,0 +1,99 @@
+"""`/ranktable/stream`: one websocket multiplexing logs, job events, sync progress and remote-run output.
+
+Client -> server: `{"op": "subscribe", "id": "s1", "channel": "logs"|"jobs"|"operation", ...params}` and
+`{"op": "unsubscribe", "id": "s1"}`. Server -> client: `{"id": "s1", "type": "data", "data": ...}`, then
+`{"id": "s1", "type": "end"}` or `{"id": "s1", "type": "error", "error": {message, reason, field}}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.auth.decorator import ws_authenticated
+from jupyter_server.base.handlers import JupyterHandler
+from jupyter_server.base.websocket import WebSocketMixin
+from tornado import websocket
+
+from ranktable.errors import InputError
+from ranktable.server_ext.errors import body_for, status_for
+
+if TYPE_CHECKING:
+    from ranktable.server_ext.services import Services
+
+
+class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
+    """The multiplexed stream websocket."""
+
+    @property
+    def services(self) -> Services:
+        return self.settings["ranktable_services"]
+
+    @ws_authenticated
+    async def get(self, *args: Any, **kwargs: Any) -> None:
+        res = super().get(*args, **kwargs)
+        if res is not None:
+            await res
+
+    def open(self, *args: Any, **kwargs: Any) -> None:
+        self.subscriptions: dict[str, asyncio.Task[None]] = {}
+        super().open(*args, **kwargs)
+
+    def on_message(self, message: str | bytes) -> None:
+        try:
+            msg = json.loads(message)
+            if not isinstance(msg, dict):
+                raise InputError("a message must be a JSON object", where="message")
+            sub_id = msg.get("id")
+            if not isinstance(sub_id, str) or not sub_id:
+                raise InputError("is required (a string naming the subscription)", where="id")
+        except (ValueError, InputError) as exc:
+            err = exc if isinstance(exc, InputError) else InputError(f"not JSON: {exc}", where="message")
+            self._send({"id": None, "type": "error", "error": body_for(err)})
+            return
+        op = msg.get("op")
+        if op == "unsubscribe":
+            task = self.subscriptions.pop(sub_id, None)
+            if task is not None:
+                task.cancel()
+            return
+        if op != "subscribe":
+            err = InputError(f"unknown op {op!r}", where="op", fix="use subscribe or unsubscribe")
+            self._send({"id": sub_id, "type": "error", "error": body_for(err)})
+            return
+        if sub_id in self.subscriptions:
+            err = InputError("a subscription with this id is active", where="id", fix="unsubscribe first")
+            self._send({"id": sub_id, "type": "error", "error": body_for(err)})
+            return
+        task = asyncio.ensure_future(self._pump(sub_id, msg))
+        self.subscriptions[sub_id] = task
+        self.services.hub.track(task)
+
+    async def _pump(self, sub_id: str, msg: dict[str, Any]) -> None:
+        try:
+            source: AsyncIterator[Any] = self.services.open_stream(msg)
+            async for data in source:
+                self._send({"id": sub_id, "type": "data", "data": data})
+            self._send({"id": sub_id, "type": "end"})
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if status_for(exc) >= 500:
+                self.log.exception("ranktable stream %s failed", msg.get("channel"))
+            self._send({"id": sub_id, "type": "error", "error": body_for(exc)})
+        finally:
+            self.subscriptions.pop(sub_id, None)
+
+    def _send(self, payload: dict[str, Any]) -> None:
+        if self.ws_connection is None:
+            return
+        with contextlib.suppress(websocket.WebSocketClosedError):
+            self.write_message(json.dumps(payload))
+
+    def on_close(self) -> None:
+        for task in getattr(self, "subscriptions", {}).values():
+            task.cancel()
+        self.subscriptions = {}

@@ -1,0 +1,75 @@
+import {
+  LogMerger,
+  highlight,
+  isErrorLine,
+  matchesFilter,
+  parseRanks
+} from '../logs';
+
+const line = (pod: string, ts: string, text: string, rank = 0) => ({
+  pod,
+  ts,
+  text,
+  rank
+});
+
+describe('logs', () => {
+  it('detects HCCL and Python error lines', () => {
+    expect(isErrorLine('Traceback (most recent call last):')).toBe(true);
+    expect(isErrorLine('RuntimeError: HCCL init failed')).toBe(true);
+    expect(isErrorLine('[ERROR] HCCL(123) EI0006 timeout')).toBe(true);
+    expect(isErrorLine('step 10 loss 1.23')).toBe(false);
+  });
+  it('filters by pod, rank, search and errors', () => {
+    const l = line('job-w-1', 't', 'loss 0.5', 1);
+    expect(matchesFilter(l, { pods: ['job-w-1'] })).toBe(true);
+    expect(matchesFilter(l, { pods: ['job-w-0'] })).toBe(false);
+    expect(matchesFilter(l, { ranks: [0, 2] })).toBe(false);
+    expect(matchesFilter(l, { search: 'LOSS' })).toBe(true);
+    expect(matchesFilter(l, { errorsOnly: true })).toBe(false);
+  });
+  it('highlights every match case-insensitively', () => {
+    expect(highlight('Loss loss', 'loss')).toEqual([
+      { text: 'Loss', match: true },
+      { text: ' ', match: false },
+      { text: 'loss', match: true }
+    ]);
+    expect(highlight('abc', '')).toEqual([{ text: 'abc', match: false }]);
+  });
+  it('parses rank lists', () => {
+    expect(parseRanks('0, 2-4')).toEqual([0, 2, 3, 4]);
+    expect(parseRanks('x')).toBeNull();
+    expect(parseRanks('4-2')).toBeNull();
+  });
+  it('merges a replay after reconnect without gaps or repeats', () => {
+    const m = new LogMerger();
+    const first = [
+      line('a', '1', 'x'),
+      line('a', '2', 'y'),
+      line('a', '2', 'y'),
+      line('b', '1', 'z')
+    ];
+    expect(m.accept(first)).toHaveLength(4);
+    expect(m.since()).toEqual({ a: '2', b: '1' });
+    const replay = [
+      line('a', '2', 'y'),
+      line('a', '2', 'y'),
+      line('a', '2', 'y'),
+      line('a', '3', 'w'),
+      line('b', '1', 'z'),
+      line('b', '2', 'v')
+    ];
+    m.beginReplay();
+    const fresh = m.accept(replay);
+    expect(fresh.map(l => l.pod + l.ts + l.text)).toEqual([
+      'a2y',
+      'a3w',
+      'b2v'
+    ]);
+  });
+  it('keeps identical lines at one instant in normal streaming', () => {
+    const m = new LogMerger();
+    expect(m.accept([line('a', '1', 'x')])).toHaveLength(1);
+    expect(m.accept([line('a', '1', 'x')])).toHaveLength(1);
+  });
+});

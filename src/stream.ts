@@ -1,0 +1,147 @@
+import { URLExt } from '@jupyterlab/coreutils';
+import { ServerConnection } from '@jupyterlab/services';
+import { IDisposable } from '@lumino/disposable';
+
+export interface IStreamError {
+  message: string;
+  reason: string;
+  field: string | null;
+}
+
+export interface ISubscriptionHandlers {
+  onData: (data: any) => void;
+  onEnd?: () => void;
+  onError?: (error: IStreamError) => void;
+  /** Called on (re)connection; may return new params (e.g. a resume point). */
+  params?: () => Record<string, unknown>;
+  /** Called when the connection dropped and the subscription is about to be renewed. */
+  onReconnect?: () => void;
+}
+
+interface ISubscription {
+  channel: string;
+  handlers: ISubscriptionHandlers;
+  params: Record<string, unknown>;
+}
+
+/**
+ * One websocket to `/ranktable/stream` carrying every live feed, re-opened with back-off when it
+ * drops; live subscriptions are renewed (with their resume point) so views reconnect without gaps.
+ */
+export class StreamClient implements IDisposable {
+  private _socket: WebSocket | null = null;
+  private _subs = new Map<string, ISubscription>();
+  private _next = 1;
+  private _delay = 500;
+  private _disposed = false;
+  private _timer: ReturnType<typeof setTimeout> | null = null;
+  private _opened = false;
+
+  constructor(
+    private _settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  ) {}
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  get connected(): boolean {
+    return this._socket?.readyState === WebSocket.OPEN;
+  }
+
+  subscribe(
+    channel: string,
+    params: Record<string, unknown>,
+    handlers: ISubscriptionHandlers
+  ): IDisposable {
+    const id = `s${this._next++}`;
+    this._subs.set(id, { channel, params, handlers });
+    this._ensure();
+    if (this.connected) {
+      this._sendSubscribe(id);
+    }
+    return {
+      isDisposed: false,
+      dispose: () => {
+        if (this._subs.delete(id) && this.connected) {
+          this._socket!.send(JSON.stringify({ op: 'unsubscribe', id }));
+        }
+      }
+    };
+  }
+
+  dispose(): void {
+    this._disposed = true;
+    if (this._timer) {
+      clearTimeout(this._timer);
+    }
+    this._subs.clear();
+    this._socket?.close();
+  }
+
+  private _ensure(): void {
+    if (this._socket || this._disposed) {
+      return;
+    }
+    let url = URLExt.join(this._settings.wsUrl, 'ranktable', 'stream');
+    const token = this._settings.token;
+    if (token && this._settings.appendToken) {
+      url += `?token=${encodeURIComponent(token)}`;
+    }
+    const socket = new this._settings.WebSocket(url);
+    this._socket = socket;
+    socket.onopen = () => {
+      this._delay = 500;
+      const reopened = this._opened;
+      this._opened = true;
+      for (const [id, sub] of this._subs) {
+        if (reopened) {
+          sub.handlers.onReconnect?.();
+        }
+        this._sendSubscribe(id);
+      }
+    };
+    socket.onmessage = event => this._onMessage(String(event.data));
+    socket.onclose = () => {
+      this._socket = null;
+      if (this._disposed || this._subs.size === 0) {
+        return;
+      }
+      this._timer = setTimeout(() => this._ensure(), this._delay);
+      this._delay = Math.min(this._delay * 2, 10_000);
+    };
+  }
+
+  private _sendSubscribe(id: string): void {
+    const sub = this._subs.get(id);
+    if (!sub || !this._socket) {
+      return;
+    }
+    const params = { ...sub.params, ...(sub.handlers.params?.() ?? {}) };
+    this._socket.send(
+      JSON.stringify({ op: 'subscribe', id, channel: sub.channel, ...params })
+    );
+  }
+
+  private _onMessage(raw: string): void {
+    let msg: any;
+    try {
+      msg = JSON.parse(raw);
+    } catch {
+      return;
+    }
+    const sub = this._subs.get(msg.id);
+    if (!sub) {
+      return;
+    }
+    if (msg.type === 'data') {
+      sub.handlers.onData(msg.data);
+    } else if (msg.type === 'end') {
+      this._subs.delete(msg.id);
+      sub.handlers.onEnd?.();
+    } else if (msg.type === 'error') {
+      this._subs.delete(msg.id);
+      sub.handlers.onError?.(msg.error);
+    }
+  }
+}
