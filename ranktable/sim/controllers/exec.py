@@ -11,17 +11,26 @@ import fcntl
 import json
 import os
 import pty
+import select
 import signal
 import struct
 import subprocess
 import termios
 import threading
+import time
 from typing import Any
 
 from ranktable.sim.controllers.common import Obj
 from ranktable.sim.k8s.websocket import WebSocket
 
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+# Once the command has exited its output is relayed to the end, however long a slow client takes to read
+# it; only a pipe that stays quiet this long (held open by a background child) is given up on.
+DRAIN_IDLE_SECONDS = 1.0
+POLL_SECONDS = 0.2
+# After our Close frame, how long to wait for the client's reply before hanging up: closing the socket
+# with its frames unread would make the kernel answer with a reset instead of a clean end.
+CLOSE_REPLY_SECONDS = 2.0
 
 
 def _status(code: int | None) -> dict[str, Any]:
@@ -94,8 +103,21 @@ def run_exec(
         ws.close()
         return
 
+    exited = threading.Event()
+
     def relay(fd: int, channel: int) -> None:
+        """Process -> client until EOF, or until the pipe has been quiet for a while after the exit."""
+        quiet_since: float | None = None
+        poller = select.poll()  # not select.select: a busy server may hand out descriptors above 1024
+        poller.register(fd, select.POLLIN)
         while True:
+            if not poller.poll(POLL_SECONDS * 1000):
+                if exited.is_set():
+                    quiet_since = quiet_since if quiet_since is not None else time.monotonic()
+                    if time.monotonic() - quiet_since >= DRAIN_IDLE_SECONDS:
+                        return
+                continue
+            quiet_since = None
             try:
                 data = os.read(fd, 65536)
             except OSError:  # EIO on a pty once the process is gone
@@ -143,13 +165,18 @@ def run_exec(
     reader = threading.Thread(target=feed, daemon=True)
     reader.start()
     code = proc.wait()
+    exited.set()
     for p in pumps:
-        p.join(timeout=5)
+        p.join()  # every byte is on the wire before the exit Status: kubectl stops at the Close frame
     if master >= 0:
         os.close(master)
+    for pipe in (proc.stdout, proc.stderr):
+        if pipe is not None:
+            pipe.close()
     with contextlib.suppress(OSError):
         ws.send_channel(ERROR, json.dumps(_status(code if code >= 0 else 128 - code)).encode())
     ws.close()
+    reader.join(CLOSE_REPLY_SECONDS)
 
 
 def exec_target(pod: Obj, container: str | None) -> str:

@@ -11,11 +11,18 @@ import contextlib
 import hashlib
 import struct
 import threading
+import time
 from typing import Any
 
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x1, 0x2, 0x8, 0x9, 0xA
+# kubectl <= 1.32 (client-go's wsStreamCreator) starts reading the connection *before* it registers its
+# streams and drops any frame for a stream it does not know yet ("Unknown stream id 1, discarding
+# message"): output sent right after the handshake is lost when kubectl is slow to get there (under load).
+# So channel data waits until the client has sent a frame of its own (it only writes on streams it has
+# registered) or, for a client that sends nothing (no stdin, no tty), until this grace has passed.
+CLIENT_SETUP_GRACE = 0.25
 
 
 def accept_key(key: str) -> str:
@@ -30,10 +37,12 @@ def choose_protocol(offered: str) -> str | None:
 class WebSocket:
     """Frames over an upgraded connection; `send` is safe from several threads."""
 
-    def __init__(self, rfile: Any, wfile: Any) -> None:
+    def __init__(self, rfile: Any, wfile: Any, setup_grace: float = CLIENT_SETUP_GRACE) -> None:
         self.rfile, self.wfile = rfile, wfile
         self._lock = threading.Lock()
         self.closed = False
+        self._client_ready = threading.Event()
+        self._ready_by = time.monotonic() + setup_grace
 
     def send(self, payload: bytes, opcode: int = OP_BINARY) -> None:
         size = len(payload)
@@ -50,9 +59,13 @@ class WebSocket:
             self.wfile.flush()
 
     def send_channel(self, channel: int, data: bytes) -> None:
+        """One message on `channel`, held back until the client can route it (see CLIENT_SETUP_GRACE)."""
+        if not self._client_ready.is_set():
+            self._client_ready.wait(max(0.0, self._ready_by - time.monotonic()))
         self.send(bytes([channel]) + data)
 
     def close(self, code: int = 1000) -> None:
+        """Send the Close frame; the client's reply ends `receive` with EOFError."""
         with contextlib.suppress(OSError):
             self.send(struct.pack("!H", code), OP_CLOSE)
         self.closed = True
@@ -88,6 +101,7 @@ class WebSocket:
                 continue
             if opcode == OP_PONG:
                 continue
+            self._client_ready.set()
             message += payload
             if fin:
                 return opcode, message
