@@ -39,7 +39,7 @@ $(NODE_STAMP): package.json yarn.lock | $(STAMP)
 
 $(LABEXT): $(NODE_STAMP) $(TS_SOURCES)
 	$(JLPM) build
-	$(BIN)/jupyter labextension develop --overwrite .
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/jupyter labextension develop --overwrite .
 	touch $@
 
 labextension: $(LABEXT)

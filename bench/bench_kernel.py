@@ -83,19 +83,10 @@ def main() -> None:
         from ranktable.remote.kernel_link import open_link
         from ranktable.remote.kernel_tunnel import PortForwarder
         from ranktable.remote.kernelspec import install_kernelspec
-        from ranktable.remote.profiles import Profile, ProfileStore
+        from ranktable.remote.profiles import ProfileStore
 
         server.write_known_hosts(work / "home" / "known_hosts")
-        ProfileStore().add(
-            Profile(
-                name="bench",
-                host=server.host,
-                port=server.port,
-                user=server.user,
-                key_file=str(server.client_key),
-                remote_dir=str(work / "remote"),
-            )
-        )
+        ProfileStore().add(server.profile("bench", work / "remote"))
         name = install_kernelspec("bench", python=sys.executable)
         starts, shutdowns = [], []
         for _ in range(3):

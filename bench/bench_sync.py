@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ranktable.remote import ConnectionManager, Profile, ProfileStore  # noqa: E402
+from ranktable.remote import ConnectionManager, ProfileStore  # noqa: E402
 from ranktable.remote.sync import Syncer  # noqa: E402
 from tests.fixtures.sshd import SshServer, start_sshd  # noqa: E402
 
@@ -77,16 +77,7 @@ def main() -> None:
         dests = {name: work / f"dest-{name}" for name in ("ranktable", "rsync", "scp")}
         for d in dests.values():
             d.mkdir()
-        ProfileStore(home).add(
-            Profile(
-                name="bench",
-                host=server.host,
-                port=server.port,
-                user=server.user,
-                key_file=str(server.client_key),
-                remote_dir=str(dests["ranktable"]),
-            )
-        )
+        ProfileStore(home).add(server.profile("bench", dests["ranktable"]))
         ssh = " ".join(server.ssh_command(known))
         target = f"{server.user}@{server.host}:"
 

@@ -16,7 +16,7 @@ from ranktable.hccl import check_document
 from ranktable.jobs.cluster import ClusterClient
 from ranktable.jobs.compose import compose
 from ranktable.jobs.kube import watch
-from ranktable.jobs.logs import LogLine
+from ranktable.jobs.logs import LogLine, LogStream
 from ranktable.jobs.spec import EntryPoint, JobSpec
 from tests.fixtures.simpool import SimPoolHandle
 
@@ -46,6 +46,18 @@ def steps_by_rank(lines: list[LogLine]) -> dict[int, list[int]]:
         if m:
             out[int(m.group(1))].append(int(m.group(2)))
     return out
+
+
+def follow_in_background(
+    client: ClusterClient, name: str
+) -> tuple[LogStream, list[LogLine], threading.Thread]:
+    """Once the rank table is complete, follow the job's logs on a thread while the test disturbs the pool."""
+    client.wait_rank_table(name, timeout=30)
+    lines: list[LogLine] = []
+    stream = client.logs(name, follow=True)
+    reader = threading.Thread(target=lambda: lines.extend(stream), daemon=True)
+    reader.start()
+    return stream, lines, reader
 
 
 @pytest.fixture
@@ -139,11 +151,7 @@ def test_logs_survive_a_pool_restart_without_loss_or_repeats(sim_pool_process: S
     pool = sim_pool_process  # `ranktable sim serve` in a subprocess, restarted the way `sim start` would be
     client = client_for(pool)
     client.submit(compose(train_job("steady", nodes=2, steps=40, interval=0.05)))
-    client.wait_rank_table("steady", timeout=30)
-    lines: list[LogLine] = []
-    stream = client.logs("steady", follow=True)
-    reader = threading.Thread(target=lambda: lines.extend(stream), daemon=True)
-    reader.start()
+    stream, lines, reader = follow_in_background(client, "steady")
     phases: list[str] = []
     notes: list[str] = []
     watcher = threading.Thread(
@@ -258,11 +266,7 @@ def test_routed_job_logs_carry_the_planned_node_rank(
 def test_logs_continue_across_a_job_restart(pool: SimPoolHandle) -> None:
     client = client_for(pool)
     client.submit(compose(train_job("phoenix", nodes=2, steps=25, interval=0.1)))
-    client.wait_rank_table("phoenix", timeout=30)
-    lines: list[LogLine] = []
-    stream = client.logs("phoenix", follow=True)
-    reader = threading.Thread(target=lambda: lines.extend(stream), daemon=True)
-    reader.start()
+    stream, lines, reader = follow_in_background(client, "phoenix")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:  # until every rank's first steps have been read
         seen = steps_by_rank(list(lines))

@@ -21,7 +21,7 @@ from jupyter_client.blocking import BlockingKernelClient
 from ranktable.remote import manager as manager_module
 from ranktable.remote.kernel_remote import RemoteKernelError
 from ranktable.remote.kernelspec import install_kernelspec
-from ranktable.remote.profiles import Profile, ProfileStore
+from ranktable.remote.profiles import ProfileStore
 from tests.fixtures.sshd import SshServer
 
 REMOTE_PYTHON = sys.executable  # the venv's python has ipykernel; /usr/bin/python3 does not
@@ -39,16 +39,7 @@ def remote_profile(sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter-runtime"))
     sshd.write_known_hosts(home / "known_hosts")
     remote_root = tmp_path / "remote-root"
-    ProfileStore().add(
-        Profile(
-            name="box",
-            host=sshd.host,
-            port=sshd.port,
-            user=sshd.user,
-            key_file=str(sshd.client_key),
-            remote_dir=str(remote_root),
-        )
-    )
+    ProfileStore().add(sshd.profile("box", remote_root))
     monkeypatch.setattr(manager_module, "_default", None)  # a manager bound to this RANKTABLE_HOME
     yield remote_root
     manager_module.default_manager().close()

@@ -13,7 +13,7 @@ import pytest
 from ranktable.remote import manager as manager_module
 from ranktable.remote.kernel_link import open_link
 from ranktable.remote.kernel_tunnel import PortForwarder
-from ranktable.remote.profiles import Profile, ProfileStore
+from ranktable.remote.profiles import ProfileStore
 from tests.fixtures.sshd import SshServer
 
 
@@ -54,9 +54,7 @@ def forwarder(sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setenv("RANKTABLE_SSH_CONFIG", str(tmp_path / "none"))
     monkeypatch.setattr(manager_module, "_default", None)
     sshd.write_known_hosts(tmp_path / "home" / "known_hosts")
-    ProfileStore().add(
-        Profile(name="box", host=sshd.host, port=sshd.port, user=sshd.user, key_file=str(sshd.client_key))
-    )
+    ProfileStore().add(sshd.profile("box"))
     link = open_link("box")
     fwd = PortForwarder(link.open_forward)
     fwd.start()

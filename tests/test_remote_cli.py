@@ -24,6 +24,22 @@ def _add(sshd: SshServer, remote: Path, *extra: str) -> None:
     assert main(argv) == 0
 
 
+def _add_trusted(sshd: SshServer, home: Path, remote: Path) -> None:
+    """Profile ``box`` with the server's host key already pinned in ``home``'s known_hosts."""
+    _add(sshd, remote)
+    sshd.write_known_hosts(home / "known_hosts")
+
+
+def _project_on_box(sshd: SshServer, home: Path, tmp_path: Path, a_py: str) -> tuple[Path, Path]:
+    """A trusted ``box`` profile (remote ``tmp_path/remote``, not yet created), a project with ``a.py``."""
+    remote = tmp_path / "remote"
+    _add_trusted(sshd, home, remote)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "a.py").write_text(a_py)
+    return remote, project
+
+
 def test_profile_lifecycle_and_host_key_acceptance(
     sshd: SshServer, ranktable_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -58,12 +74,7 @@ def test_profile_lifecycle_and_host_key_acceptance(
 def test_sync_download_and_exec(
     sshd: SshServer, ranktable_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    remote = tmp_path / "remote"
-    _add(sshd, remote)
-    sshd.write_known_hosts(ranktable_home / "known_hosts")
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "a.py").write_text("print('a')\n")
+    remote, project = _project_on_box(sshd, ranktable_home, tmp_path, "print('a')\n")
     assert main(["sync", "box", str(project), "--dry-run"]) == 0
     assert "would upload 1 file(s)" in capsys.readouterr().out and not remote.exists()
     assert main(["sync", "box", str(project)]) == 0
@@ -110,8 +121,7 @@ def test_passphrase_without_terminal_is_a_clear_error(
 def test_loose_key_permissions_exit_non_zero_with_fix(
     sshd: SshServer, ranktable_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _add(sshd, tmp_path / "remote")
-    sshd.write_known_hosts(ranktable_home / "known_hosts")
+    _add_trusted(sshd, ranktable_home, tmp_path / "remote")
     sshd.client_key.chmod(0o640)
     assert main(["ssh", "test", "box"]) == 1
     assert f"chmod 600 {sshd.client_key}" in capsys.readouterr().err
@@ -144,12 +154,7 @@ def test_sync_watch_uploads_changes_until_interrupted(
     import threading
     import time
 
-    remote = tmp_path / "remote"
-    _add(sshd, remote)
-    sshd.write_known_hosts(ranktable_home / "known_hosts")
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "a.py").write_text("a\n")
+    remote, project = _project_on_box(sshd, ranktable_home, tmp_path, "a\n")
     seen: list[bool] = []
 
     def edit_then_interrupt() -> None:

@@ -12,6 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.fixtures.simpool import SimPoolHandle
+from tests.server_helpers import call
 from tests.test_server_api import response_schema
 
 SCRIPT = "for i in 1 2 3; do echo \"step $i loss 0.$i\"; sleep 0.3; done; echo 'RuntimeError: fake'; sleep 60"
@@ -38,15 +39,6 @@ def spec(name: str, nodes: int = 4) -> dict[str, Any]:
         "npus_per_node": 8,
         "command": ["/bin/bash", "-c", SCRIPT],
     }
-
-
-async def call(jp_fetch: Any, *path: str, method: str = "GET", body: Any = None, expect: int = 200) -> Any:
-    kwargs: dict[str, Any] = {"method": method, "raise_error": False}
-    if body is not None:
-        kwargs["body"] = json.dumps(body)
-    response = await jp_fetch(*path, **kwargs)
-    assert response.code == expect, response.body
-    return json.loads(response.body)
 
 
 async def until(check: Any, timeout: float = 60.0) -> Any:

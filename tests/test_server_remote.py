@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.fixtures.sshd import SshServer
+from tests.server_helpers import call
 
 
 @pytest.fixture
@@ -20,15 +21,6 @@ def jp_server_config(ranktable_home: Path) -> dict[str, Any]:
         "ServerApp": {"jpserver_extensions": {"ranktable": True}},
         "Ranktable": {"state_dir": str(ranktable_home), "kubeconfig": "/nonexistent"},
     }
-
-
-async def call(jp_fetch: Any, *path: str, method: str = "GET", body: Any = None, expect: int = 200) -> Any:
-    kwargs: dict[str, Any] = {"method": method, "raise_error": False}
-    if body is not None:
-        kwargs["body"] = json.dumps(body)
-    response = await jp_fetch(*path, **kwargs)
-    assert response.code == expect, response.body
-    return json.loads(response.body)
 
 
 async def follow(jp_ws_fetch: Any, operation: str) -> list[dict[str, Any]]:
@@ -49,6 +41,12 @@ async def follow(jp_ws_fetch: Any, operation: str) -> list[dict[str, Any]]:
         ws.close()
 
 
+async def operate(jp_fetch: Any, jp_ws_fetch: Any, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """Start an operation (``POST /ranktable/<path>``, 202) and return every event up to its end."""
+    started = await call(jp_fetch, "ranktable", path, method="POST", body=body, expect=202)
+    return await follow(jp_ws_fetch, started["operation"])
+
+
 def profile_body(sshd: SshServer, remote: Path, name: str = "box") -> dict[str, Any]:
     return {
         "name": name,
@@ -60,18 +58,17 @@ def profile_body(sshd: SshServer, remote: Path, name: str = "box") -> dict[str, 
     }
 
 
+async def try_box(jp_fetch: Any, body: dict[str, Any] | None = None, expect: int = 200) -> Any:
+    """``POST profiles/box/test``: try the connection, optionally accepting a host key."""
+    return await call(
+        jp_fetch, "ranktable", "profiles", "box", "test", method="POST", body=body or {}, expect=expect
+    )
+
+
 async def add_trusted_profile(jp_fetch: Any, sshd: SshServer, remote: Path) -> None:
     await call(jp_fetch, "ranktable", "profiles", method="POST", body=profile_body(sshd, remote), expect=201)
-    test = await call(jp_fetch, "ranktable", "profiles", "box", "test", method="POST", body={})
-    await call(
-        jp_fetch,
-        "ranktable",
-        "profiles",
-        "box",
-        "test",
-        method="POST",
-        body={"accept_host_key": test["fingerprint"]},
-    )
+    test = await try_box(jp_fetch)
+    await try_box(jp_fetch, {"accept_host_key": test["fingerprint"]})
 
 
 async def test_add_test_accept_host_key_and_remove(jp_fetch: Any, sshd: SshServer, tmp_path: Path) -> None:
@@ -84,34 +81,17 @@ async def test_add_test_accept_host_key_and_remove(jp_fetch: Any, sshd: SshServe
     listed = await call(jp_fetch, "ranktable", "profiles")
     assert [p["name"] for p in listed["profiles"]] == ["box"]
 
-    unknown = await call(jp_fetch, "ranktable", "profiles", "box", "test", method="POST", body={})
+    unknown = await try_box(jp_fetch)
     assert unknown["status"] == "unknown-host-key"
     assert unknown["fingerprint"] == sshd.host_key_fingerprint
     assert unknown["key_type"] == sshd.host_key_type
 
-    wrong = await call(
-        jp_fetch,
-        "ranktable",
-        "profiles",
-        "box",
-        "test",
-        method="POST",
-        body={"accept_host_key": "SHA256:" + "A" * 43},
-        expect=400,
-    )
+    wrong = await try_box(jp_fetch, {"accept_host_key": "SHA256:" + "A" * 43}, expect=400)
     assert "fingerprint" in wrong["message"].lower() or "match" in wrong["message"].lower()
 
-    ok = await call(
-        jp_fetch,
-        "ranktable",
-        "profiles",
-        "box",
-        "test",
-        method="POST",
-        body={"accept_host_key": unknown["fingerprint"]},
-    )
+    ok = await try_box(jp_fetch, {"accept_host_key": unknown["fingerprint"]})
     assert ok["status"] == "ok", ok
-    again = await call(jp_fetch, "ranktable", "profiles", "box", "test", method="POST", body={})
+    again = await try_box(jp_fetch)
     assert again["status"] == "ok"
 
     await call(jp_fetch, "ranktable", "profiles", "box", method="DELETE")
@@ -139,16 +119,8 @@ async def test_a_wrong_key_is_reported_not_raised(jp_fetch: Any, sshd: SshServer
     other = keygen(tmp_path / "other_key")
     body = {**profile_body(sshd, tmp_path), "key_file": str(other)}
     await call(jp_fetch, "ranktable", "profiles", method="POST", body=body, expect=201)
-    unknown = await call(jp_fetch, "ranktable", "profiles", "box", "test", method="POST", body={})
-    result = await call(
-        jp_fetch,
-        "ranktable",
-        "profiles",
-        "box",
-        "test",
-        method="POST",
-        body={"accept_host_key": unknown["fingerprint"]},
-    )
+    unknown = await try_box(jp_fetch)
+    result = await try_box(jp_fetch, {"accept_host_key": unknown["fingerprint"]})
     assert result["status"] == "error" and "key" in result["message"].lower()
 
 
@@ -164,10 +136,7 @@ async def test_sync_conflict_force_download_and_run(
     (project / "skip.pyc").write_bytes(b"\0")
     await add_trusted_profile(jp_fetch, sshd, remote)
 
-    started = await call(
-        jp_fetch, "ranktable", "sync", method="POST", body={"profile": "box", "local_dir": "proj"}, expect=202
-    )
-    events = await follow(jp_ws_fetch, started["operation"])
+    events = await operate(jp_fetch, jp_ws_fetch, "sync", {"profile": "box", "local_dir": "proj"})
     done = events[-1]
     assert done["type"] == "done" and done["error"] is None, done
     assert done["result"]["uploaded"] == 2 and done["result"]["conflicts"] == []
@@ -179,22 +148,13 @@ async def test_sync_conflict_force_download_and_run(
     time.sleep(1.1)
     (remote / "train.py").write_text("print('remote edit')\n")
     (project / "train.py").write_text("print('v2')\n")
-    started = await call(
-        jp_fetch, "ranktable", "sync", method="POST", body={"profile": "box", "local_dir": "proj"}, expect=202
-    )
-    events = await follow(jp_ws_fetch, started["operation"])
+    events = await operate(jp_fetch, jp_ws_fetch, "sync", {"profile": "box", "local_dir": "proj"})
     conflicts = [e for e in events if e["type"] == "conflict"]
     assert [c["path"] for c in conflicts] == ["train.py"]
     assert (remote / "train.py").read_text() == "print('remote edit')\n"
-    started = await call(
-        jp_fetch,
-        "ranktable",
-        "sync",
-        method="POST",
-        body={"profile": "box", "local_dir": "proj", "force": ["train.py"]},
-        expect=202,
+    events = await operate(
+        jp_fetch, jp_ws_fetch, "sync", {"profile": "box", "local_dir": "proj", "force": ["train.py"]}
     )
-    events = await follow(jp_ws_fetch, started["operation"])
     assert events[-1]["error"] is None
     assert (remote / "train.py").read_text() == "print('v2')\n"
 
@@ -202,40 +162,25 @@ async def test_sync_conflict_force_download_and_run(
     time.sleep(1.1)
     (remote / "pkg" / "util.py").write_text("X = 'remote'\n")
     (project / "pkg" / "util.py").write_text("X = 'local'\n")
-    started = await call(
-        jp_fetch, "ranktable", "sync", method="POST", body={"profile": "box", "local_dir": "proj"}, expect=202
-    )
-    events = await follow(jp_ws_fetch, started["operation"])
+    events = await operate(jp_fetch, jp_ws_fetch, "sync", {"profile": "box", "local_dir": "proj"})
     assert [e["path"] for e in events if e["type"] == "conflict"] == ["pkg/util.py"]
-    started = await call(
-        jp_fetch,
-        "ranktable",
-        "download",
-        method="POST",
-        body={"profile": "box", "local_dir": "proj", "conflict": "pkg/util.py"},
-        expect=202,
+    events = await operate(
+        jp_fetch, jp_ws_fetch, "download", {"profile": "box", "local_dir": "proj", "conflict": "pkg/util.py"}
     )
-    events = await follow(jp_ws_fetch, started["operation"])
     assert events[-1]["error"] is None, events[-1]
     assert (project / "pkg" / "util.py").read_text() == "X = 'remote'\n"
-    started = await call(
-        jp_fetch, "ranktable", "sync", method="POST", body={"profile": "box", "local_dir": "proj"}, expect=202
-    )
-    events = await follow(jp_ws_fetch, started["operation"])
+    events = await operate(jp_fetch, jp_ws_fetch, "sync", {"profile": "box", "local_dir": "proj"})
     assert events[-1]["result"]["conflicts"] == [] and events[-1]["result"]["uploaded"] == 0
 
     # download a result folder into the Jupyter root
     (remote / "results").mkdir()
     (remote / "results" / "metrics.csv").write_text("step,loss\n1,0.5\n")
-    started = await call(
+    events = await operate(
         jp_fetch,
-        "ranktable",
+        jp_ws_fetch,
         "download",
-        method="POST",
-        body={"profile": "box", "remote_path": "results", "local_path": "fetched"},
-        expect=202,
+        {"profile": "box", "remote_path": "results", "local_path": "fetched"},
     )
-    events = await follow(jp_ws_fetch, started["operation"])
     assert events[-1]["result"]["files"] == 1, events[-1]
     assert (jp_root_dir / "fetched" / "metrics.csv").read_text() == "step,loss\n1,0.5\n"
 

@@ -27,6 +27,13 @@ def kubectl(pool: SimPoolHandle, home: Path, *args: str, check: bool = True, tim
     return proc.stdout + (proc.stderr if not check else "")
 
 
+def rank_table_text(pool: SimPoolHandle, home: Path, job: str) -> str:
+    """The job's rank table as the guide reads it: the ConfigMap key, through kubectl's jsonpath."""
+    return kubectl(
+        pool, home, "get", "cm", f"configmap1980-{job}", "-o", "jsonpath={.data.jobstart_hccl\\.json}"
+    )
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     path = tmp_path / "home"
@@ -60,15 +67,7 @@ def test_apply_the_reference_manifest_then_get_and_delete(sim_pool: SimPoolHandl
         "cm/configmap1980-yourvcjobname",
         "--timeout=20s",
     )
-    table_json = kubectl(
-        sim_pool,
-        home,
-        "get",
-        "cm",
-        "configmap1980-yourvcjobname",
-        "-o",
-        "jsonpath={.data.jobstart_hccl\\.json}",
-    )
+    table_json = rank_table_text(sim_pool, home, "yourvcjobname")
     assert '"status": "completed"' in table_json
     assert kubectl(sim_pool, home, "logs", "yourvcjobname-yourvcjobname-1-0") == ""  # `sleep` prints nothing
     out = kubectl(sim_pool, home, "delete", "-f", str(REFERENCE))
@@ -158,15 +157,7 @@ def test_exec_runs_in_the_pod_sandbox_with_its_env(sim_pool: SimPoolHandle, home
 
     # the guide's manual steps: read the mounted rank table, look at the cards
     def table() -> str | None:
-        text = kubectl(
-            sim_pool,
-            home,
-            "get",
-            "cm",
-            "configmap1980-yourvcjobname",
-            "-o",
-            "jsonpath={.data.jobstart_hccl\\.json}",
-        )
+        text = rank_table_text(sim_pool, home, "yourvcjobname")
         return text if '"completed"' in text else None
 
     completed = eventually(table, what="rank table completed")

@@ -248,21 +248,11 @@ def test_tar_upload_without_remote_python_applies_with_mv(sshd_profile: SshdProf
 
 
 def test_unusable_remote_directory_is_a_clear_error(sshd_profile: SshdProfile, tmp_path: Path) -> None:
-    from ranktable.remote import ConnectionManager, Profile, ProfileStore
+    from ranktable.remote import ConnectionManager, ProfileStore
     from ranktable.remote.errors import SshError
 
     store = ProfileStore(sshd_profile.home)
-    server = sshd_profile.server
-    store.add(
-        Profile(
-            name="bad",
-            host=server.host,
-            port=server.port,
-            user=server.user,
-            key_file=str(server.client_key),
-            remote_dir="/etc/passwd/not-a-dir",
-        )
-    )
+    store.add(sshd_profile.server.profile("bad", "/etc/passwd/not-a-dir"))
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.txt").write_text("a")
     manager = ConnectionManager(store)

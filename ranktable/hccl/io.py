@@ -31,6 +31,7 @@ TOP_FIELDS = ("status", "version", "server_count", "server_list", "super_pod_lis
 SERVER_FIELDS = ("server_id", "host_ip", "container_ip", "hardware_type", "device")
 DEVICE_FIELDS = ("device_id", "device_ip", "device_port", "super_device_id", "rank_id")
 INTEGER = re.compile(r"-?[0-9]+")
+MISSING: Any = object()  # `FieldReader.field` for an absent key (JSON null is a value)
 
 
 class FieldReader:
@@ -42,14 +43,20 @@ class FieldReader:
     def problem(self, path: str, message: str) -> None:
         self.problems.append(Problem(path, message))
 
-    def number(self, obj: dict[str, Any], key: str, path: str, *, required: bool = True) -> int | None:
-        """A non-negative integer written as a JSON string (the platform's form) or a plain number."""
+    def field(self, obj: dict[str, Any], key: str, path: str, *, required: bool) -> tuple[str, Any]:
+        """The field's JSON path and value, or `MISSING` (a problem only when the field is required)."""
         where = f"{path}.{key}" if path else key
         if key not in obj:
             if required:
                 self.problem(where, "is missing")
+            return where, MISSING
+        return where, obj[key]
+
+    def number(self, obj: dict[str, Any], key: str, path: str, *, required: bool = True) -> int | None:
+        """A non-negative integer written as a JSON string (the platform's form) or a plain number."""
+        where, value = self.field(obj, key, path, required=required)
+        if value is MISSING:
             return None
-        value = obj[key]
         if isinstance(value, bool):
             self.problem(where, f'must be a number written as a string, e.g. "3"; got {value!r}')
             return None
@@ -62,12 +69,9 @@ class FieldReader:
 
     def text(self, obj: dict[str, Any], key: str, path: str, *, required: bool = False) -> str | None:
         """A string field; plain numbers are accepted and kept as their decimal text."""
-        where = f"{path}.{key}" if path else key
-        if key not in obj:
-            if required:
-                self.problem(where, "is missing")
+        where, value = self.field(obj, key, path, required=required)
+        if value is MISSING:
             return None
-        value = obj[key]
         if isinstance(value, str):
             return value
         if isinstance(value, int) and not isinstance(value, bool):
@@ -76,12 +80,9 @@ class FieldReader:
         return None
 
     def array(self, obj: dict[str, Any], key: str, path: str, *, required: bool) -> list[Any]:
-        where = f"{path}.{key}" if path else key
-        if key not in obj:
-            if required:
-                self.problem(where, "is missing")
+        where, value = self.field(obj, key, path, required=required)
+        if value is MISSING:
             return []
-        value = obj[key]
         if not isinstance(value, list):
             self.problem(where, f"must be a JSON array; got {type(value).__name__}")
             return []

@@ -97,20 +97,17 @@ class RootedSFTPServer(paramiko.SFTPServerInterface):
             return _status(exc)
 
     def stat(self, path: str) -> paramiko.SFTPAttributes | int:
-        real = self._resolve(path)
-        if real is None:
-            return SFTP_PERMISSION_DENIED
-        try:
-            return paramiko.SFTPAttributes.from_stat(os.stat(real))
-        except OSError as exc:
-            return _status(exc)
+        return self._stat(path, follow=True)
 
     def lstat(self, path: str) -> paramiko.SFTPAttributes | int:
-        real = self._resolve(path, follow_last=False)
+        return self._stat(path, follow=False)
+
+    def _stat(self, path: str, *, follow: bool) -> paramiko.SFTPAttributes | int:
+        real = self._resolve(path, follow_last=follow)
         if real is None:
             return SFTP_PERMISSION_DENIED
         try:
-            return paramiko.SFTPAttributes.from_stat(os.lstat(real))
+            return paramiko.SFTPAttributes.from_stat(os.stat(real, follow_symlinks=follow))
         except OSError as exc:
             return _status(exc)
 

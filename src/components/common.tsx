@@ -139,6 +139,27 @@ export function Field(props: {
   );
 }
 
+/** A labelled one-line text input bound to a string state. */
+export function TextField(props: {
+  name: string;
+  label: string;
+  value: string;
+  onChange: (value: string) => void;
+  placeholder?: string;
+  hint?: string;
+}): JSX.Element {
+  return (
+    <Field name={props.name} label={props.label} hint={props.hint}>
+      <input
+        className="jp-mod-styled"
+        value={props.value}
+        placeholder={props.placeholder}
+        onChange={e => props.onChange(e.target.value)}
+      />
+    </Field>
+  );
+}
+
 export function Badge(props: { status: string; label: string }): JSX.Element {
   return (
     <span

@@ -3,9 +3,9 @@ import * as React from 'react';
 import { postJSON } from '../request';
 import {
   ErrorLine,
-  Field,
   ISectionProps,
   Section,
+  TextField,
   errorText,
   useModel
 } from './common';
@@ -46,16 +46,12 @@ export function KernelsSection(props: IKernelsProps): JSX.Element {
           {trans.__('Add an SSH profile under Connections first.')}
         </div>
       )}
-      <Field
+      <TextField
         name="kernel-python"
         label={trans.__('Remote Python (needs ipykernel)')}
-      >
-        <input
-          className="jp-mod-styled"
-          value={python}
-          onChange={e => setPython(e.target.value)}
-        />
-      </Field>
+        value={python}
+        onChange={setPython}
+      />
       <ul className="jp-Ranktable-kernels">
         {model.profiles.map(p => (
           <li key={p.name}>

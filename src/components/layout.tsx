@@ -3,9 +3,9 @@ import * as React from 'react';
 import { postJSON, requestAPI } from '../request';
 import {
   ErrorLine,
-  Field,
   ISectionProps,
   Section,
+  TextField,
   errorText,
   useModel
 } from './common';
@@ -184,26 +184,18 @@ export function LayoutSection(props: ISectionProps): JSX.Element {
                 'Pick a job (Jobs → Layout), “Show layout” in Compose, or plan a rank-table file.'
               )}
       </div>
-      <Field
+      <TextField
         name="layout-topology"
         label={trans.__('Topology file (empty: the cluster’s)')}
-      >
-        <input
-          className="jp-mod-styled"
-          value={topologyPath}
-          onChange={e => setTopologyPath(e.target.value)}
-        />
-      </Field>
-      <Field
+        value={topologyPath}
+        onChange={setTopologyPath}
+      />
+      <TextField
         name="layout-ranktable"
         label={trans.__('Rank-table file (optional)')}
-      >
-        <input
-          className="jp-mod-styled"
-          value={ranktablePath}
-          onChange={e => setRanktablePath(e.target.value)}
-        />
-      </Field>
+        value={ranktablePath}
+        onChange={setRanktablePath}
+      />
       <div className="jp-Ranktable-actions">
         <button
           className="jp-mod-styled jp-mod-accept"

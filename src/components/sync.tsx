@@ -6,6 +6,7 @@ import {
   Field,
   ISectionProps,
   Section,
+  TextField,
   errorText,
   formatBytes,
   formatSeconds,
@@ -74,6 +75,20 @@ export function SyncSection(props: ISectionProps): JSX.Element {
     );
   };
 
+  /** Start a sync or download (`body` names the profile) and follow it; `onDone` gets its result. */
+  const start = async (
+    path: 'sync' | 'download',
+    body: Record<string, unknown>,
+    onDone: (result: any) => void
+  ): Promise<void> => {
+    try {
+      const op = await postJSON<{ operation: string }>(path, body);
+      follow(op.operation, onDone);
+    } catch (e) {
+      setError(errorText(e));
+    }
+  };
+
   const upload = async (force: string[] = []): Promise<void> => {
     if (!current) {
       return;
@@ -84,28 +99,20 @@ export function SyncSection(props: ISectionProps): JSX.Element {
     if (!force.length) {
       setConflicts([]);
     }
-    try {
-      const op = await postJSON<{ operation: string }>('sync', {
-        profile: current.name,
-        local_dir: localDir,
-        force
-      });
-      follow(op.operation, result => {
-        setSummary(
-          trans.__(
-            '%1 uploaded, %2 unchanged, %3 conflicts',
-            result?.uploaded ?? 0,
-            result?.unchanged ?? 0,
-            (result?.conflicts ?? []).length
-          )
-        );
-        if (force.length) {
-          setConflicts(c => c.filter(x => !force.includes(x.path)));
-        }
-      });
-    } catch (e) {
-      setError(errorText(e));
-    }
+    const body = { profile: current.name, local_dir: localDir, force };
+    await start('sync', body, result => {
+      setSummary(
+        trans.__(
+          '%1 uploaded, %2 unchanged, %3 conflicts',
+          result?.uploaded ?? 0,
+          result?.unchanged ?? 0,
+          (result?.conflicts ?? []).length
+        )
+      );
+      if (force.length) {
+        setConflicts(c => c.filter(x => !force.includes(x.path)));
+      }
+    });
   };
 
   const download = async (remote: string, local: string): Promise<void> => {
@@ -113,25 +120,21 @@ export function SyncSection(props: ISectionProps): JSX.Element {
       return;
     }
     setError('');
-    try {
-      const op = await postJSON<{ operation: string }>('download', {
-        profile: current.name,
-        remote_path: remote,
-        local_path: local
-      });
-      follow(op.operation, result => {
-        setSummary(
-          trans.__(
-            'Downloaded %1 file(s) to %2',
-            result?.files ?? 0,
-            result?.local_path ?? local
-          )
-        );
-        setConflicts(c => c.filter(x => x.path !== remote));
-      });
-    } catch (e) {
-      setError(errorText(e));
-    }
+    const body = {
+      profile: current.name,
+      remote_path: remote,
+      local_path: local
+    };
+    await start('download', body, result => {
+      setSummary(
+        trans.__(
+          'Downloaded %1 file(s) to %2',
+          result?.files ?? 0,
+          result?.local_path ?? local
+        )
+      );
+      setConflicts(c => c.filter(x => x.path !== remote));
+    });
   };
 
   /** Take the remote's version of a conflicting file (recorded, so the next sync is clean). */
@@ -140,24 +143,16 @@ export function SyncSection(props: ISectionProps): JSX.Element {
       return;
     }
     setError('');
-    try {
-      const op = await postJSON<{ operation: string }>('download', {
-        profile: current.name,
-        local_dir: localDir,
-        conflict
-      });
-      follow(op.operation, result => {
-        setSummary(
-          trans.__(
-            'Took the remote version of %1',
-            result?.local_path ?? conflict
-          )
-        );
-        setConflicts(c => c.filter(x => x.path !== conflict));
-      });
-    } catch (e) {
-      setError(errorText(e));
-    }
+    const body = { profile: current.name, local_dir: localDir, conflict };
+    await start('download', body, result => {
+      setSummary(
+        trans.__(
+          'Took the remote version of %1',
+          result?.local_path ?? conflict
+        )
+      );
+      setConflicts(c => c.filter(x => x.path !== conflict));
+    });
   };
 
   const setMode = async (mode: string): Promise<void> => {
@@ -200,7 +195,7 @@ export function SyncSection(props: ISectionProps): JSX.Element {
               ))}
             </select>
           </Field>
-          <Field
+          <TextField
             name="sync-local"
             label={trans.__('Local folder (in the Jupyter root)')}
             hint={trans.__(
@@ -208,13 +203,9 @@ export function SyncSection(props: ISectionProps): JSX.Element {
               current?.name ?? '',
               current?.remote_dir ?? '~/work'
             )}
-          >
-            <input
-              className="jp-mod-styled"
-              value={localDir}
-              onChange={e => setLocalDir(e.target.value)}
-            />
-          </Field>
+            value={localDir}
+            onChange={setLocalDir}
+          />
           <Field name="sync-mode" label={trans.__('Automatic upload')}>
             <select
               className="jp-mod-styled"
@@ -286,27 +277,19 @@ export function SyncSection(props: ISectionProps): JSX.Element {
             </div>
           )}
           <h4>{trans.__('Download from the remote')}</h4>
-          <Field
+          <TextField
             name="download-remote"
             label={trans.__('Remote path (relative to the remote folder)')}
-          >
-            <input
-              className="jp-mod-styled"
-              value={remotePath}
-              onChange={e => setRemotePath(e.target.value)}
-            />
-          </Field>
-          <Field
+            value={remotePath}
+            onChange={setRemotePath}
+          />
+          <TextField
             name="download-local"
             label={trans.__('Save as (in the Jupyter root)')}
-          >
-            <input
-              className="jp-mod-styled"
-              value={downloadTo}
-              placeholder={remotePath}
-              onChange={e => setDownloadTo(e.target.value)}
-            />
-          </Field>
+            value={downloadTo}
+            placeholder={remotePath}
+            onChange={setDownloadTo}
+          />
           <button
             className="jp-mod-styled"
             disabled={!remotePath || running}

@@ -162,26 +162,12 @@ def write_tar(
 ) -> list[tuple[str, Entry]]:
     """Stream ``items`` as a tar archive whose last member tells the remote side what to apply."""
     done: list[tuple[str, Entry]] = []
-    writer = _ChannelWriter(channel)
-    stream: Any = writer
-    try:
-        _write_members(stream, root, staging, items, deletes, meter, python, done)
-    finally:
-        writer.close()
-    return done
-
-
-def _write_members(
-    stream: Any,
-    root: str,
-    staging: str,
-    items: list[UploadItem],
-    deletes: list[str],
-    meter: Meter,
-    python: bool,
-    done: list[tuple[str, Entry]],
-) -> None:
-    with tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT, bufsize=BLOCK) as tar:
+    stream: Any = _ChannelWriter(channel)
+    # closing() runs after the tar's own exit, so the end-of-archive blocks are sent before the writer stops.
+    with (
+        contextlib.closing(stream),
+        tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT, bufsize=BLOCK) as tar,
+    ):
         tar.copybufsize = BLOCK  # type: ignore[attr-defined]  # 1 MiB reads: few Python-level calls
         for item in items:
             with item.path.open("rb") as fh:
@@ -205,6 +191,7 @@ def _write_members(
         info.size = len(payload)
         info.mode = 0o600
         tar.addfile(info, io.BytesIO(payload))
+    return done
 
 
 def check_status(status: int, stderr: bytes) -> None:

@@ -182,16 +182,7 @@ class Kubelet:
         self._set_running(pod, run)
 
     def _set_running(self, pod: Obj, run: Run) -> None:
-        node = self.store.find(NODES, None, pod["spec"]["nodeName"])
-        host_ip = next(
-            (
-                a["address"]
-                for a in ((node or {}).get("status") or {}).get("addresses", [])
-                if a.get("type") == "InternalIP"
-            ),
-            "127.0.0.1",
-        )
-        pod_ip = (pod.get("status") or {}).get("podIP") or self._pod_ip()
+        host_ip, pod_ip = self._addresses(pod)
 
         def update(p: Obj) -> None:
             status = p.setdefault("status", {})

@@ -35,35 +35,27 @@ def resource_label(kind_group: str, name: str) -> str:
     return f'{kind_group} "{name}"'
 
 
-def not_found(plural: str, group: str, name: str) -> ApiError:
+def _object_error(code: int, reason: str, template: str, plural: str, group: str, name: str) -> ApiError:
+    """An error about one object; ``{resource}`` in ``template`` is the object as the API server names it."""
     qualified = f"{plural}.{group}" if group else plural
-    return ApiError(
-        404,
-        "NotFound",
-        f"{resource_label(qualified, name)} not found",
-        {"name": name, "group": group, "kind": plural},
-    )
+    message = template.format(resource=resource_label(qualified, name))
+    return ApiError(code, reason, message, {"name": name, "group": group, "kind": plural})
+
+
+def not_found(plural: str, group: str, name: str) -> ApiError:
+    return _object_error(404, "NotFound", "{resource} not found", plural, group, name)
 
 
 def already_exists(plural: str, group: str, name: str) -> ApiError:
-    qualified = f"{plural}.{group}" if group else plural
-    return ApiError(
-        409,
-        "AlreadyExists",
-        f"{resource_label(qualified, name)} already exists",
-        {"name": name, "group": group, "kind": plural},
-    )
+    return _object_error(409, "AlreadyExists", "{resource} already exists", plural, group, name)
 
 
 def conflict(plural: str, group: str, name: str) -> ApiError:
-    qualified = f"{plural}.{group}" if group else plural
-    return ApiError(
-        409,
-        "Conflict",
-        f"Operation cannot be fulfilled on {resource_label(qualified, name)}: the object has been modified; "
-        "please apply your changes to the latest version and try again",
-        {"name": name, "group": group, "kind": plural},
+    template = (
+        "Operation cannot be fulfilled on {resource}: the object has been modified; "
+        "please apply your changes to the latest version and try again"
     )
+    return _object_error(409, "Conflict", template, plural, group, name)
 
 
 def invalid(kind: str, group: str, name: str, causes: list[tuple[str, str]]) -> ApiError:
