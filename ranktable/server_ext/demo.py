@@ -112,15 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{args.port}/lab"
     if args.test_config:
         lab_cmd.append(f"--config={args.test_config.resolve()}")
-    else:  # our own token, so the URL printed below is the one to open
+    lab_env = dict(os.environ)
+    if not args.test_config:  # our own token (through the environment, not argv) so the URL below opens
         token = secrets.token_hex(24)
-        lab_cmd.append(f"--IdentityProvider.token={token}")
+        lab_env["JUPYTER_TOKEN"] = token
         url += f"?token={token}"
     if args.no_browser:
         lab_cmd.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         lab_cmd.append("--allow-root")  # containers and CI run as root
-    lab = subprocess.Popen(lab_cmd)
+    lab = subprocess.Popen(lab_cmd, env=lab_env)
 
     def stop(*_: object) -> None:
         raise KeyboardInterrupt
