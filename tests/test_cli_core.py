@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -157,6 +158,99 @@ def test_message_size_units() -> None:
     assert core.message_size("1GiB") == 1 << 30
     assert core.message_size("4k") == 4096
     assert core.message_size("1000") == 1000
+
+
+# -- plan --stable -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path, Path]:
+    """(current table with s1-1 replaced by the spare s3-3, topology, the plan in force before)."""
+    topo = tmp_path / "topology.yaml"
+    topo.write_text(dump_topology_yaml(two_tier(leaves=4, per_leaf=4, spines=2, oversubscription=3.0)))
+    before = tmp_path / "before.json"
+    before.write_text(dump_rank_table(make_table(PODS, 8)))
+    previous = tmp_path / "previous.json"
+    code, _, _ = run(capsys, "plan", "--ranktable", str(before), "--topology", str(topo), "-o", str(previous))
+    assert code == 0
+    current = tmp_path / "jobstart_hccl.json"
+    current.write_text(dump_rank_table(make_table(["s3-3" if p == "s1-1" else p for p in PODS], 8)))
+    return current, topo, previous
+
+
+def test_plan_stable_keeps_the_survivors_ranks_and_reports_the_replan_gain(
+    replaced: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    current, topo, previous = replaced
+    out_file = tmp_path / "stable.json"
+    argv = ["plan", "--ranktable", str(current), "--topology", str(topo), "--stable", "--previous"]
+    code, out, _ = run(capsys, *argv, str(previous), "-o", str(out_file))
+    assert code == 0
+    before = {s.server_id: [d.rank_id for d in s.devices] for s in load_rank_table(previous).servers}
+    planned = load_rank_table(out_file)
+    assert validate_rank_table(planned) == []
+    after = {s.server_id: [d.rank_id for d in s.devices] for s in planned.servers}
+    survivors = set(before) - {"s1-1"}
+    assert len(survivors) == 11 and all(after[sid] == before[sid] for sid in survivors)
+    assert after["s3-3"] == before["s1-1"]  # the spare takes the freed slot
+    assert f"stable mode against {previous}:" in out
+    assert "kept their ranks: 11 server(s)" in out and "replaced/placed: s3-3" in out
+    assert "gone since the previous plan: s1-1" in out
+    # s3-3 sits on another leaf than s1-1's neighbours, so a full replan crosses fewer switches
+    assert "a full replan would change ring crossings (tier 1: 6 -> 4, tier 2: 4 -> 2)" in out
+    stable_part = out[out.index("stable mode against") :]
+    assert re.search(r"estimated all-reduce time +[\d.]+ ms +[\d.]+ ms", stable_part)
+    assert re.search(r"full replan gain: 1\.\d\dx", stable_part)
+
+    code, out, _ = run(capsys, *argv, str(previous), "--json")
+    assert code == 0
+    stable = json.loads(out)["stable"]
+    assert stable["placed"] == ["s3-3"] and stable["removed"] == ["s1-1"] and stable["moved"] == []
+    assert sorted(stable["kept"]) == sorted(survivors)
+    assert stable["stable_plan"]["crossings_per_tier"] == [6, 4]
+    assert stable["full_replan"]["crossings_per_tier"] == [4, 2]
+    assert stable["worthwhile"] is True
+    assert stable["full_replan"]["allreduce_seconds"] < stable["stable_plan"]["allreduce_seconds"]
+    assert stable["full_replan_speedup"] > 1.0
+
+
+def test_plan_without_stable_has_no_stable_key(
+    files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "plan", "--ranktable", str(files[0]), "--topology", str(files[1]), "--json")
+    assert code == 0 and "stable" not in json.loads(out)
+
+
+def test_plan_stable_without_previous_is_a_usage_error(
+    replaced: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    current, topo, previous = replaced
+    code, out, err = run(capsys, "plan", "--ranktable", str(current), "--topology", str(topo), "--stable")
+    assert code == 2 and out == ""
+    assert err.splitlines() == [
+        "ranktable plan: --stable needs --previous PLANNED.json "
+        "(pass the planned rank table that was in force before the table changed)"
+    ]
+    argv = ["plan", "--ranktable", str(current), "--topology", str(topo), "--previous", str(previous)]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "only used with --stable" in err
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"hello": 1}', "[1, 2]", "kind: RanktableTopology\n", '{"status": "initializing"}'],
+    ids=["no-fields", "not-an-object", "not-json", "initializing"],
+)
+def test_plan_stable_previous_not_a_rank_table_names_the_file(
+    content: str, replaced: tuple[Path, Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    current, topo, _ = replaced
+    bad = tmp_path / "old-plan.json"
+    bad.write_text(content)
+    argv = ["plan", "--ranktable", str(current), "--topology", str(topo), "--stable", "--previous", str(bad)]
+    code, out, err = run(capsys, *argv)
+    assert code == 1 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("ranktable plan: ") and str(bad) in err
 
 
 # -- wait ----------------------------------------------------------------------------------------------------

@@ -146,6 +146,24 @@ def test_passphrase_is_asked_on_a_terminal(
     assert len(prompts) == 2 and str(key) in prompts[0]
 
 
+def test_sync_delete_stops_on_bulk_deletion_until_forced(
+    sshd: SshServer, ranktable_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    remote, project = _project_on_box(sshd, ranktable_home, tmp_path, "print('a')\n")
+    for i in range(11):
+        (project / f"m{i}.py").write_text(f"x = {i}\n")
+    assert main(["sync", "box", str(project)]) == 0
+    for i in range(11):
+        (project / f"m{i}.py").unlink()
+    capsys.readouterr()
+    assert main(["sync", "box", str(project), "--delete"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "would delete 11 of the 12 remote files" in err and "--force" in err and "\n" not in err
+    assert (remote / "m0.py").exists()
+    assert main(["sync", "box", str(project), "--delete", "--force"]) == 0
+    assert sorted(p.name for p in remote.iterdir()) == ["a.py"]
+
+
 def test_sync_watch_uploads_changes_until_interrupted(
     sshd: SshServer, ranktable_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

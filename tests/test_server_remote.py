@@ -124,6 +124,28 @@ async def test_a_wrong_key_is_reported_not_raised(jp_fetch: Any, sshd: SshServer
     assert result["status"] == "error" and "key" in result["message"].lower()
 
 
+async def test_sync_bulk_delete_needs_force_through_the_api(
+    jp_fetch: Any, jp_ws_fetch: Any, jp_root_dir: Path, sshd: SshServer, tmp_path: Path
+) -> None:
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    project = jp_root_dir / "proj"
+    project.mkdir()
+    for i in range(12):
+        (project / f"m{i}.py").write_text(f"x = {i}\n")
+    await add_trusted_profile(jp_fetch, sshd, remote)
+    body = {"profile": "box", "local_dir": "proj"}
+    assert (await operate(jp_fetch, jp_ws_fetch, "sync", body))[-1]["error"] is None
+    for i in range(11):
+        (project / f"m{i}.py").unlink()
+    done = (await operate(jp_fetch, jp_ws_fetch, "sync", {**body, "delete": True}))[-1]
+    assert done["error"] is not None and "would delete 11 of the 12" in str(done["error"]), done
+    assert len(list(remote.iterdir())) == 12
+    done = (await operate(jp_fetch, jp_ws_fetch, "sync", {**body, "delete": True, "force": True}))[-1]
+    assert done["error"] is None and done["result"]["deleted"] == 11, done
+    assert [p.name for p in remote.iterdir()] == ["m11.py"]
+
+
 async def test_sync_conflict_force_download_and_run(
     jp_fetch: Any, jp_ws_fetch: Any, jp_root_dir: Path, sshd: SshServer, tmp_path: Path
 ) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ranktable.errors import InputError
+from ranktable.errors import ConflictError, InputError
 from ranktable.remote import Connection, SyncSettings
 from ranktable.remote.errors import ConnectionLost, RemotePathError
 from ranktable.remote.sync import IgnoreRules, ProgressEvent, Syncer
@@ -260,3 +260,85 @@ def test_unusable_remote_directory_is_a_clear_error(sshd_profile: SshdProfile, t
         Syncer(manager.get("bad"), tmp_path / "src").sync()
     assert "/etc/passwd/not-a-dir" in info.value.message and "--remote-dir" in info.value.message
     manager.close()
+
+
+def test_nested_ignore_files_apply_relative_to_their_folder(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            ".gitignore": b"*.log\n/data/\n",
+            "a/.gitignore": b"!keep.log\n/local.txt\ncache/\n",
+            "a/b/.ranktableignore": b"keep.log\n*.txt\n!public.txt\n",
+            "c/.gitignore": b"!*.log\n",
+        },
+    )
+    rules = IgnoreRules.for_folder(tmp_path)
+    assert rules.ignored("x.log") and rules.ignored("a/x.log")  # the root rule still reaches down
+    assert not rules.ignored("a/keep.log")  # a deeper file overrides a shallower one
+    assert rules.ignored("a/b/keep.log")  # ... and the deepest has the last word
+    assert rules.ignored("a/local.txt") and not rules.ignored("local.txt")  # anchored to its own folder
+    assert not rules.ignored("a/d/local.txt")  # "/local.txt" in a/ does not match a/d/local.txt
+    assert rules.ignored("a/b/notes.txt") and not rules.ignored("a/b/public.txt")
+    assert rules.ignored("a/b/cache", is_dir=True) and not rules.ignored("cache", is_dir=True)
+    assert not rules.ignored("c/run.log")  # re-included by c/.gitignore
+    # A file under an excluded directory cannot be re-included, even by an ignore file inside it.
+    _tree(tmp_path, {"data/.gitignore": b"!*\n", "data/x.csv": b"1"})
+    assert rules.ignored_path("data/x.csv") and rules.ignored_path("a/cache/keep.log")
+    assert not rules.ignored_path("c/deep/run.log")
+    # Each folder's ignore files are read once and cached, not re-read per path.
+    (tmp_path / "a/.gitignore").write_bytes(b"")
+    assert not rules.ignored("a/keep.log") and rules.ignored("a/local.txt")
+    # Without a root folder only the given lines apply.
+    assert not IgnoreRules(["*.log", "!keep.log"]).ignored("a/b/keep.log")
+
+
+def test_scan_prunes_nested_ignored_folders_and_sync_keeps_them_local(
+    sshd_profile: SshdProfile, local: Path
+) -> None:
+    _tree(
+        local,
+        {
+            "pkg/.gitignore": b"scratch/\n/draft.py\n",
+            "pkg/scratch/tmp.py": b"x",
+            "pkg/draft.py": b"draft",
+            "pkg/sub/draft.py": b"kept",
+            "logs/.ranktableignore": b"!run.log\n",
+        },
+    )
+    syncer = Syncer(_conn(sshd_profile), local)
+    result = syncer.sync()
+    expected = EXPECTED | {"pkg/.gitignore", "pkg/sub/draft.py", "logs/.ranktableignore", "logs/run.log"}
+    assert set(result.uploaded) == expected
+    assert set(_remote_files(sshd_profile.remote_dir)) == expected
+
+
+def _many(root: Path, count: int) -> None:
+    _tree(root, {f"src/f{i:02d}.py": f"x = {i}\n".encode() for i in range(count)})
+
+
+def test_bulk_deletion_stops_before_deleting_anything_until_forced(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    local = tmp_path / "many"
+    _many(local, 20)
+    remote = sshd_profile.remote_dir
+    syncer = Syncer(_conn(sshd_profile), local, SyncSettings(delete_remote=True))
+    syncer.sync()
+    for i in range(10):  # half, but not more than half: allowed
+        (local / f"src/f{i:02d}.py").unlink()
+    assert len(syncer.sync().deleted) == 10
+    _many(local, 20)
+    syncer.sync()
+    for i in range(11):  # 11 of 20: stopped
+        (local / f"src/f{i:02d}.py").unlink()
+    (local / "src/f19.py").write_bytes(b"changed = True\n")
+    assert len(syncer.sync(dry_run=True).deleted) == 11  # a dry run shows what would happen
+    with pytest.raises(ConflictError, match=r"delete 11 of the 20 remote files.*--force"):
+        syncer.sync()
+    assert len(_remote_files(remote)) == 20  # nothing deleted, nothing uploaded
+    assert (remote / "src/f19.py").read_bytes() == b"x = 19\n"
+    kept = Syncer(_conn(sshd_profile), local).sync()  # without delete mode nothing is in danger
+    assert len(kept.kept_remote) == 11 and kept.uploaded == ["src/f19.py"]
+    forced = syncer.sync(force=True)
+    assert len(forced.deleted) == 11 and forced.uploaded == []
+    assert sorted(_remote_files(remote)) == [f"src/f{i:02d}.py" for i in range(11, 20)]

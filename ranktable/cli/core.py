@@ -14,11 +14,14 @@ import shlex
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ranktable.errors import InputError, NotFoundError
 from ranktable.hccl import RankTable, check_file, load_rank_table, write_rank_table
 from ranktable.hccl.validate import INITIALIZING, INVALID, VALID, ValidationReport
+
+if TYPE_CHECKING:
+    from ranktable.plan import PlanResult
 
 TOPOLOGY_FORMATS = ("tor-json", "hypernode", "slurm", "labels", "tor-file", "yaml")
 ROUTEPLAN_NAME = "jobstart_routeplan.json"
@@ -85,6 +88,17 @@ def register(sub: Any) -> None:
         default=1 << 30,
         metavar="N",
         help="all-reduce message size in bytes, or with a unit like 256MiB (default 1GiB)",
+    )
+    p.add_argument(
+        "--previous",
+        metavar="PLANNED.json",
+        help="the planned table in force before this table changed (node replacement); used by --stable",
+    )
+    p.add_argument(
+        "--stable",
+        action="store_true",
+        help="keep the surviving servers' ranks from --previous (as the platform does), place new servers "
+        "in the freed slots, and report what a full replan would gain",
     )
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(handler=cmd_plan)
@@ -153,14 +167,125 @@ def _load_topology(path: str, fmt: str | None = None, nodes: str | None = None) 
     return _provided("ranktable.topology", "load_topology", path)(path, fmt, nodes)
 
 
+def _load_previous(args: argparse.Namespace) -> RankTable | None:
+    """The plan in force before the table changed; usage errors before any file is read."""
+    from ranktable.cli import CliError
+    from ranktable.plan import require_plannable
+
+    if args.stable and not args.previous:
+        raise CliError(
+            "--stable needs --previous PLANNED.json",
+            fix="pass the planned rank table that was in force before the table changed",
+        )
+    if args.previous and not args.stable:
+        raise CliError("--previous is only used with --stable", fix="add --stable, or drop --previous")
+    if not args.stable:
+        return None
+    previous = load_rank_table(args.previous)
+    require_plannable(previous, f"--previous {args.previous}")
+    return previous
+
+
+def stable_summary(
+    result: PlanResult, previous: RankTable, source: str, topology: Any, message_bytes: int
+) -> dict[str, Any]:
+    """Which servers kept their ranks, which were placed anew, and the stable plan vs a full replan."""
+    from ranktable.cost import compare
+
+    replan = result.replan
+    if replan is None:  # plan_routes always sets it in stable mode
+        raise InputError("the planner returned no replan figures", where="--stable")
+    before = {s.server_id for s in previous.servers}
+    moved = set(replan.moved_servers)
+    ids = [s.server_id for s in result.planned.servers]
+    versus = compare(result.planned, replan.full_plan, topology, message_bytes=message_bytes)
+    return {
+        "previous": source,
+        "kept": [sid for sid in ids if sid in before and sid not in moved],
+        "moved": list(replan.moved_servers),
+        "placed": list(replan.new_servers),
+        "removed": sorted(before.difference(ids)),
+        "stable_plan": {
+            "crossings_per_tier": replan.crossings_per_tier,
+            "allreduce_seconds": versus.given.allreduce_seconds,
+        },
+        "full_replan": {
+            "crossings_per_tier": replan.full_crossings_per_tier,
+            "allreduce_seconds": versus.planned.allreduce_seconds,
+        },
+        "full_replan_speedup": versus.speedup,
+        "worthwhile": replan.worthwhile,
+        "summary": replan.describe(),
+        "tier_names": versus.tier_names,
+    }
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.3f} s"
+
+
+def _listed(ids: list[str], limit: int = 8) -> str:
+    if not ids:
+        return "none"
+    more = f" and {len(ids) - limit} more" if len(ids) > limit else ""
+    return ", ".join(ids[:limit]) + more
+
+
+def format_stable(summary: dict[str, Any]) -> str:
+    """The stable-mode part of the text report."""
+    stable, full = summary["stable_plan"], summary["full_replan"]
+    lines = [
+        f"stable mode against {summary['previous']}:",
+        f"  kept their ranks: {len(summary['kept'])} server(s)",
+        f"  replaced/placed: {_listed(summary['placed'])}",
+    ]
+    if summary["moved"]:
+        lines.append(f"  could not keep their ranks: {_listed(summary['moved'])}")
+    if summary["removed"]:
+        lines.append(f"  gone since the previous plan: {_listed(summary['removed'])}")
+    names = summary["tier_names"]
+    rows = [
+        (
+            f"ring edges crossing tier {k} ({names[k - 1] if k - 1 < len(names) else f'tier {k}'})",
+            str(a),
+            str(b),
+        )
+        for k, (a, b) in enumerate(
+            zip(stable["crossings_per_tier"], full["crossings_per_tier"], strict=True), 1
+        )
+    ]
+    rows.append(
+        (
+            "estimated all-reduce time",
+            _duration(stable["allreduce_seconds"]),
+            _duration(full["allreduce_seconds"]),
+        )
+    )
+    width = max(len(r[0]) for r in rows)
+    cols = [
+        max(len("stable"), *(len(r[1]) for r in rows)),
+        max(len("full replan"), *(len(r[2]) for r in rows)),
+    ]
+    lines.append(f"  {'':<{width}}  {'stable':>{cols[0]}}  {'full replan':>{cols[1]}}")
+    lines.extend(f"  {a:<{width}}  {b:>{cols[0]}}  {c:>{cols[1]}}" for a, b, c in rows)
+    lines.append(f"  full replan gain: {summary['full_replan_speedup']:.2f}x; {summary['summary']}")
+    return "\n".join(lines)
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from ranktable.cost import compare, format_report
     from ranktable.plan import plan_routes
 
+    previous = _load_previous(args)
     table = load_rank_table(args.ranktable)
     topology = _load_topology(args.topology, args.format, args.nodes)
-    result = plan_routes(table, topology)
+    result = plan_routes(table, topology, previous=previous, stable=previous is not None)
     comparison = compare(table, result.planned, topology, message_bytes=args.message_bytes)
+    stable = (
+        None
+        if previous is None
+        else stable_summary(result, previous, args.previous, topology, args.message_bytes)
+    )
     notes: list[str] = []
     if args.output:
         written = write_rank_table(result.planned, args.output)
@@ -175,11 +300,15 @@ def cmd_plan(args: argparse.Namespace) -> int:
         data = comparison.to_json()
         data["warnings"] = result.warnings
         data["unknown_servers"] = result.unknown_servers
+        if stable is not None:
+            data["stable"] = stable
         print(json.dumps(data, indent=2))
         for note in notes:
             print(note, file=sys.stderr)
     else:
         print(format_report(comparison))
+        if stable is not None:
+            print(format_stable(stable))
         for note in notes:
             print(note)
     return 0

@@ -76,7 +76,9 @@ def register(sub: Any) -> None:
     sync.add_argument("--delete", action="store_true", help="delete remote files deleted locally")
     sync.add_argument("--dry-run", action="store_true", help="show what would be uploaded or deleted")
     sync.add_argument(
-        "--force", action="store_true", help="overwrite remote files changed since the last upload"
+        "--force",
+        action="store_true",
+        help="overwrite remote files changed since the last upload; confirm deleting most remote files",
     )
     sync.set_defaults(handler=_sync)
 

@@ -30,6 +30,7 @@ from watchdog.observers import Observer
 from ranktable.errors import InputError
 from ranktable.remote.profiles import UPLOAD_MODES
 from ranktable.remote.sync import IgnoreRules, Syncer, SyncResult
+from ranktable.remote.sync.ignore import IGNORE_FILES
 
 log = logging.getLogger(__name__)
 ResultCallback = Callable[[SyncResult | None, BaseException | None], None]
@@ -109,7 +110,7 @@ class AutoUploader:
         rel = self._relative(os_path)
         if rel is None:
             return
-        if rel in (".gitignore", ".ranktableignore"):
+        if rel.rsplit("/", 1)[-1] in IGNORE_FILES:  # any folder's ignore file changes the rules
             self._rules = self.syncer.rules()
         if self._rules.ignored_path(rel):
             return

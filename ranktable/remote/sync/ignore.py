@@ -1,8 +1,10 @@
 """Which local files are synced: gitignore(5) semantics via ``pathspec.GitIgnoreSpec``.
 
-Rules come from the defaults, the profile's extra patterns, ``.gitignore`` and ``.ranktableignore`` at the
-folder root (later rules win, ``!`` re-includes, ``dir/`` matches directories only). An excluded directory
-is pruned whole, so — as in git — a file under it cannot be re-included.
+Rules come from the defaults, the profile's extra patterns, and every ``.gitignore`` / ``.ranktableignore``
+in the tree. As in git, a file's patterns are relative to the folder holding it, deeper files override
+shallower ones (the last matching rule wins), ``!`` re-includes, ``dir/`` matches directories only, and an
+excluded directory is pruned whole, so a file under it cannot be re-included. Each folder's files are read
+once, when first asked about, and cached for the life of the rules.
 """
 
 from __future__ import annotations
@@ -23,23 +25,48 @@ DEFAULT_IGNORES = (
 IGNORE_FILES = (".gitignore", ".ranktableignore")
 
 
+def _read_ignore_files(folder: Path) -> list[str]:
+    lines: list[str] = []
+    for name in IGNORE_FILES:
+        path = folder / name
+        if path.is_file():
+            lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return lines
+
+
 class IgnoreRules:
-    def __init__(self, lines: Iterable[str]) -> None:
+    def __init__(self, lines: Iterable[str], root: Path | None = None) -> None:
+        """``lines`` apply at the root; with ``root``, ignore files in subfolders are read as needed."""
         self.lines = [line.rstrip("\n") for line in lines]
-        self._spec = pathspec.GitIgnoreSpec.from_lines(self.lines)
+        self.root = root
+        self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {
+            "": pathspec.GitIgnoreSpec.from_lines(self.lines)
+        }
 
     @classmethod
     def for_folder(cls, root: Path, extra: Iterable[str] = ()) -> IgnoreRules:
-        lines = [*DEFAULT_IGNORES, *extra]
-        for name in IGNORE_FILES:
-            path = root / name
-            if path.is_file():
-                lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
-        return cls(lines)
+        return cls([*DEFAULT_IGNORES, *extra, *_read_ignore_files(root)], root)
+
+    def _spec(self, rel_dir: str) -> pathspec.GitIgnoreSpec | None:
+        """The rules of the ignore files in folder ``rel_dir`` (cached; ``None`` when it has none)."""
+        if rel_dir not in self._specs:
+            lines = _read_ignore_files(self.root / rel_dir) if self.root is not None else []
+            self._specs[rel_dir] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        return self._specs[rel_dir]
 
     def ignored(self, rel: str, *, is_dir: bool = False) -> bool:
-        """``rel`` is a POSIX path relative to the folder root."""
-        return bool(self._spec.match_file(rel + "/" if is_dir else rel))
+        """``rel`` is a POSIX path relative to the folder root; its parent folders are assumed not ignored."""
+        parts = rel.split("/")
+        suffix = "/" if is_dir else ""
+        verdict: bool | None = None
+        for depth in range(len(parts)):  # root first, so deeper ignore files have the last word
+            spec = self._spec("/".join(parts[:depth]))
+            if spec is None:
+                continue
+            include = spec.check_file("/".join(parts[depth:]) + suffix).include
+            if include is not None:
+                verdict = include
+        return bool(verdict)
 
     def ignored_path(self, rel: str) -> bool:
         """A file path is ignored if it or any parent directory is (what a pruned walk would give)."""

@@ -4,7 +4,9 @@ Rules (one-way-safe, like Mutagen's mode of that name): a file is uploaded when 
 locally; if the remote copy changed since our last upload (size/mtime differ from what we recorded), or
 an unknown remote file differs from ours, it is a *conflict*: reported, not overwritten, unless
 ``force``. Remote files are deleted only in delete mode, only if we uploaded them and nobody changed
-them since. Files of a remote root we never uploaded (results, checkpoints) are never deleted.
+them since. Files of a remote root we never uploaded (results, checkpoints) are never deleted. A sync
+that would delete most of what we uploaded (a wrong folder, a half-finished checkout) stops before deleting
+anything until confirmed with ``force`` — Mutagen's safety stop for bulk deletions.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import paramiko
 
-from ranktable.errors import InputError, NotFoundError
+from ranktable.errors import ConflictError, InputError, NotFoundError
 from ranktable.remote.connection import Connection
 from ranktable.remote.errors import ConnectionLost, RemotePathError, SshError
 from ranktable.remote.profiles import SyncSettings
@@ -31,6 +33,21 @@ from ranktable.remote.sync.remote_tree import RemoteFile, Survey, remote_sha256
 from ranktable.remote.sync.scan import LocalFile, scan, sha256_file
 from ranktable.remote.sync.session import RemoteSession
 from ranktable.remote.sync.transfer import UploadItem, upload_sftp
+
+BULK_DELETE_MIN_FILES = 10  # deleting this many files or fewer never needs confirmation
+BULK_DELETE_FRACTION = 0.5  # ... nor deleting at most this share of the files we uploaded
+
+
+def check_bulk_delete(deleting: int, tracked: int, profile: str) -> None:
+    """Refuse to delete more than half of (and over ten of) the files we uploaded without confirmation."""
+    if deleting > BULK_DELETE_MIN_FILES and deleting > BULK_DELETE_FRACTION * tracked:
+        raise ConflictError(
+            f"this sync would delete {deleting} of the {tracked} remote files it uploaded; "
+            "stopped before deleting anything",
+            where=f"profile {profile}",
+            fix="check the local folder is the right one, then confirm with --force "
+            "(API: force=true), or sync without --delete to keep the remote files",
+        )
 
 
 @dataclass(frozen=True)
@@ -229,6 +246,7 @@ class Syncer:
         manifest = self.manifest()
         with manifest.locked():
             manifest.load()
+            tracked = len(manifest.entries)
             wanted = set(only) if only is not None else None
             meter = Meter("upload", 0, 0, progress)
             items: list[UploadItem] = []
@@ -243,6 +261,8 @@ class Syncer:
                         where=f"profile {self.conn.name}",
                         fix=f"choose a writable remote directory (ssh add {self.conn.name} --remote-dir DIR)",
                     )
+                if not dry_run and not force:
+                    check_bulk_delete(len(plan.deletes), tracked, self.conn.name)
                 result = plan.result
                 result.uploaded = plan.uploads
                 result.deleted = plan.deletes
@@ -385,4 +405,13 @@ def _get_atomic(
         raise
 
 
-__all__ = ["Conflict", "RemoteFile", "SshError", "SyncResult", "Syncer", "confine_remote"]
+__all__ = [
+    "BULK_DELETE_FRACTION",
+    "BULK_DELETE_MIN_FILES",
+    "Conflict",
+    "RemoteFile",
+    "SshError",
+    "SyncResult",
+    "Syncer",
+    "confine_remote",
+]
