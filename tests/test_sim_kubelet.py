@@ -77,7 +77,8 @@ def test_command_output_is_the_log_and_follow_ends_with_the_process(sim_pool: Si
     assert core.read_namespaced_pod_log("counter", "default", limit_bytes=9) == "line 1\nli"
 
 
-def test_exit_codes_restarts_and_previous_logs(sim_pool: SimPoolHandle) -> None:
+def test_exit_codes_restarts_and_previous_logs(sim_pool_factory: Any) -> None:
+    sim_pool = sim_pool_factory(backoff_seconds=0.3)  # two restarts without the kubelet's real 10 s wait
     core = client.CoreV1Api(sim_pool.api_client())
     core.create_namespaced_pod("default", _pod("fails", "echo failing; exit 3"))
     eventually(lambda: _read(core, "fails").status.phase == "Failed", what="Failed")

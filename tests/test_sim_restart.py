@@ -5,6 +5,7 @@ phase follows, and the stopped server answers nothing more (its store is frozen)
 from __future__ import annotations
 
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 
 from kubernetes import client
 
+from ranktable.sim.controllers.kubelet import WRAPPER, Kubelet, Run
 from ranktable.sim.k8s.server import ApiServer
 from tests.fixtures.simpool import SimPoolHandle
 from tests.sim_helpers import eventually, volcano_job
@@ -82,6 +84,15 @@ def test_pods_and_jobs_finish_after_an_in_process_restart(sim_pool: SimPoolHandl
     assert core.read_namespaced_pod_log("during", "default") == "up\n"
 
 
+def _ended(pid: int) -> bool:
+    """A zombie (ended, not yet reaped) or gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 def _exists(core: client.CoreV1Api, name: str) -> bool:
     return bool(core.list_namespaced_pod("default", field_selector=f"metadata.name={name}").items)
 
@@ -120,3 +131,39 @@ def test_a_stopped_server_answers_nothing_on_a_late_connection(sim_pool: SimPool
     theirs.close()
     assert answer == b"", f"the stopped server answered: {answer[:120]!r}"
     assert time.monotonic() - started < 4  # it hung up at once
+
+
+def test_an_adopted_process_ending_between_two_looks_keeps_its_exit_code(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The restart flake: after an in-process restart the kubelet adopts its own children by pid. A
+    process that wrote its exit file and ended just after the kubelet looked for that file was a
+    zombie at the next look, and was reported killed (137) instead of its real exit code."""
+    flag, exit_file = tmp_path / "flag", tmp_path / "0.exit"
+    child = subprocess.Popen(
+        ["/bin/sh", "-c", WRAPPER, str(exit_file), "sh", "-c", f"{_wait_for(flag)}; exit 0"],
+        start_new_session=True,
+    )
+    run = Run("default", "p", "uid", "main", 0, tmp_path, child.pid, None, None, "")  # type: ignore[arg-type]
+    original = Path.is_file
+    looked = []
+
+    def is_file_then_end(path: Path) -> bool:
+        found = original(path)
+        if path == exit_file and not looked:  # the process ends right after this first look
+            looked.append(path)
+            flag.touch()
+            eventually(lambda: _ended(child.pid), what="the process to end")
+        return found
+
+    monkeypatch.setattr(Path, "is_file", is_file_then_end)
+    codes = []
+    for _ in range(100):
+        code = Kubelet._poll_exit(run)
+        if code is not None:
+            codes.append(code)
+            break
+        flag.touch()
+        time.sleep(0.02)
+    child.wait(timeout=5)
+    assert codes == [0]

@@ -20,7 +20,7 @@ from typing import Any
 from ranktable.sim.admission import volcano_admitter
 from ranktable.sim.controllers.cluster import bootstrap
 from ranktable.sim.controllers.exec import exec_target, run_exec
-from ranktable.sim.controllers.kubelet import Kubelet
+from ranktable.sim.controllers.kubelet import BACKOFF_SECONDS, Kubelet
 from ranktable.sim.controllers.logs import DEFAULT_LIMIT_BYTES, ensure_dir
 from ranktable.sim.controllers.manager import ControllerManager
 from ranktable.sim.fabric import SimNode, default_fabric, fabric_from_topology
@@ -45,6 +45,7 @@ class PoolConfig:
     log_limit: int = DEFAULT_LIMIT_BYTES
     history: int = 2000
     resume: bool = False
+    backoff_seconds: float = BACKOFF_SECONDS  # CrashLoopBackOff's first delay (the kubelet's is 10 s)
 
     def fabric(self) -> list[SimNode]:
         if self.topology is not None:
@@ -109,7 +110,7 @@ class Pool:
         nodes = cfg.fabric()
         bootstrap(self.store, nodes)
         self.token = str(saved.get("token") or secrets.token_urlsafe(32))
-        self.kubelet = Kubelet(self.store, self.state_dir, cfg.log_limit)
+        self.kubelet = Kubelet(self.store, self.state_dir, cfg.log_limit, cfg.backoff_seconds)
         hooks = Hooks(
             read_log=self.kubelet.read_log,
             execute=self._execute,

@@ -104,10 +104,20 @@ class RankTablePlugin:
             and (p.get("status") or {}).get("podIP")
         ]
         complete = len(ready) == total and total > 0
+        # Pods that ran to their end keep their place: the table of a job whose pods finished stays
+        # `completed` (only a pod replaced or still starting makes it `initializing` again).
+        ended = [
+            p
+            for p in pods
+            if not p["metadata"].get("deletionTimestamp")
+            and (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        ]
         cm = self.store.find(CONFIGMAPS, ns, configmap_name(name))
         old = self._old_table(cm)
         if not complete:
             self._ready_since.pop(key, None)
+            if old.get("status") == "completed" and ended and len(ready) + len(ended) >= total:
+                return
             if old.get("status") == "completed":
                 table = dict(old, status="initializing")  # keeps the old server list
                 self._write(job, cm, table, None)

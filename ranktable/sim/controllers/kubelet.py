@@ -31,6 +31,8 @@ PODS = BY_KEY["pods"]
 NODES = BY_KEY["nodes"]
 CONFIGMAPS = BY_KEY["configmaps"]
 MAX_GRACE_SECONDS = 5.0
+BACKOFF_SECONDS = 10.0  # the real kubelet's initial CrashLoopBackOff delay
+MAX_BACKOFF_SECONDS = 300.0
 WRAPPER = '"$@"; code=$?; echo "$code" > "$0.tmp"; mv "$0.tmp" "$0"; exit "$code"'
 
 
@@ -58,9 +60,31 @@ class Run:
         return self.dir / f"{self.restart}.exit"
 
 
+def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie counts as ended)."""
+    try:
+        os.kill(pid, 0)
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except (ProcessLookupError, OSError):
+        return False
+
+
+def crash_backoff(restart: int, base: float) -> float:
+    """The kubelet's CrashLoopBackOff: the first restart at once, then base, 2 x base ... up to 5 min."""
+    return 0.0 if restart == 0 else min(MAX_BACKOFF_SECONDS, base * 2 ** (restart - 1))
+
+
 class Kubelet:
-    def __init__(self, store: Store, state_dir: Path, log_limit: int = DEFAULT_LIMIT_BYTES) -> None:
+    def __init__(
+        self,
+        store: Store,
+        state_dir: Path,
+        log_limit: int = DEFAULT_LIMIT_BYTES,
+        backoff_seconds: float = BACKOFF_SECONDS,
+    ) -> None:
         self.store = store
+        self.backoff_seconds = backoff_seconds
         self.root = ensure_dir(state_dir / "pods")
         self.log_limit = log_limit
         self.runs: dict[tuple[str, str, str], Run] = {}  # (uid, container) ... keyed by uid+container+restart
@@ -392,20 +416,14 @@ class Kubelet:
             return 128  # it never started (waitpid/kill on pid 0 would mean the whole process group)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(run.pid, os.WNOHANG)  # reap it if it is ours and has ended: no zombie stays behind
+        if _alive(run.pid):
+            return None
+        # Dead (or a zombie): the wrapper writes the exit file before it exits, so read it only now.
+        # Reading it first raced with a process ending between the two checks: it was reported as
+        # killed (137) though it had exited normally.
         if run.exit_file.is_file():
-            text = run.exit_file.read_text().strip()
-            return int(text or 0)
-        try:
-            os.kill(run.pid, 0)
-        except ProcessLookupError:
-            return 137
-        try:
-            with open(f"/proc/{run.pid}/stat") as fh:
-                if fh.read().split(")")[-1].split()[0] == "Z":
-                    return 137
-        except OSError:
-            return 137
-        return None
+            return int(run.exit_file.read_text().strip() or 0)
+        return 137
 
     def _on_exit(self, run: Run) -> None:
         code = run.exit_code if run.exit_code is not None else 137
@@ -429,8 +447,8 @@ class Kubelet:
         }
         if run.message:
             terminated["message"] = run.message
+        delay = crash_backoff(run.restart, self.backoff_seconds)
         if restart:
-            delay = min(10.0, 0.5 * 2**run.restart)
             self.backoff[(run.uid, run.container)] = time.monotonic() + delay
 
         def update(p: Obj) -> None:
@@ -444,7 +462,8 @@ class Kubelet:
                 st["state"] = {
                     "waiting": {
                         "reason": "CrashLoopBackOff",
-                        "message": f"back-off restarting failed container {run.container}",
+                        "message": f"back-off {delay:g}s restarting failed container={run.container} "
+                        f"pod={run.pod}_{run.namespace}({run.uid})",
                     }
                 }
             else:
