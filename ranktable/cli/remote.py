@@ -154,8 +154,12 @@ def _add(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from ranktable.remote.profiles import ProfileStore
 
-    profiles = ProfileStore().list_profiles()
-    if not profiles:
+    store = ProfileStore()
+    profiles = store.list_profiles()
+    invalid = store.invalid_profiles()
+    for name, exc in sorted(invalid.items()):
+        print(f"invalid stored profile {name!r}: {exc.message}; remove it with: ranktable ssh remove {name}")
+    if not profiles and not invalid:
         print("no profiles; add one with: ranktable ssh add NAME --host HOST --key FILE")
         return 0
     rows = [("NAME", "HOST", "PORT", "USER", "KEY", "REMOTE_DIR", "JUMP")]
@@ -163,6 +167,8 @@ def _list(args: argparse.Namespace) -> int:
         rows.append(
             (p.name, p.host, str(p.port or ""), p.user or "", p.key_file or "", p.remote_dir, p.jump or "")
         )
+    if len(rows) == 1:
+        return 0
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())

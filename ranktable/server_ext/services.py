@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-NAME_FIELDS = ("name", "host", "port", "user", "key_file", "jump", "remote_dir")
 
 
 class Services:
@@ -317,54 +316,25 @@ class Services:
         return self.manager.profiles
 
     def list_profiles(self) -> dict[str, Any]:
-        return {"profiles": [p.to_json() for p in self.profiles.list_profiles()]}
+        invalid = self.profiles.invalid_profiles()
+        return {
+            "profiles": [p.to_json() for p in self.profiles.list_profiles()],
+            "invalid": [{"name": n, **exc.to_json()} for n, exc in sorted(invalid.items())],
+        }
 
     def add_profile(self, body: dict[str, Any]) -> dict[str, Any]:
-        from ranktable.remote.profiles import Profile, SyncSettings, validate_name
+        from ranktable.remote.profiles import SyncSettings, profile_from_request
 
-        unknown = sorted(set(body) - {*NAME_FIELDS, "sync"})
-        if unknown:
-            raise InputError(f"unknown field(s) {', '.join(unknown)}", where=unknown[0])
-        name = validate_name(str(body.get("name") or ""))
-        host = body.get("host")
-        if not isinstance(host, str) or not host.strip():
-            raise InputError("is required", where="host", fix="the instance's address or ~/.ssh/config alias")
-        port = body.get("port")
-        if port is not None and (not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536):
-            raise InputError(f"must be a port number 1-65535, not {port!r}", where="port")
-        sync = body.get("sync") or {}
-        if not isinstance(sync, dict):
-            raise InputError("must be an object", where="sync")
-        settings = SyncSettings(
-            upload=str(sync.get("upload") or self.config.sync_mode),
-            delete_remote=bool(sync.get("delete_remote", self.config.sync_delete)),
-        )
-        kwargs = {k: body[k] for k in ("user", "key_file", "jump", "remote_dir") if body.get(k)}
-        profile = self.profiles.add(Profile(name=name, host=host.strip(), port=port, sync=settings, **kwargs))
-        return profile.to_json()
+        defaults = SyncSettings(upload=self.config.sync_mode, delete_remote=self.config.sync_delete)
+        return self.profiles.add(profile_from_request(body, defaults)).to_json()
 
     def update_profile(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        from dataclasses import replace
+        from ranktable.remote.profiles import patched_profile
 
-        from ranktable.remote.profiles import SyncSettings
-
-        profile = self.profiles.get(name)
-        changes: dict[str, Any] = {}
-        for key in ("host", "port", "user", "key_file", "jump", "remote_dir"):
-            if key in body:
-                changes[key] = body[key]
-        if "sync" in body:
-            sync = body["sync"]
-            if not isinstance(sync, dict):
-                raise InputError("must be an object", where="sync")
-            current = profile.sync
-            changes["sync"] = SyncSettings(
-                upload=str(sync.get("upload", current.upload)),
-                delete_remote=bool(sync.get("delete_remote", current.delete_remote)),
-                ignore=tuple(sync.get("ignore", current.ignore)),
-            )
-        local_dir = self.local_path(str(body["local_dir"]), "local_dir") if body.get("local_dir") else None
-        updated = replace(profile, **changes)
+        body = dict(body)
+        local = body.pop("local_dir", None)
+        updated = patched_profile(self.profiles.get(name), body)
+        local_dir = self.local_path(str(local), "local_dir") if local else None
         self.profiles.add(updated, replace_existing=True)
         self.manager.close(name)
         if local_dir is not None:

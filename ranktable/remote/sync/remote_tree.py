@@ -47,9 +47,22 @@ class Survey:
     exists: bool
     caps: Capabilities
     files: dict[str, RemoteFile]
+    links: frozenset[str] = (
+        frozenset()
+    )  # symbolic links under the root (never followed, never written through)
+
+    def link_on_path(self, rel: str) -> str | None:
+        """The remote symbolic link that ``rel`` is, or passes through, if any."""
+        parts = rel.split("/")
+        for end in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:end])
+            if prefix in self.links:
+                return prefix
+        return None
 
 
 LIST_MARK = b"--ranktable-list--\n"
+LINK_PREFIX = b"L "  # "L <path>": a symbolic link (file records start with a digit)
 END_PREFIX = b"END "  # "END <find exit status>": never a listing record (those start with a size)
 
 
@@ -71,7 +84,7 @@ def survey_script(root_expr: str, create: bool) -> str:
         f"cd -- {root_expr} 2>/dev/null || exit 0; "
         f'for d in ./{STAGING_PREFIX}*; do [ -e "$d" ] && rm -rf -- "$d"; done; '
         f"find . \\( {prune} \\) -prune -o -type f -name '*{TMP_MARK}*' -exec rm -f -- {{}} + "
-        "-o -type f -printf '%s %T@ %P\\0'; printf 'END %s\\0' $?"
+        "-o -type f -printf '%s %T@ %P\\0' -o -type l -printf 'L %P\\0'; printf 'END %s\\0' $?"
     )
 
 
@@ -102,21 +115,25 @@ def parse_survey(conn: Connection, head: bytes, records: list[bytes], find_statu
         python3="python3" in have,
     )
     exists, root = lines[0].startswith("+"), lines[0][1:]
+    files: dict[str, RemoteFile] = {}
+    links: set[str] = set()
     if not exists:
-        files: dict[str, RemoteFile] = {}
+        pass
     elif not caps.find_printf:
-        files = _list_sftp(conn, root)  # no GNU find: walk with SFTP (slower, same answer)
+        files, links = _list_sftp(conn, root)  # no GNU find: walk with SFTP (slower, same answer)
     else:
-        files = {}
         for record in records:
-            if record:
+            if record.startswith(LINK_PREFIX):
+                links.add(record[len(LINK_PREFIX) :].decode("utf-8", "surrogateescape"))
+            elif record:
                 size, mtime, rel = record.split(b" ", 2)
                 files[rel.decode("utf-8", "surrogateescape")] = RemoteFile(int(size), int(float(mtime)))
-    return Survey(root, exists, caps, files)
+    return Survey(root, exists, caps, files, frozenset(links))
 
 
-def _list_sftp(conn: Connection, root: str) -> dict[str, RemoteFile]:
+def _list_sftp(conn: Connection, root: str) -> tuple[dict[str, RemoteFile], set[str]]:
     files: dict[str, RemoteFile] = {}
+    links: set[str] = set()
     with conn.sftp() as sftp:
         stack = [""]
         while stack:
@@ -128,8 +145,10 @@ def _list_sftp(conn: Connection, root: str) -> dict[str, RemoteFile]:
             for attr in entries:
                 name = attr.filename
                 rel = f"{rel_dir}/{name}" if rel_dir else name
-                mode = attr.st_mode or 0
-                if stat.S_ISDIR(mode):
+                mode = attr.st_mode or 0  # listdir_attr reports lstat(): links are links
+                if stat.S_ISLNK(mode):
+                    links.add(rel)
+                elif stat.S_ISDIR(mode):
                     if name.startswith(STAGING_PREFIX) and not rel_dir:
                         _rmtree_sftp(sftp, posixpath.join(root, rel))
                     elif name not in PRUNED_DIRS:
@@ -139,7 +158,7 @@ def _list_sftp(conn: Connection, root: str) -> dict[str, RemoteFile]:
                         sftp.remove(posixpath.join(root, rel))
                     else:
                         files[rel] = RemoteFile(int(attr.st_size or 0), int(attr.st_mtime or 0))
-    return files
+    return files, links
 
 
 def _rmtree_sftp(sftp: paramiko.SFTPClient, path: str) -> None:
@@ -163,9 +182,28 @@ def remote_sha256(conn: Connection, root: str, rels: list[str]) -> dict[str, str
             f"cannot hash remote files: {result.stderr.decode(errors='replace').strip()}",
             fix="check that sha256sum exists on the instance",
         )
-    lines = result.stdout.split(b"\n")
-    hashes = {}
-    for rel, line in zip(rels, lines, strict=False):
-        digest = line.lstrip(b"\\")[:64].decode()
-        hashes[rel] = digest
+    return parse_sha256sum(result.stdout, rels)
+
+
+def parse_sha256sum(output: bytes, rels: list[str]) -> dict[str, str]:
+    """``sha256sum`` lines for ``rels`` (same order). A line is matched to its name, never assumed by
+    position, so a file that could not be hashed is simply absent from the answer."""
+    hashes: dict[str, str] = {}
+    wanted = iter(rels)
+    pending = next(wanted, None)
+    for line in output.split(b"\n"):
+        if pending is None:
+            break
+        if len(line) < 66:
+            continue
+        escaped = line.startswith(b"\\")  # names with a backslash or newline are escaped
+        body = line[1:] if escaped else line
+        digest, name = body[:64].decode("ascii", "replace"), body[66:]
+        if escaped:
+            name = name.replace(b"\\n", b"\n").replace(b"\\\\", b"\\")
+        while pending is not None and name != pending.encode("utf-8", "surrogateescape"):
+            pending = next(wanted, None)  # files that produced no line (gone, unreadable)
+        if pending is not None:
+            hashes[pending] = digest
+            pending = next(wanted, None)
     return hashes

@@ -1,9 +1,11 @@
 """A whole sync over ONE exec channel: the remote side answers a survey, then waits for the upload.
 
-The remote script prints the root, its tools and the listing of every file, then reads one line from
-stdin: ``tar-py`` / ``tar-sh`` (a tar stream follows: extract into a staging directory, apply with
-Python's ``os.replace`` or with ``mv``) or anything else (stop). The client plans between the two, so a
-sync costs one channel and no extra process start-up — what makes no-op and one-file syncs cheap.
+The remote script prints the root, its tools and the listing of every file, then reads commands from
+stdin: ``hash N`` (N bytes of NUL-separated paths follow: it prints their sha256 and a mark; used to
+catch remote edits that kept size and mtime), ``tar-py`` / ``tar-sh`` (a tar stream follows: extract
+into a staging directory, apply with Python's ``os.replace`` or with ``mv``) or anything else (stop).
+The client plans between the two, so a sync costs one channel and no extra process start-up — what
+makes no-op and one-file syncs cheap.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ranktable.remote.sync.remote_tree import (
     LIST_MARK,
     STAGING_PREFIX,
     Survey,
+    parse_sha256sum,
     parse_survey,
     root_expression,
     survey_script,
@@ -33,6 +36,8 @@ from ranktable.remote.sync.transfer import (
     write_tar,
 )
 
+HASHED_MARK = b"--ranktable-hashed--\n"
+
 
 class RemoteSession:
     def __init__(self, conn: Connection, *, create: bool = True) -> None:
@@ -41,7 +46,10 @@ class RemoteSession:
         root_expr = root_expression(conn.endpoint.remote_dir)
         command = (
             f"{survey_script(root_expr, create)}; "
-            'read -r go || exit 0; case "$go" in tar-py|tar-sh) ;; *) exit 0;; esac; '
+            'while read -r go; do case "$go" in "hash "*) '
+            'head -c "${go#hash }" | xargs -0 sha256sum -- 2>/dev/null; '
+            f"printf -- '{HASHED_MARK.decode().strip()}\\n';; *) break;; esac; done; "
+            'case "$go" in tar-py|tar-sh) ;; *) exit 0;; esac; '
             f'if [ "$go" = tar-py ]; then {apply_command(self.staging, True)}; '
             f"else {apply_command(self.staging, False)}; fi"
         )
@@ -54,6 +62,29 @@ class RemoteSession:
         )
         self._reader.start()
         self._ended = False  # the remote script already exited (no root: nothing to wait for)
+        self._pending = b""  # bytes received after the survey's END record
+
+    def hash(self, rels: list[str]) -> dict[str, str]:
+        """sha256 of remote files (relative to the root), in this session: no extra channel or login.
+
+        Files that cannot be hashed (gone, unreadable) are missing from the answer.
+        """
+        if not rels:
+            return {}
+        payload = b"".join(rel.encode("utf-8", "surrogateescape") + b"\0" for rel in rels)
+        self.channel.sendall(b"hash %d\n" % len(payload) + payload)
+        buffer = self._pending
+        while HASHED_MARK not in buffer:
+            data = self.channel.recv(65536)
+            if not data:
+                raise ConnectionLost(
+                    f"the remote side of profile {self.conn.name} ended while hashing files",
+                    where=f"profile {self.conn.name}",
+                    fix="retry the sync",
+                )
+            buffer += data
+        answer, _, self._pending = buffer.partition(HASHED_MARK)
+        return parse_sha256sum(answer, rels)
 
     def survey(self) -> Survey:
         buffer = b""
@@ -64,6 +95,7 @@ class RemoteSession:
                 for index, record in enumerate(records[:-1]):
                     if record.startswith(END_PREFIX):
                         status = int(record[len(END_PREFIX) :] or b"1")
+                        self._pending = b"\0".join(records[index + 1 :])
                         return parse_survey(self.conn, head, records[:index], status)
             data = self.channel.recv(65536)
             if not data:  # the script ended early: the root does not exist (dry run) or the shell failed

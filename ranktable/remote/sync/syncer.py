@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import stat
 import tempfile
 import time
 from collections.abc import Iterable
@@ -29,7 +30,7 @@ from ranktable.remote.profiles import SyncSettings
 from ranktable.remote.sync.ignore import IgnoreRules
 from ranktable.remote.sync.manifest import Entry, Manifest
 from ranktable.remote.sync.progress import Meter, ProgressCallback
-from ranktable.remote.sync.remote_tree import RemoteFile, Survey, remote_sha256
+from ranktable.remote.sync.remote_tree import RemoteFile, Survey
 from ranktable.remote.sync.scan import LocalFile, scan, sha256_file
 from ranktable.remote.sync.session import RemoteSession
 from ranktable.remote.sync.transfer import UploadItem, upload_sftp
@@ -69,6 +70,7 @@ class SyncResult:
     seconds: float = 0.0
     method: str = "none"
     dry_run: bool = False
+    unverified: bool = False  # the remote has no sha256sum: same-size-and-mtime edits cannot be detected
 
     def summary(self) -> str:
         verb = "would upload" if self.dry_run else "uploaded"
@@ -82,6 +84,8 @@ class SyncResult:
             text += f", {len(self.remote_changed)} changed only remotely (left alone)"
         if self.kept_remote:
             text += f", {len(self.kept_remote)} deleted locally but kept remotely (use --delete)"
+        if self.unverified:
+            text += " (no sha256sum on the instance: remote edits that kept size and time go unnoticed)"
         if not self.dry_run:
             text += f" in {self.seconds:.2f}s via {self.method}"
         return text
@@ -108,6 +112,15 @@ def confine_remote(root: str, path: str) -> str:
             fix="give a path relative to the remote directory, without '..'",
         )
     return full
+
+
+def _through_link(rel: str, link: str) -> str:
+    if link == rel:
+        return "the remote path is a symbolic link: not replaced (remove the link on the instance to sync it)"
+    return (
+        f"the remote folder {link} is a symbolic link: never written through "
+        "(it could lead outside the remote directory; replace it by a real folder on the instance)"
+    )
 
 
 def _confine_local(root: Path, rel: str) -> Path:
@@ -169,12 +182,17 @@ class Syncer:
         result = SyncResult()
         uploads: list[str] = []
         verify: list[str] = []
+        recheck: list[str] = []  # about to be overwritten or deleted: did someone edit it keeping size+mtime?
         adopt: dict[str, Entry] = {}
         names = sorted(local if only is None else [r for r in only if r in local])
         for rel in names:
             lf = local[rel]
             entry = manifest.entries.get(rel)
             rf = remote.get(rel)
+            link = remote_side.link_on_path(rel)
+            if link is not None:
+                result.conflicts.append(Conflict(rel, _through_link(rel, link)))
+                continue
             if entry is None:
                 if rf is None or force:
                     uploads.append(rel)
@@ -200,10 +218,23 @@ class Syncer:
                 result.remote_changed.append(rel)
             elif remote_same:
                 uploads.append(rel)
+                recheck.append(rel)  # same size and mtime remotely: its content is checked below
             else:
                 result.conflicts.append(Conflict(rel, "changed remotely since the last upload"))
+        deletes, gone = self._plan_deletes(manifest, remote_side, result, rules, local, force, delete, only)
+        if not force:
+            recheck += deletes
+        theirs = session.hash(verify + recheck) if caps.sha256sum and (verify or recheck) else {}
+        if recheck and not caps.sha256sum:
+            result.unverified = True
+        changed = {rel for rel in recheck if theirs.get(rel) != manifest.entries[rel].sha256}
+        for rel in changed:
+            result.conflicts.append(
+                Conflict(rel, "changed remotely since the last upload (same size and time, other content)")
+            )
+        uploads = [rel for rel in uploads if rel not in changed]
+        deletes = [rel for rel in deletes if rel not in changed]
         if verify:
-            theirs = remote_sha256(self.conn, remote_side.root, verify)
             for rel in verify:
                 digest = sha256_file(self.local_root / rel)
                 if theirs.get(rel) == digest:
@@ -212,11 +243,33 @@ class Syncer:
                     result.adopted.append(rel)
                 else:
                     result.conflicts.append(Conflict(rel, "a different file already exists remotely"))
+        for rel in [r for r in gone if r not in remote]:
+            manifest.entries.pop(rel, None)
+        result.conflicts.sort(key=lambda c: c.path)
+        return _Plan(uploads, deletes, result, local, adopt, remote_side)
+
+    def _plan_deletes(
+        self,
+        manifest: Manifest,
+        remote_side: Survey,
+        result: SyncResult,
+        rules: IgnoreRules,
+        local: dict[str, LocalFile],
+        force: bool,
+        delete: bool,
+        only: set[str] | None,
+    ) -> tuple[list[str], list[str]]:
+        """Files we uploaded that are gone locally: which to delete remotely (and all of them)."""
+        remote = remote_side.files
         deletes: list[str] = []
         gone = [r for r in manifest.entries if r not in local and not rules.ignored_path(r)]
         for rel in sorted(gone if only is None else [r for r in gone if r in only]):
             entry = manifest.entries[rel]
             rf = remote.get(rel)
+            link = remote_side.link_on_path(rel)
+            if link is not None and delete:
+                result.conflicts.append(Conflict(rel, _through_link(rel, link)))
+                continue
             if rf is None:
                 continue  # already gone remotely; forgotten below when we apply
             if not delete:
@@ -227,9 +280,7 @@ class Syncer:
                 result.conflicts.append(
                     Conflict(rel, "deleted locally but changed remotely since the last upload")
                 )
-        for rel in [r for r in gone if r not in remote]:
-            manifest.entries.pop(rel, None)
-        return _Plan(uploads, deletes, result, local, adopt, remote_side)
+        return deletes, gone
 
     # -- syncing ------------------------------------------------------------------------------------
     def sync(
@@ -316,6 +367,9 @@ class Syncer:
         root = self.conn.remote_root()
         full = confine_remote(root, remote_path)
         dest = Path(local_path).expanduser()
+        # Writes stay inside the synced folder when the destination is in it, else inside the destination.
+        inside = dest.absolute().is_relative_to(self.local_root)
+        confine = self.local_root if inside else (dest if dest.is_dir() else dest.parent)
         with self.conn.sftp() as sftp:
             try:
                 attr = sftp.lstat(full)
@@ -323,15 +377,14 @@ class Syncer:
                 raise NotFoundError(
                     f"remote path {full} does not exist", where="REMOTE_PATH", fix="check the path"
                 ) from exc
+            _check_remote_real(sftp, root, full)
             mode = attr.st_mode or 0
-            import stat as stat_mod
-
-            if stat_mod.S_ISLNK(mode):
+            if stat.S_ISLNK(mode):
                 raise RemotePathError(
                     f"remote path {full} is a symbolic link", fix="download the target instead"
                 )
             pairs: list[tuple[str, Path, int, int]] = []
-            if stat_mod.S_ISDIR(mode):
+            if stat.S_ISDIR(mode):
                 stack = [("", full)]
                 while stack:
                     rel_dir, remote_dir = stack.pop()
@@ -341,13 +394,13 @@ class Syncer:
                             continue
                         rel = f"{rel_dir}/{name}" if rel_dir else name
                         cmode = child.st_mode or 0
-                        if stat_mod.S_ISDIR(cmode):
+                        if stat.S_ISDIR(cmode):
                             stack.append((rel, f"{remote_dir}/{name}"))
-                        elif stat_mod.S_ISREG(cmode):
+                        elif stat.S_ISREG(cmode):
                             pairs.append(
                                 (f"{remote_dir}/{name}", dest / rel, child.st_size or 0, child.st_mtime or 0)
                             )
-            elif stat_mod.S_ISREG(mode):
+            elif stat.S_ISREG(mode):
                 target = dest / posixpath.basename(full) if dest.is_dir() else dest
                 pairs.append((full, target, attr.st_size or 0, attr.st_mtime or 0))
             else:
@@ -357,6 +410,7 @@ class Syncer:
             meter = Meter("download", len(pairs), sum(p[2] for p in pairs), progress)
             written = []
             for remote_file, target, _size, mtime in pairs:
+                _check_local_real(target, confine)
                 _get_atomic(sftp, remote_file, target, mtime, meter)
                 meter.file_done(str(target))
                 written.append(target)
@@ -370,9 +424,16 @@ class Syncer:
         manifest = self.manifest()
         with manifest.locked():
             manifest.load()
-            full = confine_remote(self.conn.remote_root(), rel)
+            root = self.conn.remote_root()
+            full = confine_remote(root, rel)
             with self.conn.sftp() as sftp:
-                attr = sftp.stat(full)
+                _check_remote_real(sftp, root, full)
+                attr = sftp.lstat(full)
+                if not stat.S_ISREG(attr.st_mode or 0):
+                    raise RemotePathError(
+                        f"remote path {full} is not a regular file",
+                        fix="resolve the conflict on the instance",
+                    )
                 _get_atomic(sftp, full, target, attr.st_mtime or 0, None)
             st = target.stat()
             manifest.entries[rel] = Entry(
@@ -380,6 +441,32 @@ class Syncer:
             )
             manifest.save()
         return target
+
+
+def _check_remote_real(sftp: paramiko.SFTPClient, root: str, full: str) -> None:
+    """Refuse a remote path whose folders pass through a symbolic link leading out of the root."""
+    parent = sftp.normalize(posixpath.dirname(full) or "/")  # the server's realpath()
+    if parent != root and not parent.startswith(root.rstrip("/") + "/"):
+        raise RemotePathError(
+            f"remote path {full} passes through a symbolic link to {parent}, "
+            f"outside the remote directory {root}",
+            fix="download the target from inside the remote directory, or replace the link by a real folder",
+        )
+
+
+def _check_local_real(target: Path, confine: Path) -> None:
+    """Refuse to write ``target`` if a folder on its way is a symbolic link leading out of ``confine``."""
+    real_root = confine.resolve()
+    existing = target.parent
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not existing.resolve().is_relative_to(real_root):
+        raise InputError(
+            f"local folder {existing} leads to {existing.resolve()} through a symbolic link, "
+            f"outside {confine}",
+            where="LOCAL_PATH",
+            fix="download into a real folder (not a symbolic link)",
+        )
 
 
 def _get_atomic(

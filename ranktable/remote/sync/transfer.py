@@ -103,6 +103,15 @@ def _apply_script(root: str, staging: str, rels: list[str], deletes: list[str]) 
     for rel in rels:
         by_dir[posixpath.dirname(rel) or "."].append(rel)
     dirs = sorted(d for d in by_dir if d != ".")
+    prefixes = {
+        "/".join(p.split("/")[:n])
+        for p in (*dirs, *(posixpath.dirname(r) for r in deletes))
+        if p
+        for n in range(1, p.count("/") + 2)
+    }
+    for prefix in sorted(prefixes):  # never write through a symbolic link (mkdir -p and mv follow them)
+        quoted = q(prefix)
+        lines.append(f"if [ -L {quoted} ]; then echo refused: {quoted} is a symbolic link >&2; exit 3; fi")
     for chunk in _chunks(dirs):
         lines.append("mkdir -p -- " + " ".join(q(d) for d in chunk))
     for directory, members in sorted(by_dir.items()):
@@ -119,22 +128,38 @@ def _apply_script(root: str, staging: str, rels: list[str], deletes: list[str]) 
 PY_APPLY = """
 import os, sys
 staging = os.fsencode(sys.argv[1])
-made = set()
+checked = set()
+def real_parent(rel):
+    # Never write through a symbolic link: each existing folder on the way must be a real folder.
+    parent = os.path.dirname(rel)
+    if parent in checked or not parent:
+        return True
+    parts = parent.split(b"/")
+    for end in range(1, len(parts) + 1):
+        prefix = b"/".join(parts[:end])
+        if os.path.islink(prefix):
+            sys.stderr.write("refused %s: %s is a symbolic link\\n" % (os.fsdecode(rel), os.fsdecode(prefix)))
+            return False
+    checked.add(parent)
+    return True
+refused = 0
 with open(os.path.join(staging, b".ranktable-apply.list"), "rb") as fh:
     records = fh.read().split(b"\\0")
 for record in records:
     kind, rel = record[:1], record[1:]
-    if kind == b"U":
+    if kind in (b"U", b"D") and not real_parent(rel):
+        refused += 1
+    elif kind == b"U":
         parent = os.path.dirname(rel)
-        if parent and parent not in made:
+        if parent:
             os.makedirs(parent, exist_ok=True)
-            made.add(parent)
         os.replace(os.path.join(staging, rel), rel)
     elif kind == b"D":
         try:
             os.unlink(rel)
         except FileNotFoundError:
             pass
+sys.exit(3 if refused else 0)
 """
 APPLY_LIST = ".ranktable-apply.list"
 
