@@ -54,7 +54,9 @@ GOOD = {"name": "good", "host": "10.0.0.1", "port": 2222}
 BROKEN = {"name": "broken", "host": "10.0.0.2", "port": 22.5, "user": {"x": 1}}
 
 
-def test_a_bad_stored_profile_never_breaks_list(ranktable_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_stored_profile_never_breaks_list(
+    ranktable_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _store_raw(ranktable_home, {"good": GOOD, "broken": BROKEN})
     assert main(["ssh", "list"]) == 0
     out = capsys.readouterr().out

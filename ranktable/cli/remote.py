@@ -52,6 +52,13 @@ def register(sub: Any) -> None:
     )
     test.add_argument("name", metavar="NAME")
     test.add_argument("--accept-host-key", metavar="FINGERPRINT", default=None, help="SHA256:... to trust")
+    test.add_argument(
+        "--replace-host-key",
+        metavar="NEW_FINGERPRINT",
+        default=None,
+        help="the instance was recreated: trust its new key instead of the recorded one (type or paste the "
+        "new SHA256:... fingerprint shown in the refusal, after checking it; never done automatically)",
+    )
     test.set_defaults(handler=_test)
 
     remove = group.add_parser("remove", help="remove a profile")
@@ -176,14 +183,29 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _test(args: argparse.Namespace) -> int:
-    from ranktable.remote.errors import UnknownHostKey
+    from ranktable.remote.errors import HostKeyChanged, UnknownHostKey
 
     manager = _manager()
+    if args.replace_host_key:
+        host_id, old, new = manager.replace_host_key(args.name, args.replace_host_key)
+        print(f"host key of {host_id} replaced: was {old}, now {new}")
     if args.accept_host_key:
         host_id = manager.accept_host_key(args.name, args.accept_host_key)
         print(f"host key {args.accept_host_key} saved for {host_id}")
     try:
         conn = _connected(args.name)
+    except HostKeyChanged as exc:
+        print(
+            f"HOST KEY CHANGED for {exc.host_id}: refused.\n"
+            f"    recorded: {exc.expected}\n"
+            f"    presented: {exc.key_type} {exc.presented}\n"
+            "Someone may be intercepting the connection, or the instance was recreated. If it was recreated, "
+            "check the new fingerprint with the instance owner (on the instance: "
+            "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), then trust it by typing or pasting it:\n"
+            f"    ranktable ssh test {args.name} --replace-host-key NEW_FINGERPRINT",
+            file=sys.stderr,
+        )
+        return 1
     except UnknownHostKey as exc:
         print(
             f"The host {exc.host_id} is not known. Its {exc.key_type} key fingerprint is:\n"

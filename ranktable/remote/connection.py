@@ -52,6 +52,14 @@ class ExecResult:
         return self.stdout.decode("utf-8", "replace")
 
 
+def replace_hint(profile: str, hid: str) -> str:
+    return (
+        f"if {hid} was really recreated, check its new fingerprint with the instance owner "
+        f"(on the instance: ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), then trust it: "
+        f"ranktable ssh test {profile} --replace-host-key NEW_FINGERPRINT"
+    )
+
+
 class ChannelLease:
     """An open channel holding one slot of the profile's cap until ``close()`` (idempotent)."""
 
@@ -191,10 +199,11 @@ class Connection:
         ep = self.endpoint
         pkey = load_private_key(ep.key_file, self._passphrase) if ep.key_file else None
         client = paramiko.SSHClient()
-        if self.host_keys.user_path.is_file():
-            client.load_system_host_keys(str(self.host_keys.user_path))  # read, never written
-        if self.host_keys.path.is_file():
-            client.load_host_keys(str(self.host_keys.path))
+        # Only this host's recorded keys, ours first: a key the user replaced in ours (a recreated
+        # instance) overrides the stale line in ~/.ssh/known_hosts, which is read, never written.
+        known, _ = self.host_keys.lookup(ep.host_id)
+        for key_type, key in known.items():
+            client.get_host_keys().add(ep.host_id, key_type, key)
         client.set_missing_host_key_policy(VerifyingPolicy(self.host_keys, self.accept_hint()))
         sock = self._sock()
         started = time.monotonic()
@@ -213,6 +222,10 @@ class Connection:
                 look_for_keys=pkey is None,
                 transport_factory=_transport_factory,
             )
+        except HostKeyChanged as exc:
+            self._abort(client, sock)
+            exc.fix = replace_hint(ep.profile, exc.host_id)
+            raise
         except SshError as exc:
             self._abort(client, sock)
             if hasattr(exc, "fingerprint"):
@@ -227,6 +240,7 @@ class Connection:
                 fingerprint(exc.expected_key),
                 fingerprint(exc.key),
                 str(source),
+                profile=ep.profile,
             ) from exc
         except paramiko.AuthenticationException as exc:
             self._abort(client, sock)

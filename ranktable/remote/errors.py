@@ -75,7 +75,16 @@ class UnknownHostKey(HostKeyError):
 class HostKeyChanged(HostKeyError):
     """The server presents a different host key than the one recorded: possible man-in-the-middle."""
 
-    def __init__(self, host_id: str, key_type: str, expected: str, presented: str, known_hosts: str) -> None:
+    def __init__(
+        self,
+        host_id: str,
+        key_type: str,
+        expected: str,
+        presented: str,
+        known_hosts: str,
+        *,
+        profile: str | None = None,
+    ) -> None:
         self.host_id = host_id
         self.key_type = key_type
         self.expected = expected
@@ -85,8 +94,8 @@ class HostKeyChanged(HostKeyError):
             f"HOST KEY CHANGED for {host_id}: recorded {expected}, "
             f"server now presents {key_type} {presented}; "
             "refusing to connect (someone may be intercepting the connection, or the instance was recreated)",
-            fix=f"if the instance was really recreated, remove the {host_id} line from {known_hosts} "
-            f"(ssh-keygen -R '{host_id}' -f {known_hosts}) and accept the new key",
+            fix=f"if the instance was really recreated, check the new fingerprint with its owner, then trust "
+            f"it: ranktable ssh test {profile or 'PROFILE'} --replace-host-key NEW_FINGERPRINT",
         )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import paramiko
 
 from ranktable.home import ranktable_home
-from ranktable.remote.errors import HostKeyChanged, UnknownHostKey
+from ranktable.remote.errors import HostKeyChanged, HostKeyError, UnknownHostKey
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -67,18 +67,27 @@ class HostKeyStore:
         if same_type is not None:
             raise HostKeyChanged(hid, key.get_name(), fingerprint(same_type), fingerprint(key), str(source))
 
-    def accept(self, hid: str, key: paramiko.PKey, expected_fingerprint: str) -> None:
-        """Record ``key`` for ``hid``, but only if it matches the fingerprint the user checked."""
+    def accept(
+        self, hid: str, key: paramiko.PKey, expected_fingerprint: str, *, replace: bool = False
+    ) -> None:
+        """Record ``key`` for ``hid``, but only if it matches the fingerprint the user checked.
+
+        ``replace``: drop every key recorded for ``hid`` in our file first (the instance was recreated);
+        ours is consulted before ``~/.ssh/known_hosts``, so a stale line there no longer matters.
+        """
         presented = fingerprint(key)
         if expected_fingerprint.strip() != presented:
-            from ranktable.remote.errors import HostKeyError
-
             raise HostKeyError(
-                f"the server {hid} presents {key.get_name()} {presented}, not {expected_fingerprint}",
+                f"the server {hid} presents {key.get_name()} {presented}, not {expected_fingerprint.strip()}",
                 fix="check the fingerprint again; nothing was saved",
             )
         with self._lock:
             keys = self._load(self.path)
+            while replace:  # each ``del`` drops one line for the host (hashed names included)
+                try:
+                    del keys[hid]
+                except KeyError:
+                    break
             keys.add(hid, key.get_name(), key)
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             tmp = self.path.with_name(f".{self.path.name}.tmp")

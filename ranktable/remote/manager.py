@@ -105,10 +105,40 @@ class ConnectionManager:
         if recorded is not None and recorded.asbytes() != key.asbytes():
             raise HostKeyError(
                 f"{endpoint.host_id} already has another recorded key ({fingerprint(recorded)}) in {source}",
-                fix=f"remove it first: ssh-keygen -R '{endpoint.host_id}' -f {source}",
+                fix=f"if the instance was recreated, replace it: ranktable ssh test {name} "
+                "--replace-host-key NEW_FINGERPRINT",
             )
         self.host_keys.accept(endpoint.host_id, key, expected_fingerprint)
         return endpoint.host_id
+
+    def replace_host_key(self, name: str, new_fingerprint: str) -> tuple[str, str, str]:
+        """The instance was recreated: trust its new host key, only if the user typed its fingerprint.
+
+        Never automatic: refused unless a *different* key is recorded (otherwise there is nothing to
+        replace) and the server presents exactly ``new_fingerprint``. Returns (host id, old, new).
+        """
+        if not isinstance(new_fingerprint, str) or not new_fingerprint.strip().startswith("SHA256:"):
+            raise HostKeyError(
+                f"{new_fingerprint!r:.80} is not a SHA256 fingerprint",
+                fix="paste the new fingerprint shown in the refusal (SHA256:...), after checking it",
+            )
+        key = self.scan_host_key(name)
+        endpoint = self.get(name).endpoint
+        known, _ = self.host_keys.lookup(endpoint.host_id)
+        if not known:
+            raise HostKeyError(
+                f"no key is recorded for {endpoint.host_id}: nothing to replace",
+                fix=f"accept it as a new host: ranktable ssh test {name} --accept-host-key FINGERPRINT",
+            )
+        if any(k.asbytes() == key.asbytes() for k in known.values()):
+            raise HostKeyError(
+                f"{endpoint.host_id} still presents its recorded key {fingerprint(key)}: nothing to replace",
+                fix="connect normally",
+            )
+        old = ", ".join(f"{k.get_name()} {fingerprint(k)}" for k in known.values())
+        self.host_keys.accept(endpoint.host_id, key, new_fingerprint, replace=True)
+        self.close(name)
+        return endpoint.host_id, old, fingerprint(key)
 
     def close(self, name: str | None = None) -> None:
         with self._lock:

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-
 class Services:
     """Adapters from JSON requests to the product's layers, plus the threads and streams they need."""
 
@@ -348,11 +347,16 @@ class Services:
 
     def test_profile(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
         """Connect (and run a liveness probe); an unknown host key comes back with its fingerprint."""
-        from ranktable.remote.errors import PassphraseRequired, UnknownHostKey
+        from ranktable.remote.errors import HostKeyChanged, PassphraseRequired, UnknownHostKey
 
         accept = body.get("accept_host_key")
         if accept is not None and not isinstance(accept, str):
             raise InputError("must be the fingerprint string shown to the user", where="accept_host_key")
+        replacing = body.get("replace_host_key")
+        if replacing is not None:
+            if not isinstance(replacing, str):
+                raise InputError("must be the new fingerprint typed by the user", where="replace_host_key")
+            self.manager.replace_host_key(name, replacing)
         passphrase = body.get("passphrase")
         if passphrase:
             profile = self.profiles.get(name)
@@ -372,6 +376,15 @@ class Services:
                 "fingerprint": exc.fingerprint,
                 "key_type": exc.key_type,
                 "host": exc.host_id,
+            }
+        except HostKeyChanged as exc:
+            return {
+                "status": "host-key-changed",
+                "message": exc.message,
+                "host": exc.host_id,
+                "key_type": exc.key_type,
+                "recorded": exc.expected,
+                "presented": exc.presented,
             }
         except PassphraseRequired as exc:
             return {"status": "passphrase-required", "message": exc.message}
