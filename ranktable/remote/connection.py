@@ -202,8 +202,8 @@ class Connection:
         # Only this host's recorded keys, ours first: a key the user replaced in ours (a recreated
         # instance) overrides the stale line in ~/.ssh/known_hosts, which is read, never written.
         known, _ = self.host_keys.lookup(ep.host_id)
-        for key_type, key in known.items():
-            client.get_host_keys().add(ep.host_id, key_type, key)
+        for key_type, host_key in known.items():
+            client.get_host_keys().add(ep.host_id, key_type, host_key)
         client.set_missing_host_key_policy(VerifyingPolicy(self.host_keys, self.accept_hint()))
         sock = self._sock()
         started = time.monotonic()
