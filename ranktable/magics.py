@@ -95,6 +95,7 @@ class RanktableMagics(Magics):
         self.namespace = "default"
         self._clients: dict[tuple[str | None, str | None, str], ClusterClient] = {}
         self.manager: Any = None  # SSH connections; None: the process-wide manager
+        self.forwards: Any = None  # port forwards opened from this kernel (ForwardRegistry)
 
     # -- dispatch ------------------------------------------------------------------------------------
     @line_cell_magic
@@ -361,6 +362,35 @@ class RanktableMagics(Magics):
             print(f"conflict: {conflict.path}: {conflict.reason}")
         return {"uploaded": result.uploaded, "conflicts": [c.path for c in result.conflicts]}
 
+    def _cmd_forward(self, argv: list[str]) -> Any:
+        """`%ranktable forward PROFILE REMOTE_PORT [--local-port P]`, `--list`, `--close ID`."""
+        from ranktable.remote.forwards import ForwardRegistry
+
+        p = _Parser(prog="%ranktable forward")
+        p.add_argument("profile", nargs="?")
+        p.add_argument("remote_port", nargs="?", type=int)
+        p.add_argument("--local-port", type=int, default=0)
+        p.add_argument("--list", action="store_true")
+        p.add_argument("--close", default=None, metavar="ID")
+        args = p.parse_args(argv)
+        if self.forwards is None:
+            self.forwards = ForwardRegistry(self._manager())
+        if args.close:
+            self.forwards.close(args.close)
+        elif not args.list:
+            if args.profile is None or args.remote_port is None:
+                raise UsageError(
+                    "%ranktable forward PROFILE REMOTE_PORT [--local-port P] (or --list, --close ID)"
+                )
+            fwd = self.forwards.open(args.profile, args.remote_port, args.local_port)
+            return HTML(
+                f'<a href="{fwd.url}" target="_blank" rel="noopener">{fwd.url}</a> &rarr; '
+                f"{html.escape(fwd.profile)}:{fwd.remote_port} "
+                f"({fwd.id}; close: %ranktable forward --close {fwd.id})"
+            )
+        rows = [{**f.to_json(), "remote": f"{f.profile}:{f.remote_port}"} for f in self.forwards.list()]
+        return _table(rows, ["id", "url", "remote"])
+
 
 USAGE = """%ranktable — plan, compose, submit and watch ranktable-routed jobs; sync to Notebook instances
 
@@ -368,6 +398,7 @@ USAGE = """%ranktable — plan, compose, submit and watch ranktable-routed jobs;
   %ranktable jobs | stop NAME | logs NAME [-f] [--rank R] | wait NAME | layout NAME [--topology F]
   %ranktable connect PROFILE [--accept-host-key FP]        verify an SSH profile
   %ranktable sync PROFILE [LOCAL_DIR] [--force] [--delete] [--dry-run]
+  %ranktable forward PROFILE REMOTE_PORT [--local-port P] | --list | --close ID   (127.0.0.1 only)
   %%ranktable job --name N --image I [--nodes 4] [--npus 8] [--routing] ... [--submit]
       (the cell is the training command; validation, YAML and the planned layout are shown)
 """

@@ -61,6 +61,18 @@ def register(sub: Any) -> None:
     )
     test.set_defaults(handler=_test)
 
+    forward = group.add_parser(
+        "forward",
+        help="forward a port of the instance (TensorBoard, a web app) to 127.0.0.1",
+        description="Forward REMOTE_PORT on the instance's loopback to a port on this machine's 127.0.0.1 "
+        "(never another interface), through the profile's SSH connection (ProxyJump included). Runs until "
+        "Ctrl+C.",
+    )
+    forward.add_argument("name", metavar="NAME")
+    forward.add_argument("remote_port", metavar="REMOTE_PORT", type=int, help="e.g. 6006 for TensorBoard")
+    forward.add_argument("--local-port", type=int, default=0, metavar="P", help="default: a free port")
+    forward.set_defaults(handler=_forward)
+
     remove = group.add_parser("remove", help="remove a profile")
     remove.add_argument("name", metavar="NAME")
     remove.set_defaults(handler=_remove)
@@ -222,6 +234,23 @@ def _test(args: argparse.Namespace) -> int:
     ep = conn.endpoint
     print(f"ok: {ep.user}@{ep.host_id} (exec round trip {rtt:.0f} ms), remote directory {root}")
     return 0 if result.exit_status == 0 else 1
+
+
+def _forward(args: argparse.Namespace) -> int:
+    from ranktable.remote.forwards import ForwardRegistry
+
+    _connected(args.name)  # asks for a passphrase on a terminal, reports host-key problems
+    registry = ForwardRegistry(_manager())
+    forward = registry.open(args.name, args.remote_port, args.local_port)
+    print(f"forwarding {forward.url} -> {args.name}:{forward.remote_port} (Ctrl+C stops)", flush=True)
+    try:
+        while not threading.Event().wait(3600):
+            pass
+    except KeyboardInterrupt:
+        print("forward closed")
+    finally:
+        registry.close_all()
+    return 0
 
 
 def _remove(args: argparse.Namespace) -> int:

@@ -112,6 +112,22 @@ class ProfileTestHandler(RanktableHandler):
         self.reply(await self.blocking(self.services.test_profile, name, self.json_body()))
 
 
+class ForwardsHandler(RanktableHandler):
+    @web.authenticated
+    async def get(self) -> None:
+        self.reply(await self.blocking(self.services.list_forwards))
+
+    @web.authenticated
+    async def post(self) -> None:
+        self.reply(await self.blocking(self.services.open_forward, self.json_body()), status=201)
+
+
+class ForwardHandler(RanktableHandler):
+    @web.authenticated
+    async def delete(self, forward: str) -> None:
+        self.reply(await self.blocking(self.services.close_forward, forward))
+
+
 class KernelHandler(RanktableHandler):
     @web.authenticated
     async def post(self, profile: str) -> None:
@@ -173,6 +189,8 @@ ROUTES: list[tuple[str, Any]] = [
     (r"/ranktable/profiles/" + NAME.format("name"), ProfileHandler),
     (r"/ranktable/profiles/" + NAME.format("name") + "/test", ProfileTestHandler),
     (r"/ranktable/kernels/" + NAME.format("profile"), KernelHandler),
+    (r"/ranktable/forwards", ForwardsHandler),
+    (r"/ranktable/forwards/" + NAME.format("forward"), ForwardHandler),
     (r"/ranktable/sync", SyncHandler),
     (r"/ranktable/download", DownloadHandler),
     (r"/ranktable/run", RunHandler),

@@ -44,6 +44,7 @@ class Services:
         self._clients: dict[str, ClusterClient] = {}
         self._clients_lock = threading.Lock()
         self._manager: ConnectionManager | None = None
+        self._forwards: Any = None  # ForwardRegistry, opened lazily
         self._uploaders: dict[str, Any] = {}
         self._uploaders_lock = threading.Lock()
 
@@ -397,6 +398,30 @@ class Services:
             else "connected, but the probe failed",
         }
 
+    @property
+    def forwards(self) -> Any:
+        if self._forwards is None:
+            from ranktable.remote.forwards import ForwardRegistry
+
+            self._forwards = ForwardRegistry(self.manager)
+        return self._forwards
+
+    def list_forwards(self) -> dict[str, Any]:
+        return {"forwards": [f.to_json() for f in self.forwards.list()]}
+
+    def open_forward(self, body: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(body) - {"profile", "remote_port", "local_port"})
+        if unknown:
+            raise InputError(f"unknown field(s) {', '.join(unknown)}", where=unknown[0])
+        profile = _name(body, "profile")
+        self.profiles.get(profile)
+        return dict(
+            self.forwards.open(profile, body.get("remote_port"), body.get("local_port") or 0).to_json()
+        )
+
+    def close_forward(self, forward_id: str) -> dict[str, Any]:
+        return dict(self.forwards.close(forward_id).to_json())
+
     def install_kernel(self, profile: str, body: dict[str, Any]) -> dict[str, Any]:
         from ranktable.remote.kernelspec import install_kernelspec
 
@@ -657,6 +682,8 @@ class Services:
         await self.hub.close()
         if self._uploaders:
             await self.run_blocking(self._stop_uploaders)
+        if self._forwards is not None:
+            await self.run_blocking(self._forwards.close_all)
         if self._manager is not None:
             self._manager.close()
         self.executor.shutdown(wait=False, cancel_futures=True)
