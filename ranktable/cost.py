@@ -17,6 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from ranktable.collectives.choice import LevelSetting, detect_product
+from ranktable.collectives.constants import ProductLinks, product_links
+from ranktable.collectives.engine import StepTimer
+from ranktable.collectives.estimate import Estimate, JobShape, default_timing, estimate_job
+from ranktable.collectives.fabric import Fabric
+from ranktable.collectives.groups import RANK_ORDER, GroupCost, ParallelSizes, RankPlaces, group_costs
+from ranktable.errors import InputError
 from ranktable.hccl.bulk import gc_paused
 from ranktable.hccl.model import RankTable
 from ranktable.plan.placement import Placement, place, ring_crossings
@@ -61,19 +68,49 @@ def hierarchical_allreduce_seconds(
 
 @dataclass
 class OrderMetrics:
-    """What one rank order costs: ring crossings, the busiest uplink and the all-reduce estimate."""
+    """What one rank order costs: ring crossings, the busiest uplink and HCCL's collective estimate."""
 
     crossings_per_tier: list[int]  # tier 1 first; edges of the server ring crossing each tier
-    max_uplink_flows: int  # most ring flows through one switch uplink (one direction)
-    allreduce_seconds: float  # the estimate for the algorithm below
-    algorithm: str  # "hierarchical" (equal device counts, >1 server and device) or "ring"
-    ring_seconds: float  # flat ring over all ranks in rank order
-    hierarchical_seconds: float | None
-    inter_server_gbps: float  # per-NPU bandwidth of the slowest inter-server edge
+    max_uplink_flows: int  # most flows through one switch uplink (one direction) in any step
+    allreduce_seconds: float  # the estimate of `operation` with HCCL's algorithm (name kept for readers)
+    algorithm: str  # the level-1 algorithm HCCL runs (ring, H-D_R, NHR, NB, AHC, pipeline, pairwise, ...)
+    ring_seconds: float  # flat ring over all ranks in rank order (for reference)
+    hierarchical_seconds: float | None  # in-server RS + inter-server ring + in-server AG (for reference)
+    inter_server_gbps: float  # per-NPU bandwidth of the slowest inter-server step
     busiest_uplink: str | None = None
+    algorithm_reason: str = ""
+    operation: str = "allreduce"
+    product: str = "A2"
+    estimate: Estimate | None = None
+    groups: list[GroupCost] = field(default_factory=list)
+    tiers: int = 1
+
+    @property
+    def seconds(self) -> float:
+        return self.allreduce_seconds
+
+    @property
+    def groups_seconds(self) -> float:
+        """Sum of one collective call of every parallel group kind (the planner's objective)."""
+        return sum(g.seconds for g in self.groups)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return {
+            "crossings_per_tier": self.crossings_per_tier,
+            "max_uplink_flows": self.max_uplink_flows,
+            "allreduce_seconds": self.allreduce_seconds,
+            "seconds": self.allreduce_seconds,
+            "operation": self.operation,
+            "algorithm": self.algorithm,
+            "algorithm_reason": self.algorithm_reason,
+            "product": self.product,
+            "ring_seconds": self.ring_seconds,
+            "hierarchical_seconds": self.hierarchical_seconds,
+            "inter_server_gbps": self.inter_server_gbps,
+            "busiest_uplink": self.busiest_uplink,
+            "collective": self.estimate.to_json(self.tiers) if self.estimate else None,
+            "groups": [g.to_json() for g in self.groups],
+        }
 
 
 @dataclass
@@ -88,6 +125,38 @@ class Comparison:
     ranks: int
     tier_names: list[str] = field(default_factory=list)
     links: LinkModel = field(default_factory=LinkModel)
+    parallel: ParallelSizes | None = None
+    order_reason: str = ""
+
+    @property
+    def algorithm(self) -> str:
+        return self.planned.algorithm
+
+    @property
+    def algorithm_reason(self) -> str:
+        return self.planned.algorithm_reason
+
+    def group_rows(self) -> list[dict[str, Any]]:
+        """Per group kind: given vs planned cost side by side."""
+        rows = []
+        for g, p in zip(self.given.groups, self.planned.groups, strict=True):
+            rows.append(
+                {
+                    "kind": p.kind,
+                    "size": p.size,
+                    "count": p.count,
+                    "operation": p.operation,
+                    "algorithm": p.algorithm,
+                    "algorithm_reason": p.reason,
+                    "message_bytes": p.message_bytes,
+                    "given_seconds": g.seconds,
+                    "planned_seconds": p.seconds,
+                    "speedup": g.seconds / p.seconds if p.seconds > 0 else 1.0,
+                    "given": g.to_json(),
+                    "planned": p.to_json(),
+                }
+            )
+        return rows
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -95,78 +164,22 @@ class Comparison:
             "servers": self.servers,
             "ranks": self.ranks,
             "tiers": self.tier_names,
+            "operation": self.planned.operation,
+            "product": self.planned.product,
+            "algorithm": self.planned.algorithm,
+            "algorithm_reason": self.planned.algorithm_reason,
             "given": self.given.to_json(),
             "planned": self.planned.to_json(),
             "speedup": self.speedup,
+            "parallel": self.parallel.to_json() if self.parallel else None,
+            "rank_order_convention": RANK_ORDER if self.parallel else None,
+            "order_reason": self.order_reason,
+            "groups": self.group_rows(),
             "links": asdict(self.links),
         }
 
 
-class _Fabric:
-    """Integer codes for switches, per-tier ancestors of every leaf and uplink lanes, built once."""
-
-    def __init__(self, topology: Topology, devices_per_server: int, links: LinkModel) -> None:
-        self.tiers = max(topology.tier_count, 1)
-        self.names = sorted(topology.switches)
-        self.code = {name: i for i, name in enumerate(self.names)}
-        count = len(self.names)
-        # anc[k, s] = code of the tier-(k+1) switch above switch s (-1 if none); unknown leaf = index count
-        self.anc = np.full((self.tiers, count + 1), -1, dtype=np.int64)
-        for name, i in self.code.items():
-            for k in range(self.tiers):
-                above = topology.ancestor(name, k + 1)
-                if above is not None:
-                    self.anc[k, i] = self.code[above]
-        self.lanes = self._lanes(topology, devices_per_server, links)
-
-    def _lanes(self, topology: Topology, devices_per_server: int, links: LinkModel) -> np.ndarray:
-        ports = np.zeros(len(self.names), dtype=np.float64)
-        railed = {server for server, _ in topology.device_leaf}
-        for (_, _), leaf in topology.device_leaf.items():
-            if leaf in self.code:
-                ports[self.code[leaf]] += 1
-        for server, leaf in topology.server_leaf.items():
-            if server not in railed and leaf in self.code:
-                ports[self.code[leaf]] += devices_per_server
-        lanes = np.zeros(len(self.names), dtype=np.float64)
-        nic = links.roce_gbps
-        by_tier = sorted(topology.switches.values(), key=lambda sw: sw.tier)
-        down = ports.copy()
-        for sw in by_tier:  # children before parents, so `down` of a parent is complete when reached
-            i = self.code[sw.name]
-            if sw.uplink_gbps:
-                lanes[i] = sw.uplink_gbps / 8 / nic
-            else:
-                lanes[i] = down[i] / sw.oversubscription
-            if sw.parent is not None and sw.parent in self.code:
-                down[self.code[sw.parent]] += lanes[i]
-        return np.maximum(lanes, 1e-9)
-
-    def leaf_code(self, leaf: str | None) -> int:
-        return self.code.get(leaf, len(self.names)) if leaf is not None else len(self.names)
-
-    def flows(self, src: np.ndarray, dst: np.ndarray) -> tuple[float, int, str | None]:
-        """For ring edges leaf `src` -> leaf `dst`: (slowest edge as a NIC fraction, most flows, where)."""
-        if src.size == 0:
-            return 1.0, 0, None
-        factor = np.ones(src.size, dtype=np.float64)
-        most, where = 0, None
-        for k in range(self.tiers):
-            a = self.anc[k, src]
-            b = self.anc[k, dst]
-            cross = (a != b) & (a >= 0) & (b >= 0)
-            if not cross.any():
-                continue
-            up = np.bincount(a[cross], minlength=len(self.names))
-            down = np.bincount(b[cross], minlength=len(self.names))
-            load = np.maximum(up, down)
-            busiest = int(load.argmax())
-            if load[busiest] > most:
-                most, where = int(load[busiest]), self.names[busiest]
-            share = np.minimum(self.lanes / np.maximum(up, 1), self.lanes / np.maximum(down, 1))
-            edge = np.minimum(share[a[cross]], share[b[cross]])
-            factor[cross] = np.minimum(factor[cross], edge)
-        return float(min(1.0, factor.min())), most, where
+_Fabric = Fabric  # the tree arrays live in ranktable.collectives.fabric
 
 
 def _device_leaves(
@@ -185,6 +198,69 @@ def _device_leaves(
     return rows
 
 
+@dataclass
+class CollectiveQuery:
+    """What to estimate besides the ring: the operation, HCCL_ALGO / --algo, and the parallel groups."""
+
+    operation: str = "allreduce"
+    settings: dict[str, LevelSetting] | None = None
+    source: str = "HCCL_ALGO"
+    parallel: ParallelSizes | None = None
+    group_bytes: dict[str, int] = field(default_factory=dict)
+    product: str | None = None  # None = from the rank table
+
+
+def _links_for(product: str, links: LinkModel) -> ProductLinks:
+    """The product's figures, unless the caller changed the link model from its defaults."""
+    base = product_links(product)
+    if links == LinkModel():
+        return base
+    return ProductLinks(
+        base.product, base.label, base.level0, links.hccs_gbps, links.roce_gbps, links.hccs_gbps
+    )
+
+
+def _shape(
+    table: RankTable, placement: Placement, rows: list[list[int]], product: str, why: str
+) -> tuple[JobShape, list[str]]:
+    notes: list[str] = []
+    counts = {len(r) for r in rows}
+    order = placement.rank_order
+    if len(counts) == 1:
+        matrix = np.array(rows, dtype=np.int64)
+    else:
+        notes.append("servers hold different NPU counts: costed as one flat level over every rank")
+        matrix = np.array([code for row in rows for code in row], dtype=np.int64).reshape(-1, 1)
+        return JobShape(matrix, product, why), notes
+    pods = None
+    if table.super_pods:
+        pod_of = {sid: n for n, pod in enumerate(table.super_pods) for sid in pod.server_ids}
+        found = [pod_of.get(table.servers[i].server_id, -1) for i in order]
+        if -1 in found:
+            notes.append("some servers are in no super_pod_list entry; SuperPoDs ignored")
+        else:
+            pods = np.array(found, dtype=np.int64)
+    return JobShape(matrix, product, why, pods), notes
+
+
+def _rank_places(table: RankTable, order: list[int], rows: list[list[int]]) -> RankPlaces | None:
+    ranks: list[int] = []
+    servers: list[int] = []
+    for pos, i in enumerate(order):
+        ids = sorted(d.rank_id for d in table.servers[i].devices)
+        ranks.extend(ids)
+        servers.extend([pos] * len(ids))
+    world = len(ranks)
+    index = np.array(ranks, dtype=np.int64)
+    if world == 0 or index.min() < 0 or index.max() >= world or len(np.unique(index)) != world:
+        return None
+    server = np.empty(world, dtype=np.int64)
+    leaf = np.empty(world, dtype=np.int64)
+    server[index] = servers
+    leaf[index] = [code for row in rows for code in row]
+    return RankPlaces(server, leaf)
+
+
 def order_metrics(
     table: RankTable,
     topology: Topology,
@@ -193,38 +269,99 @@ def order_metrics(
     links: LinkModel | None = None,
     placement: Placement | None = None,
     fabric: _Fabric | None = None,
+    query: CollectiveQuery | None = None,
 ) -> OrderMetrics:
     """Metrics of the table's own rank order (servers ordered by their lowest rank)."""
     links = links or LinkModel()
+    query = query or CollectiveQuery()
     placement = placement or place(table, topology)
     counts = [len(s.devices) for s in table.servers]
-    fabric = fabric or _Fabric(topology, max(counts, default=8), links)
+    fabric = fabric or _Fabric(topology, max(counts, default=8), links.roce_gbps)
     order = placement.rank_order
     crossings = ring_crossings(placement.tier_codes(), order)
     rows = _device_leaves(table, placement, fabric, order)
     ranks = sum(counts)
     servers = len(order)
-    # Flat ring: inside a server over HCCS, between servers last device -> first device of the next.
+    # Reference figures of the earlier model: the flat ring and the hierarchical ring.
     if servers > 1:
         src = np.array([row[-1] for row in rows if row], dtype=np.int64)
         dst = np.roll(np.array([row[0] for row in rows if row], dtype=np.int64), -1)
-        flat_factor, flat_flows, flat_where = fabric.flows(src, dst)
+        flat_factor = fabric.flows(src, dst)[0]
     else:
-        flat_factor, flat_flows, flat_where = 1.0, 0, None
+        flat_factor = 1.0
     flat_gbps = links.roce_gbps * flat_factor
     slowest = min(flat_gbps, links.hccs_gbps) if max(counts, default=0) > 1 else flat_gbps
     ring = ring_allreduce_seconds(ranks, message_bytes, slowest, links)
     local = counts[0] if counts else 0
     hierarchical: float | None = None
     if servers > 1 and local > 1 and all(c == local for c in counts):
-        matrix = np.array(rows, dtype=np.int64)  # [servers, local]
-        src = matrix.ravel()
-        dst = np.roll(matrix, -1, axis=0).ravel()
-        factor, flows, where = fabric.flows(src, dst)
-        inter = links.roce_gbps * factor
-        hierarchical = hierarchical_allreduce_seconds(servers, local, message_bytes, inter, links)
-        return OrderMetrics(crossings, flows, hierarchical, "hierarchical", ring, hierarchical, inter, where)
-    return OrderMetrics(crossings, flat_flows, ring, "ring", ring, None, flat_gbps, flat_where)
+        matrix = np.array(rows, dtype=np.int64)
+        factor = fabric.flows(matrix.ravel(), np.roll(matrix, -1, axis=0).ravel())[0]
+        hierarchical = hierarchical_allreduce_seconds(
+            servers, local, message_bytes, links.roce_gbps * factor, links
+        )
+    if query.product:
+        product, why = query.product, "given"
+    else:
+        product, why = detect_product(
+            table.version,
+            bool(table.super_pods),
+            {s.hardware_type for s in table.servers if s.hardware_type},
+        )
+    shape, notes = _shape(table, placement, rows, product, why)
+    product_figures = _links_for(product, links)
+    timing = default_timing()
+    timing = type(timing)(links.alpha_s, links.gamma_s_per_byte, timing.sampled_steps)
+    timer = StepTimer(fabric, timing)
+    estimate = estimate_job(
+        shape,
+        fabric,
+        query.operation,
+        message_bytes,
+        settings=query.settings,
+        timing=timing,
+        source=query.source,
+        timer=timer,
+        links=product_figures,
+    )
+    estimate.notes[:0] = notes
+    groups: list[GroupCost] = []
+    if query.parallel is not None:
+        places = _rank_places(table, order, rows)
+        if places is None:
+            raise InputError(
+                "rank ids are not 0..N-1 without gaps, so parallel groups cannot be formed",
+                where="--parallel",
+                fix="validate the rank table (`ranktable validate FILE`)",
+            )
+        groups = group_costs(
+            query.parallel.resolved(ranks),
+            places,
+            product,
+            timer,
+            query.group_bytes,
+            message_bytes,
+            query.settings,
+            query.source,
+            product_figures,
+        )
+    inter = estimate.slowest_gbps("inter-server") or estimate.slowest_gbps("between") or flat_gbps
+    return OrderMetrics(
+        crossings,
+        estimate.max_uplink_flows,
+        estimate.seconds,
+        estimate.algorithm,
+        ring,
+        hierarchical,
+        inter,
+        estimate.busiest_uplink,
+        algorithm_reason=estimate.reason,
+        operation=query.operation,
+        product=product,
+        estimate=estimate,
+        groups=groups,
+        tiers=fabric.tiers,
+    )
 
 
 def compare(
@@ -233,18 +370,34 @@ def compare(
     topology: Topology,
     message_bytes: int = GIB,
     links: LinkModel | None = None,
+    query: CollectiveQuery | None = None,
+    order_reason: str = "",
 ) -> Comparison:
     """Cost the given and the planned order on the same fabric and message size."""
     links = links or LinkModel()
+    query = query or CollectiveQuery()
     counts = [len(s.devices) for s in given.servers]
     with gc_paused():
-        fabric = _Fabric(topology, max(counts, default=8), links)
-        before = order_metrics(given, topology, message_bytes=message_bytes, links=links, fabric=fabric)
-        after = order_metrics(planned, topology, message_bytes=message_bytes, links=links, fabric=fabric)
+        fabric = _Fabric(topology, max(counts, default=8), links.roce_gbps)
+        before = order_metrics(
+            given, topology, message_bytes=message_bytes, links=links, fabric=fabric, query=query
+        )
+        after = order_metrics(
+            planned, topology, message_bytes=message_bytes, links=links, fabric=fabric, query=query
+        )
     speedup = before.allreduce_seconds / after.allreduce_seconds if after.allreduce_seconds > 0 else 1.0
     tiers = [topology.tier_name(k) for k in range(1, topology.tier_count + 1)]
     return Comparison(
-        before, after, speedup, message_bytes, len(given.servers), given.rank_size, tiers, links
+        before,
+        after,
+        speedup,
+        message_bytes,
+        len(given.servers),
+        given.rank_size,
+        tiers,
+        links,
+        query.parallel.resolved(given.rank_size) if query.parallel else None,
+        order_reason,
     )
 
 
@@ -259,13 +412,24 @@ def _seconds(s: float) -> str:
     return f"{s * 1e3:.1f} ms" if s < 1 else f"{s:.3f} s"
 
 
+OPERATION_TITLE = {
+    "allreduce": "All-reduce",
+    "allgather": "All-gather",
+    "reducescatter": "Reduce-scatter",
+    "broadcast": "Broadcast",
+    "alltoall": "All-to-all",
+}
+
+
 def format_report(comparison: Comparison) -> str:
-    """A short aligned text table: given vs planned, then the speed-up."""
+    """A short aligned text table: given vs planned, the algorithm and why, groups, then the speed-up."""
     g, p = comparison.given, comparison.planned
     local = comparison.ranks // comparison.servers if comparison.servers else 0
+    title = OPERATION_TITLE.get(p.operation, p.operation)
     lines = [
-        f"All-reduce of {_size(comparison.message_bytes)} on {comparison.servers} servers "
-        f"({comparison.ranks} ranks, {local} per server), {p.algorithm} all-reduce model",
+        f"{title} of {_size(comparison.message_bytes)} on {comparison.servers} servers "
+        f"({comparison.ranks} ranks, {local} per server), HCCL algorithm {p.algorithm} ({p.product})",
+        f"why {p.algorithm}: {p.algorithm_reason}",
     ]
     rows: list[tuple[str, str, str]] = []
     for k, (a, b) in enumerate(zip(g.crossings_per_tier, p.crossings_per_tier, strict=True), 1):
@@ -275,10 +439,27 @@ def format_report(comparison: Comparison) -> str:
     rows.append(
         ("slowest inter-server edge", f"{g.inter_server_gbps:.1f} GB/s", f"{p.inter_server_gbps:.1f} GB/s")
     )
-    rows.append(("estimated all-reduce time", _seconds(g.allreduce_seconds), _seconds(p.allreduce_seconds)))
+    rows.append((f"estimated {title.lower()} time", _seconds(g.seconds), _seconds(p.seconds)))
+    for row in comparison.group_rows():
+        rows.append(
+            (
+                f"{row['kind']} groups ({row['count']} x {row['size']}, {row['operation']} "
+                f"{_size(int(row['message_bytes']))}, {row['algorithm']})",
+                _seconds(row["given_seconds"]),
+                _seconds(row["planned_seconds"]),
+            )
+        )
     width = max(len(r[0]) for r in rows)
     cols = [max(len("given"), *(len(r[1]) for r in rows)), max(len("planned"), *(len(r[2]) for r in rows))]
     lines.append(f"{'':<{width}}  {'given':>{cols[0]}}  {'planned':>{cols[1]}}")
     lines.extend(f"{a:<{width}}  {b:>{cols[0]}}  {c:>{cols[1]}}" for a, b, c in rows)
+    if comparison.parallel is not None:
+        lines.append(
+            f"parallel groups {comparison.parallel.describe()}, rank order {RANK_ORDER} (Megatron default)"
+        )
+    if comparison.order_reason:
+        lines.append(f"server order: {comparison.order_reason}")
+    for note in p.estimate.notes if p.estimate else []:
+        lines.append(f"note: {note}")
     lines.append(f"speed-up: {comparison.speedup:.2f}x")
     return "\n".join(lines)

@@ -100,6 +100,36 @@ def register(sub: Any) -> None:
         help="keep the surviving servers' ranks from --previous (as the platform does), place new servers "
         "in the freed slots, and report what a full replan would gain",
     )
+    p.add_argument(
+        "--operation",
+        choices=("allreduce", "allgather", "reducescatter", "broadcast", "alltoall"),
+        default="allreduce",
+        help="the collective to estimate for the whole job (default allreduce)",
+    )
+    p.add_argument(
+        "--algo",
+        metavar="ALGO",
+        help="force HCCL's algorithm as HCCL_ALGO does: a level-1 name (ring, H-D_R, NHR, NHR_V1, NB, AHC, "
+        "pipeline, pairwise) or an HCCL_ALGO string such as 'level0:NA;level1:NHR' or "
+        "'allreduce=level0:NA;level1:ring/alltoall=level0:NA;level1:pairwise' (default: HCCL's own choice)",
+    )
+    p.add_argument(
+        "--parallel",
+        metavar="SIZES",
+        help="Megatron / MindSpeed parallel sizes, e.g. tp=8,cp=1,ep=1,pp=4 (dp derived): cost every "
+        "group's collective and let the planner order servers for them",
+    )
+    p.add_argument(
+        "--group-bytes",
+        metavar="SIZES",
+        help="bytes per collective call of each group kind, e.g. tp=64MiB,dp=2GiB,pp=16MiB "
+        "(default: --message-bytes for every kind)",
+    )
+    p.add_argument(
+        "--product",
+        choices=("910", "A2", "A3"),
+        help="NPU product for the in-server level and HCCL's defaults (default: from the rank table)",
+    )
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
     p.set_defaults(handler=cmd_plan)
 
@@ -272,15 +302,43 @@ def format_stable(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
-    from ranktable.cost import compare, format_report
-    from ranktable.plan import plan_routes
+def collective_query(args: argparse.Namespace) -> Any:
+    """The `plan` flags that shape the estimate (checked before any file is read)."""
+    from ranktable.collectives.choice import parse_hccl_algo
+    from ranktable.collectives.groups import parse_group_bytes, parse_parallel
+    from ranktable.cost import CollectiveQuery
 
+    return CollectiveQuery(
+        operation=args.operation,
+        settings=parse_hccl_algo(args.algo, "--algo") if args.algo else None,
+        source="--algo",
+        parallel=parse_parallel(args.parallel) if args.parallel else None,
+        group_bytes=parse_group_bytes(args.group_bytes) if args.group_bytes else {},
+        product=args.product,
+    )
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from ranktable.cli import CliError
+    from ranktable.usecases.layout import plan_report
+
+    query = collective_query(args)
+    if args.group_bytes and not args.parallel:
+        raise CliError("--group-bytes needs --parallel", fix="add --parallel tp=...,pp=...")
     previous = _load_previous(args)
     table = load_rank_table(args.ranktable)
     topology = _load_topology(args.topology, args.format, args.nodes)
-    result = plan_routes(table, topology, previous=previous, stable=previous is not None)
-    comparison = compare(table, result.planned, topology, message_bytes=args.message_bytes)
+    if query.parallel is not None:
+        query.parallel.resolved(table.rank_size)
+    report = plan_report(
+        table,
+        topology,
+        message_bytes=args.message_bytes,
+        query=query,
+        previous=previous,
+        stable=previous is not None,
+    )
+    result = report.result
     stable = (
         None
         if previous is None
@@ -291,13 +349,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         written = write_rank_table(result.planned, args.output)
         notes.append(f"planned rank table written to {written}")
     if args.svg:
-        layout_svg = _provided("ranktable.render", "layout_svg", "--svg")
-        Path(args.svg).write_text(layout_svg(table, result.planned, topology, comparison), encoding="utf-8")
+        Path(args.svg).write_text(report.svg(), encoding="utf-8")
         notes.append(f"layout picture written to {args.svg}")
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.json:
-        data = comparison.to_json()
+        data = report.comparison.to_json()
         data["warnings"] = result.warnings
         data["unknown_servers"] = result.unknown_servers
         if stable is not None:
@@ -306,7 +363,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         for note in notes:
             print(note, file=sys.stderr)
     else:
-        print(format_report(comparison))
+        print(report.text)
         if stable is not None:
             print(format_stable(stable))
         for note in notes:

@@ -11,12 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ranktable.cost import compare, format_report
 from ranktable.examples import load_example_pool
 from ranktable.hccl import write_rank_table
-from ranktable.plan import plan_routes
-from ranktable.render import layout_svg
 from ranktable.render.ring import plural_tier_name
+from ranktable.usecases.layout import plan_report
 
 DEFAULT_OUT = "ranktable-demo"
 GIB = 1 << 30
@@ -57,15 +55,13 @@ def run_demo(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     pool = load_example_pool()
-    result = plan_routes(pool.table, pool.topology)
-    comparison = compare(pool.table, result.planned, pool.topology, message_bytes=args.message_bytes)
-    report = format_report(comparison)
     topo = pool.topology
     tiers = ", ".join(
         f"{len(topo.switches_at(k))} {plural_tier_name(topo, k)}" for k in range(1, topo.tier_count + 1)
     )
     title = f"Example pool: {len(pool.table.servers)} servers, {pool.table.rank_size} NPUs; switches: {tiers}"
-    svg = layout_svg(pool.table, result.planned, pool.topology, comparison, title=title)
+    planned = plan_report(pool.table, topo, message_bytes=args.message_bytes, title=title)
+    result, report, svg = planned.result, planned.text, planned.svg()
 
     paths = {
         "layout": out / "layout.svg",
@@ -76,10 +72,7 @@ def run_demo(args: argparse.Namespace) -> int:
     paths["layout"].write_text(svg, encoding="utf-8")
     write_rank_table(result.planned, paths["planned"])
     paths["report"].write_text(report + "\n", encoding="utf-8")
-    summary: dict[str, Any] = comparison.to_json() | {
-        "rank_mapping": result.rank_mapping,
-        "node_rank": result.node_rank,
-        "warnings": result.warnings,
+    summary: dict[str, Any] = planned.to_json() | {
         "inputs": {"ranktable": pool.ranktable_source, "topology": pool.topology_source},
     }
     paths["json"].write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")

@@ -9,14 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ranktable.cost import compare, format_report
 from ranktable.errors import RanktableError
 from ranktable.hccl import parse_rank_table
 from ranktable.jobs.compose import RANK_TABLE_KEY, configmap_name
 from ranktable.jobs.topology_source import cluster_topology
-from ranktable.plan import plan_routes
-from ranktable.render import layout_svg
 from ranktable.topology import add_node_aliases, load_topology
+from ranktable.usecases.layout import plan_report
 
 if TYPE_CHECKING:
     from ranktable.jobs.cluster import ClusterClient
@@ -52,18 +50,8 @@ def job_layout(client: ClusterClient, name: str, topology_file: str | None = Non
     else:
         topology = cluster_topology(client.kube, nodes)
         source = topology.source
-    result = plan_routes(table, topology)
-    comparison = compare(table, result.planned, topology)
-    report = comparison.to_json()
-    report.update(
-        warnings=result.warnings,
-        unknown_servers=result.unknown_servers,
-        rank_mapping=result.rank_mapping,
-        node_rank=result.node_rank,
-    )
-    text_report = f"topology: {source}\n" + format_report(comparison)
-    if result.warnings:
-        text_report += "\n" + "\n".join(f"warning: {w}" for w in result.warnings)
-    return JobLayout(
-        name, source, text_report, report, layout_svg(table, result.planned, topology, comparison)
-    )
+    planned = plan_report(table, topology)
+    text_report = f"topology: {source}\n" + planned.text
+    if planned.result.warnings:
+        text_report += "\n" + "\n".join(f"warning: {w}" for w in planned.result.warnings)
+    return JobLayout(name, source, text_report, planned.to_json(), planned.svg())

@@ -12,7 +12,7 @@ import math
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from ranktable.hccl.model import RankTable
 from ranktable.render.layout import (
@@ -47,6 +47,14 @@ NOTE_H = 16.0
 PORT_INSET = 3.0
 RIGHT_ARROW = "\u2192"
 PANEL_HEAD_H = 84.0
+GROUP_ROW_H = 15.0
+OPERATION_NAMES = {
+    "allreduce": "all-reduce",
+    "allgather": "all-gather",
+    "reducescatter": "reduce-scatter",
+    "broadcast": "broadcast",
+    "alltoall": "all-to-all",
+}
 LEGEND_H = 56.0
 MIN_PANEL_W = 330.0
 # Characters XML 1.0 forbids (controls other than tab/newline/CR, lone surrogates, U+FFFE/FFFF).
@@ -168,8 +176,11 @@ def layout_svg(
 
     panel_w = max(frame.width, MIN_PANEL_W)
     width = 2 * MARGIN + 2 * panel_w + PANEL_GAP
-    header_h = HEADER_H + (NOTE_H if aggregated else 0.0)
-    height = MARGIN + header_h + PANEL_HEAD_H + frame.height + LEGEND_H + MARGIN
+    algorithm = _algorithm_line(comparison)
+    group_rows = _group_rows(comparison)
+    header_h = HEADER_H + (NOTE_H if aggregated else 0.0) + (NOTE_H if algorithm else 0.0)
+    head_h = PANEL_HEAD_H + GROUP_ROW_H * len(group_rows)
+    height = MARGIN + header_h + head_h + frame.height + LEGEND_H + MARGIN
     root = ET.Element(
         "svg",
         {
@@ -188,12 +199,17 @@ def layout_svg(
     _el(root, "style", text=STYLE)
     _el(root, "rect", {"class": "rt-bg", "x": "0", "y": "0", "width": _n(width), "height": _n(height)})
     _header(root, heading, comparison, frame, aggregated, aggregate_threshold, len(planned_placed))
+    if algorithm:
+        y = MARGIN + 52 + (NOTE_H if aggregated else 0.0)
+        attrs = {"class": "rt-small", "x": _n(MARGIN), "y": _n(y), "data-algorithm": algorithm[0]}
+        _el(root, "text", attrs, algorithm[1])
     for index, panel in enumerate(panels):
         x = MARGIN + index * (panel_w + PANEL_GAP) + (panel_w - frame.width) / 2
         group = _el(root, "g", {"class": "rt-panel", "data-panel": ("given", "planned")[index]})
         group.set("transform", f"translate({_n(x)},{_n(MARGIN + header_h)})")
         _panel_head(group, panel, frame, topology, (frame.width - panel_w) / 2)
-        body = _el(group, "g", {"transform": f"translate(0,{_n(PANEL_HEAD_H)})"})
+        _group_lines(group, group_rows, ("given", "planned")[index], (frame.width - panel_w) / 2)
+        body = _el(group, "g", {"transform": f"translate(0,{_n(head_h)})"})
         underlay = _draw_frame(body, frame, topology)
         if aggregated:
             _draw_leaf_groups(body, underlay, panel, frame, topology)
@@ -226,9 +242,11 @@ def _header(
     _el(line, "tspan", text="Planned order: ")
     _el(line, "tspan", {"class": "rt-speedup", "data-speedup": f"{speedup:.6g}"}, f"{speedup:.2f}{TIMES}")
     if abs(speedup - 1) < 0.005:
-        tail = f" all-reduce{size}: no estimated change ({before} {RIGHT_ARROW} {after})"
+        tail = (
+            f" {_operation(comparison.planned)}{size}: no estimated change ({before} {RIGHT_ARROW} {after})"
+        )
     else:
-        tail = f" {verdict} all-reduce{size} (estimated {before} {RIGHT_ARROW} {after})"
+        tail = f" {verdict} {_operation(comparison.planned)}{size} (estimated {before} {RIGHT_ARROW} {after})"
     _el(line, "tspan", text=tail)
     if aggregated:
         note = (
@@ -239,6 +257,43 @@ def _header(
         _el(root, "text", {"class": "rt-small rt-muted", "x": _n(MARGIN), "y": _n(MARGIN + 52)}, note)
 
 
+def _operation(figures: OrderFigures) -> str:
+    return OPERATION_NAMES.get(str(getattr(figures, "operation", "allreduce")), "all-reduce")
+
+
+def _algorithm_line(comparison: ComparisonFigures) -> tuple[str, str] | None:
+    """(algorithm, sentence) when the comparison says which HCCL algorithm its estimate assumes."""
+    algorithm = getattr(comparison, "algorithm", None)
+    if not isinstance(algorithm, str):
+        return None
+    reason = str(getattr(comparison, "algorithm_reason", "") or "")
+    text = f"HCCL algorithm assumed: {algorithm}" + (f" ({reason})" if reason else "")
+    return algorithm, _fit(text, 1400, 6.2)
+
+
+def _group_rows(comparison: ComparisonFigures) -> list[dict[str, Any]]:
+    rows = getattr(comparison, "group_rows", None)
+    return list(rows()) if callable(rows) else []
+
+
+def _group_lines(group: ET.Element, rows: list[dict[str, Any]], side: str, x: float) -> None:
+    """One line per parallel group kind: its collective, HCCL's algorithm and the estimated time."""
+    for row_index, row in enumerate(rows):
+        seconds = row[f"{side}_seconds"]
+        text = (
+            f"{row['kind']} groups ({row['count']} x {row['size']}, {row['operation']}, "
+            f"{row['algorithm']}): {_seconds(seconds)}"
+        )
+        attrs = {
+            "class": "rt-figure rt-group",
+            "x": _n(x),
+            "y": _n(PANEL_HEAD_H - 7 + GROUP_ROW_H * row_index),
+            "data-group": str(row["kind"]),
+            "data-seconds": f"{seconds:.6g}",
+        }
+        _el(group, "text", attrs, text)
+
+
 def _panel_head(group: ET.Element, panel: _Panel, frame: Frame, topology: Topology, x: float) -> None:
     _el(group, "text", {"class": "rt-panel-title", "x": _n(x), "y": "14"}, panel.title)
     _el(group, "text", {"class": "rt-small rt-muted", "x": _n(x), "y": "29"}, panel.subtitle)
@@ -247,7 +302,10 @@ def _panel_head(group: ET.Element, panel: _Panel, frame: Frame, topology: Topolo
     lines = [
         ("crossings", "ring edges crossing: " + " · ".join(parts)),
         ("flows", f"most flows on one uplink: {panel.figures.max_uplink_flows}"),
-        ("seconds", f"estimated all-reduce time: {_seconds(panel.figures.allreduce_seconds)}"),
+        (
+            "seconds",
+            f"estimated {_operation(panel.figures)} time: {_seconds(panel.figures.allreduce_seconds)}",
+        ),
     ]
     for row, (key, text) in enumerate(lines):
         attrs = {"class": "rt-figure", "x": _n(x), "y": _n(47 + 15 * row), f"data-{key}": text.split(": ")[1]}

@@ -34,24 +34,26 @@ def likely_nodes(nodes: list[dict[str, Any]], spec: Any) -> list[dict[str, Any]]
     return fitting[: spec.nodes]
 
 
-def plan_report(table: Any, topology: Any, *, message_bytes: int | None, title: str) -> dict[str, Any]:
-    """Plan, cost and picture for one rank table: the core's functions, composed."""
-    from ranktable.cost import compare
-    from ranktable.plan import plan_routes
-    from ranktable.render import layout_svg
+def plan_report(
+    table: Any, topology: Any, *, message_bytes: int | None, title: str, spec: Any = None
+) -> dict[str, Any]:
+    """Plan, cost and picture for one rank table (the layout use case); a job spec's HCCL_ALGO and
+    parallel sizes shape the estimate."""
+    from ranktable.usecases.layout import plan_report as layout_report
+    from ranktable.usecases.layout import query_for_spec
 
-    result = plan_routes(table, topology)
-    comparison = (
-        compare(table, result.planned, topology, message_bytes)
-        if message_bytes
-        else compare(table, result.planned, topology)
+    report = layout_report(
+        table, topology, message_bytes=message_bytes, title=title, query=query_for_spec(spec)
     )
-    svg = layout_svg(table, result.planned, topology, comparison, title=title)
+    data = report.comparison.to_json()
     return {
-        "report": comparison.to_json(),
-        "svg": svg,
-        "warnings": list(getattr(result, "warnings", []) or []),
-        "rank_mapping": getattr(result, "rank_mapping", None),
+        "report": data,
+        "svg": report.svg(),
+        "warnings": list(report.result.warnings),
+        "rank_mapping": report.result.rank_mapping,
+        "algorithm": data["algorithm"],
+        "algorithm_reason": data["algorithm_reason"],
+        "groups": data["groups"],
     }
 
 

@@ -267,7 +267,7 @@ class Services:
         fitting = likely_nodes(nodes, spec)
         table = preview_rank_table(fitting[: spec.nodes], spec.npus_per_node)
         result = plan_report(
-            table, topology, message_bytes=_message_bytes(body), title=f"{spec.name} (preview)"
+            table, topology, message_bytes=_message_bytes(body), title=f"{spec.name} (preview)", spec=spec
         )
         result["warnings"] = [
             "preview: assumes the pods land on the first matching nodes in name order; the real "

@@ -1,0 +1,88 @@
+"""The layout use case: plan a rank table on a switch tree, cost both orders, draw the picture.
+
+One chain for every surface (`ranktable plan`, `ranktable demo`, the REST preview, a running job's
+layout): the planner, the group-aware order choice, the HCCL cost model and the renderer, composed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ranktable.cost import GIB, CollectiveQuery, Comparison, LinkModel, compare, format_report
+from ranktable.hccl.model import RankTable
+from ranktable.plan import PlanResult, plan_routes
+from ranktable.plan.group_order import order_for_groups
+from ranktable.topology.model import Topology
+
+
+@dataclass
+class PlanReport:
+    """The plan, its cost comparison and (on demand) the layout picture."""
+
+    table: RankTable
+    topology: Topology
+    result: PlanResult
+    comparison: Comparison
+    title: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return format_report(self.comparison)
+
+    def svg(self) -> str:
+        from ranktable.render import layout_svg
+
+        return layout_svg(self.table, self.result.planned, self.topology, self.comparison, title=self.title)
+
+    def to_json(self) -> dict[str, Any]:
+        """The comparison plus what a launcher needs (mapping, node ranks) and the planner's warnings."""
+        data = self.comparison.to_json()
+        data.update(
+            warnings=list(self.result.warnings),
+            unknown_servers=list(self.result.unknown_servers),
+            rank_mapping=self.result.rank_mapping,
+            node_rank=self.result.node_rank,
+        )
+        return data
+
+
+def plan_report(
+    table: RankTable,
+    topology: Topology,
+    *,
+    message_bytes: int | None = None,
+    query: CollectiveQuery | None = None,
+    title: str | None = None,
+    previous: RankTable | None = None,
+    stable: bool = False,
+    links: LinkModel | None = None,
+) -> PlanReport:
+    """Plan `table` on `topology` and cost the given order against the plan (HCCL's algorithm, and each
+    parallel group when `query.parallel` is set)."""
+    size = message_bytes or GIB
+    query = query or CollectiveQuery()
+    result = plan_routes(table, topology, previous=previous, stable=stable)
+    result, reason = order_for_groups(table, topology, result, query, size, links)
+    comparison = compare(table, result.planned, topology, size, links, query=query, order_reason=reason)
+    return PlanReport(table, topology, result, comparison, title)
+
+
+def query_for_spec(spec: Any) -> CollectiveQuery:
+    """A job spec's HCCL choice: `hccl_algo` (or HCCL_ALGO in its env) and its parallel sizes."""
+    from ranktable.collectives.choice import parse_hccl_algo
+    from ranktable.collectives.groups import ParallelSizes
+
+    if spec is None:
+        return CollectiveQuery()
+    algo = getattr(spec, "hccl_algo", "") or (getattr(spec, "env", None) or {}).get("HCCL_ALGO", "")
+    sizes = getattr(spec, "parallel", None)
+    parallel = None
+    if sizes is not None:
+        parallel = ParallelSizes(sizes.tp, sizes.cp, sizes.ep, sizes.pp)
+    return CollectiveQuery(
+        settings=parse_hccl_algo(algo, "spec.hccl_algo") if algo else None,
+        source="HCCL_ALGO",
+        parallel=parallel,
+    )
