@@ -287,7 +287,7 @@ def _group_lines(group: ET.Element, rows: list[dict[str, Any]], side: str, x: fl
         attrs = {
             "class": "rt-figure rt-group",
             "x": _n(x),
-            "y": _n(PANEL_HEAD_H - 7 + GROUP_ROW_H * row_index),
+            "y": _n(PANEL_HEAD_H + 8 + GROUP_ROW_H * row_index),
             "data-group": str(row["kind"]),
             "data-seconds": f"{seconds:.6g}",
         }
