@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "ranktable"
-CORE = ["topology", "hccl", "plan", "cost.py", "collectives", "render", "errors.py"]
+CORE = ["topology", "hccl", "plan", "cost.py", "collectives", "render", "errors.py", "observe"]
 # The job composer is core too: it builds manifests as data and may use kubernetes.utils (quantity
 # parsing) but never a client, SSH or Jupyter.
 COMPOSER = [

@@ -1,0 +1,115 @@
+"""The error catalogue (catalogue.yaml): which log lines are errors, what they mean and how to fix them.
+
+Matching is two-stage so streaming stays cheap: one RE2 automaton of every pattern scans a whole batch
+of lines (linear time, no backtracking); only a batch that hits is looked at line by line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+import re2
+import yaml
+
+PRIMARY, VICTIM = "primary", "victim"
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    code: str
+    role: str
+    specificity: int
+    title: str
+    explanation: str
+    fix: str
+    source: str
+    pattern: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "code": self.code,
+            "role": self.role,
+            "title": self.title,
+            "explanation": self.explanation,
+            "fix": self.fix,
+            "source": self.source,
+        }
+
+
+_PEER = re.compile(r"(?i)remote[_ ]?rank\D{0,4}(\d+)|user_rank\D{0,3}(\d+)")
+
+
+class Catalogue:
+    def __init__(self, data: dict[str, Any]) -> None:
+        options = re2.Options()
+        options.log_errors = False
+        self.entries = [
+            Signature(
+                id=str(e["id"]),
+                code=str(e["code"]),
+                role=str(e["role"]),
+                specificity=int(e.get("specificity", 1)),
+                title=str(e["title"]),
+                explanation=str(e["explanation"]).strip(),
+                fix=str(e["fix"]).strip(),
+                source=str(e["source"]),
+                pattern=re2.compile(str(e["pattern"]), options),
+            )
+            for e in data["entries"]
+        ]
+        self.exits = {
+            int(code): Signature(
+                id=f"exit-{code}",
+                code=str(e["code"]),
+                role=str(e["role"]),
+                specificity=2,
+                title=str(e["title"]),
+                explanation=str(e["explanation"]).strip(),
+                fix=str(e["fix"]).strip(),
+                source=str(e["source"]),
+            )
+            for code, e in (data.get("exits") or {}).items()
+        }
+        combined = "|".join(f"(?:{e['pattern']})" for e in data["entries"])
+        self._any = re2.compile("(?m)" + combined, options)
+
+    def any_error(self, text: str) -> bool:
+        """Whether any signature occurs somewhere in ``text`` (many lines joined by newlines)."""
+        return self._any.search(text) is not None
+
+    def classify(self, line: str) -> Signature | None:
+        """The first signature matching one line, or None."""
+        if self._any.search(line) is None:
+            return None
+        for entry in self.entries:
+            if entry.pattern.search(line):
+                return entry
+        return None
+
+    def exit_signature(self, exit_code: int | None, reason: str | None = None) -> Signature | None:
+        if reason == "OOMKilled":
+            exit_code = 137
+        return self.exits.get(exit_code) if exit_code is not None else None
+
+    def by_code(self, code: str) -> Signature | None:
+        return next((e for e in self.entries if e.code == code), None)
+
+
+def named_peer(line: str) -> int | None:
+    """The rank an HCCL message blames (``remote rank [5]``, LINK_ERROR_INFO ``user_rank 5``), if any."""
+    match = _PEER.search(line)
+    if match is None:
+        return None
+    return int(match.group(1) or match.group(2))
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> Catalogue:
+    text = resources.files("ranktable.observe").joinpath("catalogue.yaml").read_text(encoding="utf-8")
+    return Catalogue(yaml.safe_load(text))

@@ -1,0 +1,82 @@
+"""Small text helpers shared by the log parsers: numbers, rank tags, ANSI/tqdm clean-up, timestamps.
+
+Formats follow what trainers print (see docs/observability.md for the sources): numbers may be
+``2.3E+00``, ``nan``, ``NAN`` or ``inf``; torchrun prefixes lines with ``[rank9]:`` or ``[default3]:``;
+tqdm redraws with ``\\r`` and colours with ANSI escapes.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+from functools import lru_cache
+
+NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?i:nan|inf(?:inity)?)"
+"""A number as trainers print it, including ``nan``/``NAN``/``inf`` (``{:.6E}`` prints upper case)."""
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def clean(text: str) -> str:
+    """The text a human would see: ANSI colours removed, only the last tqdm redraw of a ``\\r`` line."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        parts = [p for p in text.split("\r") if p.strip()]
+        text = parts[-1] if parts else ""
+    return text
+
+
+def rank_tag(text: str) -> tuple[str, int, str] | None:
+    """(kind, number, rest) for a line starting with a torchrun tag; kind is "rank" (global) or "default"
+    (local rank on the node)."""
+    end = text.find("]:", 0, 24)
+    if end < 0:
+        return None
+    head = text[1:end]
+    for kind in ("rank", "default"):
+        if head.startswith(kind) and head[len(kind) :].isdigit():
+            rest = text[end + 2 :]
+            return kind, int(head[len(kind) :]), rest[1:] if rest.startswith(" ") else rest
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _minute_epoch(prefix: str) -> float:
+    """Seconds since the epoch of ``YYYY-MM-DDTHH:MM`` (UTC); cached because lines share minutes."""
+    year, month, day = int(prefix[0:4]), int(prefix[5:7]), int(prefix[8:10])
+    hour, minute = int(prefix[11:13]), int(prefix[14:16])
+    return float(calendar.timegm((year, month, day, hour, minute, 0, 0, 0, 0)))
+
+
+_KUBE = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]00:?00)?$")
+
+
+def kube_time(stamp: str) -> float | None:
+    """Epoch seconds of a kubelet ``--timestamps`` stamp (RFC 3339 UTC, up to nanoseconds), else None."""
+    if len(stamp) < 19 or stamp[4] != "-" or stamp[13] != ":":
+        return None
+    try:
+        base = _minute_epoch(stamp[:16])
+        seconds = stamp[17:-1] if stamp[-1] == "Z" else stamp[17:]
+        return base + float(seconds[:12])
+    except ValueError:
+        return None
+
+
+# Timestamps inside the line (node-local clocks, taken as UTC): Python logging ``2025-04-07 15:34:29,173``,
+# Megatron ``[2024-08-01 09:44:56]``, CANN ``2025-04-08-18:07:20.444.436``.
+_INLINE = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T-](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?")
+
+
+def inline_time(text: str) -> float | None:
+    """Epoch seconds of the first date-time printed in the first 80 characters of a line, else None."""
+    match = _INLINE.search(text, 0, 80)
+    if match is None:
+        return None
+    y, mo, d, h, mi, s, frac = match.groups()
+    try:
+        base = calendar.timegm((int(y), int(mo), int(d), int(h), int(mi), int(s), 0, 0, 0))
+    except (ValueError, OverflowError):
+        return None
+    return base + (float("0." + frac) if frac else 0.0)

@@ -1,0 +1,173 @@
+"""Triage of one run: each rank's first error, the first failing rank, stragglers and hung ranks.
+
+Follows the Ascend practice (docs/observability.md): a fault that starts a failure ("primary": OOM,
+segfault, EJ0001, exceptions...) beats the timeouts other ranks report while waiting for it ("victim":
+EI0006, EI0002, watchdog); among victims, a rank that a message names as the remote peer beats the
+earliest reporter; otherwise the earliest error wins.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from statistics import median
+from typing import Any
+
+from ranktable.observe.catalogue import PRIMARY, Signature
+from ranktable.observe.layout import RankLayout, RankPlace
+from ranktable.observe.settings import ObserveSettings
+
+UPGRADE_WINDOW_S = 30.0  # a more specific line this soon after a generic one tells what the error was
+MAX_LINE = 500
+
+
+@dataclass
+class ErrorEvent:
+    rank: int
+    node_rank: int
+    pod: str
+    time: float | None
+    signature: Signature
+    line: str
+    peer: int | None = None
+
+    def to_json(self, layout: RankLayout) -> dict[str, Any]:
+        place = layout.place(self.rank)
+        return {
+            "rank": self.rank if self.rank >= 0 else None,
+            "node_rank": self.node_rank,
+            "pod": self.pod,
+            "server": place.server if place else None,
+            "device": place.device if place else None,
+            "leaf": place.leaf if place else None,
+            "time": iso(self.time),
+            "code": self.signature.code,
+            "role": self.signature.role,
+            "title": self.signature.title,
+            "line": self.line[:MAX_LINE],
+            "explanation": self.signature.explanation,
+            "fix": self.signature.fix,
+            "source": self.signature.source,
+            **({"peer": self.peer} if self.peer is not None else {}),
+        }
+
+
+def iso(when: float | None) -> str | None:
+    if when is None:
+        return None
+    return datetime.fromtimestamp(when, timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def better(current: ErrorEvent, new: ErrorEvent) -> bool:
+    """Whether ``new`` (later on the same rank) names the error more precisely than ``current``."""
+    if new.signature.specificity <= current.signature.specificity:
+        return False
+    if current.time is None or new.time is None:
+        return True
+    return new.time - current.time <= UPGRADE_WINDOW_S
+
+
+def first_failure(errors: dict[int, ErrorEvent]) -> ErrorEvent | None:
+    if not errors:
+        return None
+    events = list(errors.values())
+    key = lambda e: (e.time if e.time is not None else math.inf, e.rank)  # noqa: E731
+    primaries = [e for e in events if e.signature.role == PRIMARY]
+    if primaries:
+        return min(primaries, key=key)
+    named = Counter(e.peer for e in events if e.peer is not None and e.peer != e.rank)
+    if named:
+        peer, _ = named.most_common(1)[0]
+        if peer in errors:
+            return errors[peer]
+    return min(events, key=key)
+
+
+def advice(
+    first: ErrorEvent | None, errors: dict[int, ErrorEvent], ranks: int, settings: ObserveSettings
+) -> list[str]:
+    """Hints that need the whole timeline, e.g. whether EI0006 calls for a longer HCCL_CONNECT_TIMEOUT."""
+    if first is None:
+        return []
+    out: list[str] = []
+    same = [e for e in errors.values() if e.signature.code == first.signature.code and e.time is not None]
+    others = len(errors) - 1
+    if first.signature.code == "EI0006" and same:
+        spread = max(e.time for e in same if e.time is not None) - min(
+            e.time for e in same if e.time is not None
+        )
+        if len(same) >= ranks and spread > settings.connect_timeout_s:
+            suggested = int(math.ceil((spread + settings.connect_timeout_s) / 60.0) * 60)
+            out.append(
+                f"every rank reports EI0006 and reports are {spread:.0f} s apart (> HCCL_CONNECT_TIMEOUT "
+                f"{settings.connect_timeout_s:.0f} s): set HCCL_CONNECT_TIMEOUT={suggested} or more"
+            )
+        elif others:
+            out.append(
+                f"rank {first.rank} reported first; {others} other rank(s) failed after it and are "
+                "probably waiting for it: fix rank "
+                f"{first.rank} (node rank {first.node_rank}) first"
+            )
+    elif others:
+        out.append(f"{others} other rank(s) failed later; they are probably victims of rank {first.rank}")
+    return out
+
+
+def stragglers(
+    medians: dict[int, float], layout: RankLayout, factor: float
+) -> tuple[float | None, list[dict[str, Any]]]:
+    if len(medians) < 2:
+        return None, []
+    job = median(medians.values())
+    if job <= 0:
+        return job, []
+    out = []
+    for rank, value in sorted(medians.items()):
+        ratio = value / job
+        if ratio >= factor:
+            out.append(
+                {**_where(rank, layout), "ratio": round(ratio, 3), "median_step_time_s": round(value, 6)}
+            )
+    out.sort(key=lambda s: -s["ratio"])
+    return job, out
+
+
+def hung(
+    last_progress: dict[int, tuple[float, int | None]],
+    job_median: float | None,
+    layout: RankLayout,
+    settings: ObserveSettings,
+    now: float | None,
+) -> list[dict[str, Any]]:
+    """Ranks silent longer than max(hang_factor x median step time, hang_floor_s) while another rank
+    progressed within that time."""
+    if len(last_progress) < 2:
+        return []
+    threshold = max(settings.hang_factor * (job_median or 0.0), settings.hang_floor_s)
+    newest = max(t for t, _ in last_progress.values())
+    clock = max(now or newest, newest)
+    out = []
+    for rank, (when, step) in sorted(last_progress.items()):
+        if newest - when > threshold:
+            out.append(
+                {
+                    **_where(rank, layout),
+                    "silent_s": round(clock - when, 1),
+                    "last_step": step,
+                    "threshold_s": round(threshold, 1),
+                }
+            )
+    return out
+
+
+def _where(rank: int, layout: RankLayout) -> dict[str, Any]:
+    place: RankPlace | None = layout.place(rank)
+    return {
+        "rank": rank,
+        "node_rank": place.node_rank if place else None,
+        "pod": place.pod if place else None,
+        "server": place.server if place else None,
+        "leaf": place.leaf if place else None,
+    }
