@@ -66,13 +66,16 @@ class RankSeries:
         cols["step"][-1] = step
         cols["time"][-1] = when
 
-    def _derive_step_time(self, step: int, when: float | None) -> None:
+    def _derive_step_time(self, step: int, when: float | None) -> float | None:
         """Step time from the wall-time gap to the previous record, for formats that print none."""
         last_step, last_time = self.last_step, self.last_time
         if when is None or last_step is None or last_time is None:
-            return
+            return None
         if step > last_step and when >= last_time:
-            self.step_times.append((when - last_time) / (step - last_step))
+            value = (when - last_time) / (step - last_step)
+            self.step_times.append(value)
+            return value
+        return None
 
     def add(self, sample: dict[str, Any], when: float | None) -> tuple[int | None, bool]:
         """Merge one parsed sample; returns (step, new_step). A sample without a step (MindSpore's time
@@ -90,12 +93,12 @@ class RankSeries:
         new = False
         if step is not None and step != self.last_step:
             new = True
-            if "step_time_s" not in sample:
-                self._derive_step_time(step, when)
+            derived = None if "step_time_s" in sample else self._derive_step_time(step, when)
             self.seen += 1
             self._pending = (self.seen - 1) % self.stride == 0
             if self._pending:
                 self._store(step, when)
+                self.columns["step_time_s"][-1] = derived
             self.last_step = step
             self.last_time = when
             self.records += 1

@@ -1,0 +1,242 @@
+"""Each run's logs on disk, written while they stream, so they outlive the pods.
+
+Layout: ``<root>/<namespace>/<job>/<uid>/`` with ``meta.json`` and one ``<pod>.log`` per pod (lines
+``<kubelet timestamp> <text>``). A run is one job uid, so a resubmitted job with the same name is a new
+run. Bounded: each pod file rotates to ``<pod>.log.1`` at its share of the run's size cap (the newest
+lines, where errors are, are kept), and only the newest ``keep`` runs of a job stay.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from ranktable.errors import InputError, NotFoundError
+
+DEFAULT_CAP_BYTES = 256 * 2**20  # per run
+DEFAULT_KEEP = 5  # runs per job
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$")
+_UID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+
+
+def _checked(value: str, what: str, pattern: re.Pattern[str] = _NAME) -> str:
+    if not pattern.match(value) or value in (".", ".."):
+        raise InputError(f"{value!r} is not a valid {what}", where=what, fix="use the name `job list` shows")
+    return value
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    namespace: str
+    job: str
+    uid: str
+    created: float
+    bytes: int
+    pods: dict[str, int]
+    phase: str | None
+    rotated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "job": self.job,
+            "uid": self.uid,
+            "created": self.created,
+            "bytes": self.bytes,
+            "pods": self.pods,
+            "phase": self.phase,
+            "rotated": self.rotated,
+        }
+
+
+def job_dir(root: Path, namespace: str, job: str) -> Path:
+    return root / _checked(namespace, "namespace") / _checked(job, "job name")
+
+
+def run_dir(root: Path, namespace: str, job: str, uid: str) -> Path:
+    return job_dir(root, namespace, job) / _checked(uid, "run uid", _UID)
+
+
+def _read_meta(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _info(namespace: str, job: str, uid: str, meta: dict[str, Any]) -> RunInfo:
+    return RunInfo(
+        namespace,
+        job,
+        uid,
+        float(meta.get("created") or 0.0),
+        int(meta.get("bytes") or 0),
+        {str(k): int(v) for k, v in (meta.get("pods") or {}).items()},
+        meta.get("phase"),
+        bool(meta.get("rotated")),
+    )
+
+
+def list_runs(root: Path, namespace: str, job: str) -> list[RunInfo]:
+    """Archived runs of a job, newest first."""
+    base = job_dir(root, namespace, job)
+    runs = []
+    if base.is_dir():
+        for path in base.iterdir():
+            meta = _read_meta(path) if path.is_dir() and not path.is_symlink() else None
+            if meta is not None:
+                runs.append(_info(namespace, job, path.name, meta))
+    return sorted(runs, key=lambda r: -r.created)
+
+
+def find_run(root: Path, namespace: str, job: str, uid: str | None = None) -> RunInfo:
+    """A run by uid (a unique prefix is enough), or the newest run of the job."""
+    runs = list_runs(root, namespace, job)
+    if not runs:
+        raise NotFoundError(
+            f"no archived runs of job {job} in {namespace}", fix="logs are archived while streamed"
+        )
+    if uid is None:
+        return runs[0]
+    matches = [r for r in runs if r.uid == uid] or [r for r in runs if r.uid.startswith(uid)]
+    if len(matches) != 1:
+        known = ", ".join(r.uid for r in runs)
+        problem = "matches several runs" if matches else "is not an archived run"
+        raise NotFoundError(f"run {uid!r} {problem} of job {job}", where="--run", fix=f"runs: {known}")
+    return matches[0]
+
+
+def read_run(root: Path, run: RunInfo, pod: str | None = None) -> Iterator[tuple[str, int, str, str]]:
+    """(pod, node_rank, stamp, text) of an archived run, pod by pod, oldest lines first."""
+    base = run_dir(root, run.namespace, run.job, run.uid)
+    for name, node_rank in sorted(run.pods.items(), key=lambda item: item[1]):
+        if pod is not None and name != pod:
+            continue
+        for path in (base / f"{name}.log.1", base / f"{name}.log"):
+            if not path.is_file() or path.is_symlink():
+                continue
+            with path.open(encoding="utf-8", errors="replace") as handle:
+                for raw in handle:
+                    stamp, _, text = raw.rstrip("\n").partition(" ")
+                    yield name, node_rank, stamp, text
+
+
+class RunArchive:
+    """Appends one run's lines; safe to reopen (appends continue, ``last_stamps`` says where to resume)."""
+
+    def __init__(
+        self,
+        root: Path,
+        namespace: str,
+        job: str,
+        uid: str,
+        pods: dict[str, int],
+        *,
+        cap_bytes: int = DEFAULT_CAP_BYTES,
+        keep: int = DEFAULT_KEEP,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.root = root
+        self.dir = run_dir(root, namespace, job, uid)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for pod in pods:
+            _checked(pod, "pod name")
+        old = _read_meta(self.dir) or {}
+        self.meta: dict[str, Any] = {
+            "namespace": namespace,
+            "job": job,
+            "uid": uid,
+            "created": old.get("created") or time.time(),
+            "pods": {**(old.get("pods") or {}), **pods},
+            "bytes": int(old.get("bytes") or 0),
+            "rotated": bool(old.get("rotated")),
+            "phase": old.get("phase"),
+            **(extra or {}),
+        }
+        self.pod_cap = max(64 * 1024, cap_bytes // max(1, len(self.meta["pods"])) // 2)
+        self._files: dict[str, IO[str]] = {}
+        self._sizes: dict[str, int] = {}
+        self._write_meta()
+        self._prune(namespace, job, keep)
+
+    def _prune(self, namespace: str, job: str, keep: int) -> None:
+        runs = list_runs(self.root, namespace, job)
+        for run in runs[max(1, keep) :]:
+            if run.uid != self.meta["uid"]:
+                shutil.rmtree(run_dir(self.root, namespace, job, run.uid), ignore_errors=True)
+
+    def _write_meta(self) -> None:
+        tmp = self.dir / "meta.json.tmp"
+        tmp.write_text(json.dumps(self.meta), encoding="utf-8")
+        os.replace(tmp, self.dir / "meta.json")
+
+    def _file(self, pod: str) -> IO[str]:
+        handle = self._files.get(pod)
+        if handle is None:
+            path = self.dir / f"{_checked(pod, 'pod name')}.log"
+            handle = self._files[pod] = path.open("a", encoding="utf-8")
+            self._sizes[pod] = path.stat().st_size
+        return handle
+
+    def append(self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]]) -> None:
+        if not lines:
+            return
+        if pod not in self.meta["pods"]:
+            self.meta["pods"][pod] = node_rank
+        text = "".join(f"{stamp} {line}\n" for stamp, line in lines)
+        handle = self._file(pod)
+        if self._sizes[pod] + len(text) > self.pod_cap:
+            handle.close()
+            os.replace(self.dir / f"{pod}.log", self.dir / f"{pod}.log.1")
+            self.meta["rotated"] = True
+            handle = self._files[pod] = (self.dir / f"{pod}.log").open("a", encoding="utf-8")
+            self._sizes[pod] = 0
+        handle.write(text)
+        self._sizes[pod] += len(text)
+        self.meta["bytes"] += len(text)
+
+    def last_stamps(self) -> dict[str, str]:
+        """The newest timestamp archived per pod (to resume a stream without duplicates)."""
+        out = {}
+        for pod in self.meta["pods"]:
+            path = self.dir / f"{pod}.log"
+            if path.is_file():
+                tail = _tail_line(path)
+                if tail:
+                    out[pod] = tail.partition(" ")[0]
+        return out
+
+    def set_phase(self, phase: str) -> None:
+        self.meta["phase"] = phase
+        self.flush()
+
+    def flush(self) -> None:
+        for handle in self._files.values():
+            handle.flush()
+        self._write_meta()
+
+    def close(self) -> None:
+        self.flush()
+        for handle in self._files.values():
+            handle.close()
+        self._files.clear()
+
+    def info(self) -> RunInfo:
+        return _info(self.meta["namespace"], self.meta["job"], self.meta["uid"], self.meta)
+
+
+def _tail_line(path: Path) -> str:
+    with path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        size = handle.tell()
+        handle.seek(max(0, size - 8192))
+        lines = handle.read().decode("utf-8", errors="replace").splitlines()
+    return lines[-1] if lines else ""

@@ -1,0 +1,104 @@
+"""Run archive (size cap, keep-last-N, reopen/resume, confinement), CSV export and SVG charts."""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import math
+from pathlib import Path
+
+import pytest
+
+from ranktable.errors import InputError, NotFoundError
+from ranktable.observe import RunObserver
+from ranktable.observe.archive import RunArchive, find_run, list_runs, read_run
+from ranktable.observe.export import metrics_csv
+from ranktable.observe.plot import metrics_svg, nice_ticks
+
+
+def test_runs_are_kept_per_uid_pruned_to_keep_and_readable(tmp_path: Path) -> None:
+    for index in range(4):
+        archive = RunArchive(
+            tmp_path, "default", "llm", f"uid-{index}", {"llm-worker-0": 0, "llm-worker-1": 1}, keep=3
+        )
+        archive.append("llm-worker-1", 1, [("2026-01-01T00:00:01Z", f"run {index} second pod")])
+        archive.append("llm-worker-0", 0, [("2026-01-01T00:00:00Z", f"run {index} first pod")])
+        archive.set_phase("Failed")
+        archive.close()
+    runs = list_runs(tmp_path, "default", "llm")
+    assert [r.uid for r in runs] == ["uid-3", "uid-2", "uid-1"]  # newest first, the oldest pruned
+    run = find_run(tmp_path, "default", "llm", "uid-2")
+    assert run.phase == "Failed" and run.pods == {"llm-worker-0": 0, "llm-worker-1": 1}
+    assert list(read_run(tmp_path, run)) == [
+        ("llm-worker-0", 0, "2026-01-01T00:00:00Z", "run 2 first pod"),
+        ("llm-worker-1", 1, "2026-01-01T00:00:01Z", "run 2 second pod"),
+    ]
+    assert find_run(tmp_path, "default", "llm").uid == "uid-3"
+    with pytest.raises(NotFoundError, match="'nope' is not an archived run of job llm"):
+        find_run(tmp_path, "default", "llm", "nope")
+    with pytest.raises(NotFoundError, match="matches several runs"):
+        find_run(tmp_path, "default", "llm", "uid-")
+
+
+def test_size_cap_rotates_and_keeps_the_newest_lines(tmp_path: Path) -> None:
+    archive = RunArchive(tmp_path, "ns", "job", "u1", {"p0": 0}, cap_bytes=128 * 1024)
+    for i in range(4000):
+        archive.append("p0", 0, [("2026-01-01T00:00:00Z", f"line {i:05d} " + "x" * 40)])
+    archive.close()
+    run = find_run(tmp_path, "ns", "job")
+    texts = [text for *_, text in read_run(tmp_path, run)]
+    assert run.rotated and texts[-1].startswith("line 03999")
+    assert len(texts) < 4000  # the oldest lines are gone
+    assert sum(p.stat().st_size for p in (tmp_path / "ns" / "job" / "u1").glob("p0.log*")) <= 128 * 1024
+    assert archive.last_stamps() == {"p0": "2026-01-01T00:00:00Z"}
+
+
+def test_reopening_appends_and_names_are_confined(tmp_path: Path) -> None:
+    RunArchive(tmp_path, "ns", "job", "u1", {"p0": 0}).close()
+    again = RunArchive(tmp_path, "ns", "job", "u1", {"p1": 1})
+    assert again.meta["pods"] == {"p0": 0, "p1": 1}
+    for bad in ("../etc", "a/b", ".."):
+        with pytest.raises(InputError):
+            RunArchive(tmp_path, "ns", bad, "u1", {})
+    with pytest.raises(InputError, match="run uid"):
+        RunArchive(tmp_path, "ns", "job", "../u", {})
+
+
+def sample_metrics() -> dict:
+    observer = RunObserver()
+    for rank in range(3):
+        observer.feed(
+            f"p{rank}",
+            rank,
+            [
+                (f"2026-01-01T00:00:{s:02d}Z", f"rank {rank} step {s} loss {3 - s / 10} lr 1e-4")
+                for s in range(1, 30)
+            ],
+        )
+    observer.feed("p0", 0, [("2026-01-01T00:00:31Z", "rank 0 step 31 loss nan")])
+    return observer.metrics_json()
+
+
+def test_csv_has_one_row_per_record_with_nan_visible() -> None:
+    rows = list(csv.reader(io.StringIO(metrics_csv(sample_metrics()))))
+    assert rows[0] == ["rank", "step", "time", "loss", "step_time_s", "throughput", "lr", "grad_norm"]
+    assert len(rows) == 1 + 29 * 3 + 1
+    assert rows[1][:4] == ["0", "1", "1767225601.0", "2.9"] and rows[1][6] == "0.0001"
+    assert rows[30][:4] == ["0", "31", "1767225631.0", "nan"]
+    assert rows[2][4] == "1.0"  # step time derived from the timestamps
+
+
+def test_svg_charts_have_axes_lines_mean_and_highlight() -> None:
+    svg = metrics_svg(sample_metrics(), stragglers=[2])
+    assert svg.startswith("<svg") and svg.count("<svg") == 3  # loss and step-time panels in one document
+    assert "<title>mean</title>" in svg and "<title>rank 2</title>" in svg
+    assert 'stroke="#d62728"' in svg  # the straggler in red
+    assert "loss vs step" in svg and "step time per rank" in svg
+    assert "no data yet" in metrics_svg({"ranks": {}})
+    ticks = nice_ticks(1.83, 2.71)
+    assert (
+        ticks[0] <= 1.83
+        and ticks[-1] >= 2.71
+        and all(math.isclose(b - a, 0.2) for a, b in itertools.pairwise(ticks))
+    )
