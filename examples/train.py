@@ -5,6 +5,11 @@ RANK_SIZE, prints its rank, server and leaf switch, then one loss line per step.
 so it runs in any training image (or on the simulated pool).
 
     python train.py [--steps N] [--interval SECONDS] [--fail-at STEP]
+
+Flags that play out the failures `ranktable job diagnose` explains (all ranks get the same flags; each
+flag names the rank it affects): --slow-rank R --slow-factor F (a straggler), --hang-rank R --hang-at STEP
+(stops printing, keeps running), --fail-rank R --fail-rank-at STEP (exits first with an HCCL EI0006
+error) and --victims-fail-at STEP (every other rank then fails with EI0006, as HCCL peers time out).
 """
 
 from __future__ import annotations
@@ -15,8 +20,10 @@ import gzip
 import json
 import math
 import os
+import signal
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +72,17 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--interval", type=float, default=0.2, help="seconds between steps")
     parser.add_argument("--fail-at", type=int, default=-1, help="exit 1 at this step (to test restarts)")
+    parser.add_argument(
+        "--slow-rank", type=int, default=-1, help="this rank's steps take --slow-factor x longer"
+    )
+    parser.add_argument("--slow-factor", type=float, default=1.5)
+    parser.add_argument("--hang-rank", type=int, default=-1, help="this rank stops printing at --hang-at")
+    parser.add_argument("--hang-at", type=int, default=-1)
+    parser.add_argument(
+        "--fail-rank", type=int, default=-1, help="this rank fails with EI0006 at --fail-rank-at"
+    )
+    parser.add_argument("--fail-rank-at", type=int, default=-1)
+    parser.add_argument("--victims-fail-at", type=int, default=-1, help="other ranks fail with EI0006 here")
     args = parser.parse_args()
 
     table_file = Path(os.environ.get("RANK_TABLE_FILE", "/user/config/jobstart_hccl.json"))
@@ -74,17 +92,40 @@ def main() -> int:
     server, device = my_place(table, rank)
     device = os.environ.get("DEVICE_ID", device)
     leaf = my_leaf(table_file, server, device)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped by the launcher: exit quietly
     say(f"rank {rank}/{size} server {server} device {device} leaf {leaf} status {table.get('status', '?')}")
+    interval = args.interval * (args.slow_factor if rank == args.slow_rank else 1.0)
     for step in range(1, args.steps + 1):
         if step == args.fail_at:
             say(f"rank {rank} step {step}: simulated failure")
             return 1
+        if (rank == args.fail_rank and step == args.fail_rank_at) or (
+            rank not in (args.fail_rank, args.hang_rank) and step == args.victims_fail_at
+        ):
+            hccl_timeout(rank, device)
+            return 1
+        if rank == args.hang_rank and step == args.hang_at:
+            while True:  # a hung collective: alive, silent
+                time.sleep(3600)
         loss = 2.5 * math.exp(-step / 50) + 0.01 * ((rank * 7 + step) % 5)
         say(f"rank {rank} step {step} loss {loss:.4f}")
-        if args.interval:
-            time.sleep(args.interval)
+        if interval:
+            time.sleep(interval)
     say(f"rank {rank} done")
     return 0
+
+
+def hccl_timeout(rank: int, device: str) -> None:
+    """The lines torch_npu and CANN print when HCCL link setup times out (EI0006)."""
+    now = datetime.now(timezone.utc)
+    stamp = now.strftime("%Y-%m-%d-%H:%M:%S")
+    micro = now.strftime("%f")
+    pid = os.getpid()
+    say(f"[ERROR] {stamp} (PID:{pid}, Device:{device}, RankID:{rank}) ERR02200 DIST call hccl api failed.")
+    say(
+        f"EI0006: [PID: {pid}] {stamp}.{micro[:3]}.{micro[3:]} Getting socket times out. Reason: Remote Rank "
+        f"did not send the data in time. (RankID:{rank})"
+    )
 
 
 if __name__ == "__main__":
