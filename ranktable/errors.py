@@ -38,3 +38,7 @@ class NotFoundError(RanktableError):
 
 class ConflictError(RanktableError):
     """The action would overwrite or duplicate something that already exists."""
+
+
+class MissingFileError(NotFoundError, InputError):
+    """A file the user named does not exist (a 404 to the API, bad input to the loaders)."""

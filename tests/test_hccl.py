@@ -210,7 +210,7 @@ def test_not_json_names_the_source_line_and_column() -> None:
     with pytest.raises(InputError) as err:
         parse_rank_table('{"status": "completed",', "cm/jobstart_hccl.json")
     assert err.value.where == "cm/jobstart_hccl.json"
-    assert "not JSON" in err.value.reason and "line 1" in err.value.reason
+    assert "not valid JSON" in err.value.reason and "line 1" in err.value.reason
     report = check_document('{"status": ', "x.json")
     assert report.status == "invalid" and report.problems[0].path == ""
 

@@ -15,7 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ranktable.errors import InputError, NotFoundError
+from ranktable import limits
+from ranktable.errors import InputError
 from ranktable.hccl.bulk import gc_paused
 from ranktable.hccl.model import (
     STATUS_INITIALIZING,
@@ -26,6 +27,7 @@ from ranktable.hccl.model import (
     Server,
     SuperPod,
 )
+from ranktable.limits import brief, decode_utf8, load_json
 
 TOP_FIELDS = ("status", "version", "server_count", "server_list", "super_pod_list")
 SERVER_FIELDS = ("server_id", "host_ip", "container_ip", "hardware_type", "device")
@@ -58,13 +60,13 @@ class FieldReader:
         if value is MISSING:
             return None
         if isinstance(value, bool):
-            self.problem(where, f'must be a number written as a string, e.g. "3"; got {value!r}')
+            self.problem(where, f'must be a number written as a string, e.g. "3"; got {brief(value)}')
             return None
         if isinstance(value, int):
             return value
         if isinstance(value, str) and INTEGER.fullmatch(value.strip()):
             return int(value.strip())
-        self.problem(where, f'must be a number written as a string, e.g. "3"; got {value!r}')
+        self.problem(where, f'must be a number written as a string, e.g. "3"; got {brief(value)}')
         return None
 
     def text(self, obj: dict[str, Any], key: str, path: str, *, required: bool = False) -> str | None:
@@ -76,7 +78,7 @@ class FieldReader:
             return value
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
-        self.problem(where, f"must be a string; got {type(value).__name__} {value!r}")
+        self.problem(where, f"must be a string; got {type(value).__name__} {brief(value)}")
         return None
 
     def array(self, obj: dict[str, Any], key: str, path: str, *, required: bool) -> list[Any]:
@@ -90,22 +92,10 @@ class FieldReader:
 
 
 def decode_json(data: str | bytes, source: str) -> Any:
-    """Parse JSON text, turning a syntax error into an `InputError` naming the file, line and column."""
+    """Parse JSON text within the limits of `ranktable.limits`; errors name the file, line or limit."""
     if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(
-                f"not UTF-8 text (byte {exc.start})", where=source, fix="a rank table is a UTF-8 JSON file"
-            ) from None
-    try:
-        return json.loads(data)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
-            where=source,
-            fix="the file may still be being written, or is not a rank table",
-        ) from None
+        data = decode_utf8(data, source, what="rank table (a UTF-8 JSON file)")
+    return load_json(data, source, fix="the file may still be being written, or is not a rank table")
 
 
 def read_document(doc: Any, reader: FieldReader) -> RankTable | None:
@@ -125,7 +115,7 @@ def read_document(doc: Any, reader: FieldReader) -> RankTable | None:
         if version and version not in SUPPORTED_VERSIONS:
             reader.problem(
                 "version",
-                f"unknown version {version!r}; this tool reads {', '.join(SUPPORTED_VERSIONS)} "
+                f"unknown version {brief(version)}; this tool reads {', '.join(SUPPORTED_VERSIONS)} "
                 "(and the legacy group_list form)",
             )
     declared = reader.number(doc, "server_count", "", required=False)
@@ -245,12 +235,8 @@ def load_rank_table(path: str | os.PathLike[str]) -> RankTable:
 
 
 def read_bytes(path: str | os.PathLike[str]) -> bytes:
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        raise NotFoundError("file not found", where=str(path), fix="check the path") from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a rank-table file", where=str(path)) from None
+    """A rank-table file's bytes, at most `MAX_FILE_BYTES`."""
+    return limits.read_bytes(path, what="rank-table file")
 
 
 # -- writing --------------------------------------------------------------------------------------------

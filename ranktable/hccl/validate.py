@@ -21,6 +21,7 @@ from ranktable.hccl.model import (
     Problem,
     RankTable,
 )
+from ranktable.limits import brief
 
 MAX_DEVICE_ID = 15
 MAX_SERVER_ID_LENGTH = 64
@@ -75,9 +76,17 @@ def validate_rank_table(table: RankTable) -> list[Problem]:
     problems: list[Problem] = []
     add = problems.append
     if table.status not in (STATUS_INITIALIZING, STATUS_COMPLETED):
-        add(Problem("status", f"{table.status!r} is not a status; expected 'initializing' or 'completed'"))
+        add(
+            Problem(
+                "status", f"{brief(table.status)} is not a status; expected 'initializing' or 'completed'"
+            )
+        )
     if table.version not in SUPPORTED_VERSIONS:
-        add(Problem("version", f"unknown version {table.version!r}; expected one of {SUPPORTED_VERSIONS}"))
+        add(
+            Problem(
+                "version", f"unknown version {brief(table.version)}; expected one of {SUPPORTED_VERSIONS}"
+            )
+        )
     count = len(table.servers)
     if table.declared_server_count is not None and table.declared_server_count != count:
         add(

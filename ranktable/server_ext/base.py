@@ -7,8 +7,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jupyter_server.base.handlers import APIHandler
+from tornado.web import RequestHandler
 
 from ranktable.errors import InputError, RanktableError
+from ranktable.limits import load_json
 from ranktable.server_ext.errors import body_for, status_for
 
 if TYPE_CHECKING:
@@ -18,9 +20,14 @@ T = TypeVar("T")
 
 _MISSING = object()
 
+AUTH_RESOURCE = "ranktable"
+"""The resource name our handlers pass to the server's Authorizer (jupyter_server's own are `contents`...)."""
+
 
 class RanktableHandler(APIHandler):
     """Every `/ranktable/...` REST handler derives from this."""
+
+    auth_resource = AUTH_RESOURCE
 
     @property
     def services(self) -> Services:
@@ -28,6 +35,8 @@ class RanktableHandler(APIHandler):
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Product errors become 4xx with their field; anything unexpected a 500 without internals."""
+        if status_code == 405:
+            self.set_header("Allow", ", ".join(allowed_methods(type(self))))
         exc_info = kwargs.get("exc_info")
         error = exc_info[1] if exc_info else None
         if error is None:
@@ -44,19 +53,37 @@ class RanktableHandler(APIHandler):
             return
         super().log_exception(typ, value, tb)
 
+    async def prepare(self) -> None:  # type: ignore[override]
+        await super().prepare()
+        if self.current_user:  # an anonymous request gets its 403 from @authenticated, not a 400 from here
+            self._refuse_null_bytes()
+
+    def _refuse_null_bytes(self) -> None:
+        """No name, namespace or path of ours may contain NUL; say so before it reaches a filesystem call."""
+        named: list[tuple[str, str]] = [
+            *self.path_kwargs.items(),
+            *((str(i), a) for i, a in enumerate(self.path_args)),
+        ]
+        for name, value in named:
+            if "\0" in value:
+                raise InputError("contains a null byte", where=name, fix="remove the %00 from the URL")
+        for name, values in self.request.query_arguments.items():
+            if "\0" in name or any(b"\0" in v for v in values):
+                raise InputError("contains a null byte", where=name.replace("\0", ""), fix="remove the %00")
+
     def json_body(self) -> dict[str, Any]:
-        """The request body as a JSON object, or a 400 naming what is wrong."""
+        """The request body as a JSON object within `ranktable.limits`, or a 400 naming what is wrong."""
         raw = self.request.body
         if not raw:
             return {}
-        try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            raise InputError(
-                f"request body is not JSON: {exc}", where="body", fix="send a JSON object"
-            ) from exc
+        body = load_json(raw, "body", fix="send a JSON object")
         if not isinstance(body, dict):
             raise InputError("request body must be a JSON object", where="body")
+        where = null_byte_path(body)
+        if where is not None:
+            raise InputError(
+                "contains a null byte", where=where, fix="no name, path or command may contain NUL"
+            )
         return body
 
     def reply(self, data: Any, status: int = 200) -> None:
@@ -67,6 +94,34 @@ class RanktableHandler(APIHandler):
     async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Run cluster/SSH/planning work on the extension's thread pool, never on the event loop."""
         return await self.services.run_blocking(fn, *args)
+
+
+def allowed_methods(handler: type[RequestHandler]) -> list[str]:
+    """The HTTP methods a handler class implements (a 405's `Allow` header)."""
+    return [
+        m
+        for m in ("GET", "POST", "PUT", "PATCH", "DELETE")
+        if getattr(handler, m.lower()) is not getattr(RequestHandler, m.lower())
+    ]
+
+
+def null_byte_path(doc: Any) -> str | None:
+    """The JSON path of the first string (key or value) in `doc` that contains NUL, if any."""
+    stack: list[tuple[Any, str]] = [(doc, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if "\0" in value:
+                return path or "body"
+        elif isinstance(value, dict):
+            for key, child in value.items():
+                name = f"{path}.{key}" if path else str(key)
+                if "\0" in str(key):
+                    return name.replace("\0", "\\0")
+                stack.append((child, name))
+        elif isinstance(value, list):
+            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(value))
+    return None
 
 
 def field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = _MISSING) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from http.client import responses
 from typing import Any
 
 from tornado import web
@@ -31,6 +32,7 @@ def body_for(error: BaseException) -> dict[str, Any]:
     if isinstance(error, RanktableError):
         return error.to_json()
     if isinstance(error, web.HTTPError):
-        message = error.log_message % error.args if error.log_message else (error.reason or "")
-        return {"message": message, "reason": error.reason or message, "field": None, "fix": None}
+        phrase = error.reason or responses.get(error.status_code, "")
+        message = error.log_message % error.args if error.log_message else phrase
+        return {"message": message, "reason": phrase or message, "field": None, "fix": None}
     return {"message": INTERNAL_MESSAGE, "reason": "internal", "field": None, "fix": None}

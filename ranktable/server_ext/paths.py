@@ -13,6 +13,10 @@ def confined(root: str | Path, relative: str, *, field: str) -> Path:
     text = (relative or "").strip()
     if not text:
         raise InputError("is empty", where=field, fix="give a path relative to the Jupyter root folder")
+    if "\0" in text:
+        raise InputError(
+            "contains a null byte", where=field, fix="give a path relative to the Jupyter root folder"
+        )
     candidate = Path(text).expanduser()
     full = (candidate if candidate.is_absolute() else base / candidate).resolve()
     if full != base and base not in full.parents:

@@ -1,12 +1,17 @@
 """REST handlers under `/ranktable/`; each validates its input, runs the work off the loop, replies JSON.
 
 The OpenAPI document `openapi.yaml` beside this file describes exactly these routes (a test checks it).
+Every method is authorized with jupyter_server's `@authorized` on the `ranktable` resource (the handler's
+`auth_resource`): pure computations and listings are `read`, anything that changes state is `write`, a
+remote command is `execute`; installing a kernelspec and downloading into the Jupyter root use the standard
+`kernelspecs` and `contents` resources. docs/security.md has the table.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from ranktable.server_ext.base import RanktableHandler
@@ -17,57 +22,67 @@ NAME = r"(?P<{}>[^/]+)"
 
 class ConfigHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         self.reply(await self.blocking(self.services.server_config))
 
 
 class ValidateHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def post(self) -> None:
         self.reply(await self.blocking(self.services.validate, self.json_body()))
 
 
 class PlanHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def post(self) -> None:
         self.reply(await self.blocking(self.services.plan, self.json_body()))
 
 
 class LayoutPreviewHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def post(self) -> None:
         self.reply(await self.blocking(self.services.layout_preview, self.json_body()))
 
 
 class ComposeHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def post(self) -> None:
         self.reply(await self.blocking(self.services.compose, self.json_body()))
 
 
 class JobsHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         namespace = self.get_query_argument("namespace", None)
         self.reply(await self.blocking(self.services.list_jobs, namespace))
 
     @web.authenticated
+    @authorized("write")
     async def post(self) -> None:
         self.reply(await self.blocking(self.services.submit, self.json_body()), status=201)
 
 
 class JobHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self, namespace: str, name: str) -> None:
         self.reply(await self.blocking(self.services.describe, namespace, name))
 
     @web.authenticated
+    @authorized("write")
     async def delete(self, namespace: str, name: str) -> None:
         self.reply(await self.blocking(self.services.stop, namespace, name))
 
 
 class JobLayoutHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self, namespace: str, name: str) -> None:
         topology = self.get_query_argument("topology_path", None)
         self.reply(await self.blocking(self.services.job_layout, namespace, name, topology))
@@ -75,32 +90,38 @@ class JobLayoutHandler(RanktableHandler):
 
 class JobRankTableHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self, namespace: str, name: str) -> None:
         self.reply(await self.blocking(self.services.job_ranktable, namespace, name))
 
 
 class JobResubmitHandler(RanktableHandler):
     @web.authenticated
+    @authorized("write")
     async def post(self, namespace: str, name: str) -> None:
         self.reply(await self.blocking(self.services.resubmit, namespace, name), status=201)
 
 
 class ProfilesHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         self.reply(await self.blocking(self.services.list_profiles))
 
     @web.authenticated
+    @authorized("write")
     async def post(self) -> None:
         self.reply(await self.blocking(self.services.add_profile, self.json_body()), status=201)
 
 
 class ProfileHandler(RanktableHandler):
     @web.authenticated
+    @authorized("write")
     async def patch(self, name: str) -> None:
         self.reply(await self.blocking(self.services.update_profile, name, self.json_body()))
 
     @web.authenticated
+    @authorized("write")
     async def delete(self, name: str) -> None:
         await self.blocking(self.services.remove_profile, name)
         self.reply({"removed": name})
@@ -108,6 +129,7 @@ class ProfileHandler(RanktableHandler):
 
 class ProfileTestHandler(RanktableHandler):
     @web.authenticated
+    @authorized("write")
     async def post(self, name: str) -> None:
         self.reply(await self.blocking(self.services.test_profile, name, self.json_body()))
 
@@ -130,6 +152,7 @@ class ForwardHandler(RanktableHandler):
 
 class KernelHandler(RanktableHandler):
     @web.authenticated
+    @authorized("write", resource="kernelspecs")
     async def post(self, profile: str) -> None:
         self.reply(await self.blocking(self.services.install_kernel, profile, self.json_body()), status=201)
 
@@ -137,8 +160,7 @@ class KernelHandler(RanktableHandler):
 class _OperationStarter(RanktableHandler):
     prepare_name = ""
 
-    @web.authenticated
-    async def post(self) -> None:
+    async def start_operation(self) -> None:
         # validation (profile exists, paths confined) happens before the 202; the work runs afterwards
         prepare = getattr(self.services, self.prepare_name)
         kind, title, fn = await self.blocking(prepare, self.json_body())
@@ -149,21 +171,42 @@ class _OperationStarter(RanktableHandler):
 class SyncHandler(_OperationStarter):
     prepare_name = "prepare_sync"
 
+    @web.authenticated
+    @authorized("write")
+    async def post(self) -> None:
+        await self.start_operation()
+
 
 class DownloadHandler(_OperationStarter):
+    """Writes into the Jupyter root, so it needs the standard `contents` write permission."""
+
     prepare_name = "prepare_download"
+
+    @web.authenticated
+    @authorized("write", resource="contents")
+    async def post(self) -> None:
+        await self.start_operation()
 
 
 class RunHandler(_OperationStarter):
+    """Runs a shell command on the remote host: `execute`, as jupyter_server asks of terminals and kernels."""
+
     prepare_name = "prepare_run"
+
+    @web.authenticated
+    @authorized("execute")
+    async def post(self) -> None:
+        await self.start_operation()
 
 
 class OperationHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self, operation: str) -> None:
         self.reply(self.services.hub.get(operation).summary())
 
     @web.authenticated
+    @authorized("write")
     async def delete(self, operation: str) -> None:
         op = self.services.hub.get(operation)
         op.cancel.set()

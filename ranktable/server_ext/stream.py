@@ -13,12 +13,14 @@ import json
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from jupyter_server.auth.decorator import ws_authenticated
+from jupyter_server.auth.decorator import authorized, ws_authenticated
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from tornado import websocket
 
 from ranktable.errors import InputError
+from ranktable.limits import load_json
+from ranktable.server_ext.base import AUTH_RESOURCE
 from ranktable.server_ext.errors import body_for, status_for
 
 if TYPE_CHECKING:
@@ -26,14 +28,17 @@ if TYPE_CHECKING:
 
 
 class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
-    """The multiplexed stream websocket."""
+    """The multiplexed stream websocket; following logs, jobs and operations needs `read` on `ranktable`."""
+
+    auth_resource = AUTH_RESOURCE
 
     @property
     def services(self) -> Services:
         return self.settings["ranktable_services"]
 
     @ws_authenticated
-    async def get(self, *args: Any, **kwargs: Any) -> None:
+    @authorized("read")
+    async def get(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
         res = super().get(*args, **kwargs)
         if res is not None:
             await res
@@ -44,7 +49,7 @@ class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
 
     def on_message(self, message: str | bytes) -> None:
         try:
-            msg = json.loads(message)
+            msg = load_json(message, "message")
             if not isinstance(msg, dict):
                 raise InputError("a message must be a JSON object", where="message")
             sub_id = msg.get("id")

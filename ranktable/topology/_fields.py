@@ -11,12 +11,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import yaml
-
 from ranktable.errors import InputError
+from ranktable.limits import brief, load_json, load_yaml_all
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def location(source: str, path: str) -> str | None:
@@ -124,8 +122,8 @@ class Field:
             raise self.error("must not be empty")
         return out
 
-    def integer(self, minimum: int | None = None) -> int:
-        """An int, accepting the platform's string-typed numbers ("8")."""
+    def integer(self, minimum: int | None = None, maximum: int | None = None) -> int:
+        """An int, accepting the platform's string-typed numbers ("8"), within [minimum, maximum]."""
         value = self.value
         if isinstance(value, bool):
             raise self.error(f"expected an integer, got {type_name(value)}")
@@ -136,9 +134,11 @@ class Field:
         ):
             out = int(value)
         else:
-            raise self.error(f"expected an integer, got {value!r}")
+            raise self.error(f"expected an integer, got {brief(value)}")
         if minimum is not None and out < minimum:
             raise self.error(f"must be at least {minimum}, got {out}")
+        if maximum is not None and out > maximum:
+            raise self.error(f"must be at most {maximum:,} (the limit), got {brief(out)}")
         return out
 
     def number(self, positive: bool = True) -> float:
@@ -148,11 +148,11 @@ class Field:
         try:
             out = float(value)
         except (TypeError, ValueError):
-            raise self.error(f"expected a number, got {value!r}") from None
+            raise self.error(f"expected a number, got {brief(value)}") from None
         if out != out or out in (float("inf"), float("-inf")):
-            raise self.error(f"expected a finite number, got {value!r}")
+            raise self.error(f"expected a finite number, got {brief(value)}")
         if positive and out <= 0:
-            raise self.error(f"must be greater than 0, got {value!r}")
+            raise self.error(f"must be greater than 0, got {brief(value)}")
         return out
 
     def string_list(self) -> list[str]:
@@ -161,24 +161,16 @@ class Field:
 
 # -- parsing ------------------------------------------------------------------------------------
 def parse_json(text: str, source: str, path: str = "") -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as err:
-        where = f"{source}:{err.lineno}" if source and not path else location(source, path)
-        raise InputError(
-            f"not valid JSON: {err.msg} (line {err.lineno}, column {err.colno})", where=where
-        ) from None
+    """JSON within the nesting and integer limits of `ranktable.limits`; errors name the line."""
+    return load_json(text, location(source, path), line_in_where=bool(source and not path))
 
 
 def parse_yaml_documents(text: str, source: str) -> list[Any]:
-    """Every document of a (possibly multi-document) YAML stream; JSON is YAML too."""
-    try:
-        return list(yaml.load_all(text, Loader=_YAML_LOADER))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise InputError(f"not valid YAML: {problem}", where=f"{source}{line}" if source else None) from None
+    """Every document of a (possibly multi-document) YAML stream; JSON is YAML too.
+
+    Aliases are counted expanded, so an alias bomb is refused instead of reaching an error message.
+    """
+    return load_yaml_all(text, source or None, line_in_where=True)
 
 
 def parse_document(text: str, source: str) -> Any:

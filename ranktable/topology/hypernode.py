@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ranktable.limits import brief
 from ranktable.topology._fields import Field, location, parse_yaml_documents
 from ranktable.topology.k8s_nodes import NodeInfo, node_infos
 from ranktable.topology.label_selector import label_selector_matches
@@ -43,10 +44,10 @@ def _read_hypernode(item: Field) -> _HyperNode:
     item.mapping()
     api = item.opt("apiVersion")
     if api is not None and api.text().split("/")[0] != API_GROUP:
-        raise api.error(f"expected {API_GROUP}/v1alpha1, got {api.value!r}")
+        raise api.error(f"expected {API_GROUP}/v1alpha1, got {brief(api.value)}")
     kind = item.opt("kind")
     if kind is not None and kind.text() != "HyperNode":
-        raise kind.error(f"expected a HyperNode, got {kind.value!r}")
+        raise kind.error(f"expected a HyperNode, got {brief(kind.value)}")
     meta = item.key("metadata")
     name = meta.key("name").text()
     spec = item.key("spec")
@@ -78,7 +79,7 @@ def _selector(member: Field) -> tuple[str, Field]:
         old_type is not None
         and {"Exact": "exactMatch", "Regex": "regexMatch"}.get(old_type.text()) != given[0]
     ):
-        raise old_type.error(f"type {old_type.value!r} does not fit {given[0]}")
+        raise old_type.error(f"type {brief(old_type.value)} does not fit {given[0]}")
     return given[0], selector.key(given[0])
 
 

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ranktable.errors import InputError
+from ranktable.limits import brief, read_text
 from ranktable.topology._fields import Field, location, parse_document
 from ranktable.topology.model import Topology
 
@@ -40,7 +40,7 @@ def node_items(data: Any, source: str) -> list[dict[str, Any]]:
     for item in items.items():
         kind = item.opt("kind")
         if kind is not None and kind.text() != "Node":
-            raise kind.error(f"expected a Node, got {kind.value!r}")
+            raise kind.error(f"expected a Node, got {brief(kind.value)}")
         out.append(item.mapping())
     return out
 
@@ -48,13 +48,7 @@ def node_items(data: Any, source: str) -> list[dict[str, Any]]:
 def read_nodes(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Read a NodeList file (JSON or YAML)."""
     name = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        raise InputError("node list file not found", where=name) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read node list: {err}", where=name) from None
+    text = read_text(path, what="node list file")
     return node_items(parse_document(text, name), name)
 
 

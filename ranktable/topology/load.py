@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ranktable.errors import InputError
+from ranktable.limits import MAX_FILE_BYTES, decode_utf8, read_bytes
 from ranktable.topology._fields import parse_yaml_documents
 from ranktable.topology.hypernode import load_hypernodes_text
 from ranktable.topology.k8s_nodes import add_node_aliases, read_nodes
@@ -29,7 +30,7 @@ FORMATS: dict[str, str] = {
     "tor-file": "the platform's ranktable_tor.json (gzip + base64)",
     "yaml": f"ranktable's own YAML (kind: {YAML_KIND})",
 }
-MAX_TOPOLOGY_BYTES = 256 * 1024 * 1024
+MAX_TOPOLOGY_BYTES = MAX_FILE_BYTES
 
 _KIND = re.compile(r"""(?m)^[\s\-{,]*["']?kind["']?\s*:\s*["']?([A-Za-z]+)""")
 _SLURM = re.compile(r"(?im)^[ \t]*switchname[ \t]*=")
@@ -100,26 +101,10 @@ def detect_format(text: str) -> str:
 
 
 def _read(path: str | os.PathLike[str], source: str) -> tuple[str, bytes]:
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_TOPOLOGY_BYTES:
-            raise InputError(
-                f"is {size} bytes; topology files are limited to {MAX_TOPOLOGY_BYTES}", where=source
-            )
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        raise InputError("topology file not found", where=source) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a topology file", where=source) from None
-    except OSError as err:
-        raise InputError(f"cannot read topology file: {err.strerror or err}", where=source) from None
+    raw = read_bytes(path, limit=MAX_TOPOLOGY_BYTES, what="topology file")
     if raw.startswith(GZIP_MAGIC):
         return "", raw
-    try:
-        return raw.decode("utf-8-sig"), raw
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text (nor gzip data)", where=source) from None
+    return decode_utf8(raw, source, what="topology file (or give the gzip tor file itself)"), raw
 
 
 def load_topology(

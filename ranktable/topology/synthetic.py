@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 
 from ranktable.errors import InputError
+from ranktable.limits import MAX_DEVICES_PER_SERVER, MAX_SERVERS
 from ranktable.topology.model import Switch, Topology
 
 
@@ -45,6 +46,12 @@ def synthetic_topology(
     where = "synthetic topology"
     if servers < 1 or leaves < 1:
         raise InputError("servers and leaves must be at least 1", where=where)
+    if servers > MAX_SERVERS or devices_per_server > MAX_DEVICES_PER_SERVER:
+        raise InputError(
+            f"{servers:,} servers of {devices_per_server} devices is over the limit of {MAX_SERVERS:,} "
+            f"servers of at most {MAX_DEVICES_PER_SERVER} devices",
+            where=where,
+        )
     if spines < 0 or cores < 0 or rails < 0:
         raise InputError("spines, cores and rails must not be negative", where=where)
     if cores and not spines:

@@ -15,10 +15,10 @@ import binascii
 import gzip
 import json
 import re
-import zlib
 from typing import Any
 
 from ranktable.errors import InputError
+from ranktable.limits import decode_utf8, gunzip
 from ranktable.topology._fields import Field, location, parse_json
 from ranktable.topology.model import Switch, Topology
 
@@ -31,7 +31,7 @@ def decode_tor_file(data: str | bytes, source: str = "ranktable_tor.json") -> An
     raw = data.encode("utf-8") if isinstance(data, str) else data
     stripped = raw.strip()
     if stripped.startswith((b"{", b"[")):
-        return parse_json(stripped.decode("utf-8", errors="replace"), source)
+        return parse_json(decode_utf8(stripped, source, what="tor file"), source)
     if not stripped.startswith(GZIP_MAGIC):
         if not _BASE64.match(stripped):
             raise InputError(
@@ -45,11 +45,7 @@ def decode_tor_file(data: str | bytes, source: str = "ranktable_tor.json") -> An
             raise InputError(
                 "base64 content is not gzip data", where=source, fix="expected gzip + base64 JSON"
             )
-    try:
-        text = gzip.decompress(stripped).decode("utf-8")
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as err:
-        raise InputError(f"cannot decompress gzip data: {err}", where=source) from None
-    return parse_json(text, source)
+    return parse_json(decode_utf8(gunzip(stripped, source), source, what="tor file"), source)
 
 
 def encode_tor_file(data: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 
 from ranktable.errors import InputError
+from ranktable.limits import MAX_DEVICES_PER_SERVER, MAX_SERVERS
 from ranktable.topology._fields import Field, parse_document
 from ranktable.topology.model import YAML_KIND, Switch, Topology
 from ranktable.topology.synthetic import synthetic_topology
@@ -51,11 +52,12 @@ def _tier_names(tiers: Field) -> dict[int, str]:
 
 def _generate(spec: Field, source: str) -> Topology:
     _check_keys(spec, GENERATE_KEYS)
-    ints = {k: spec.key(k).integer(minimum=1) for k in ("servers", "leaves")}
+    ints = {k: spec.key(k).integer(minimum=1, maximum=MAX_SERVERS) for k in ("servers", "leaves")}
     for k in ("spines", "cores", "rails", "devices_per_server"):
         found = spec.opt(k)
         if found is not None:
-            ints[k] = found.integer(minimum=0 if k != "devices_per_server" else 1)
+            top = MAX_DEVICES_PER_SERVER if k == "devices_per_server" else MAX_SERVERS
+            ints[k] = found.integer(minimum=0 if k != "devices_per_server" else 1, maximum=top)
     uplink = spec.opt("uplink_gbps")
     over = spec.opt("oversubscription")
     ip_base = spec.opt("ip_base")

@@ -1,0 +1,143 @@
+"""Bad requests are a 4xx JSON body naming the field (never a 500): deep JSON, null bytes, wrong methods."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def jp_server_config(tmp_path: Path) -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
+        "Ranktable": {"state_dir": str(tmp_path / "state"), "kubeconfig": str(tmp_path / "no-kubeconfig")},
+    }
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+NESTED = {"a": json.loads("[" * 150 + "]" * 150)}
+
+
+async def send(jp_fetch: Any, path: str, method: str = "POST", body: str | None = None) -> Any:
+    return await jp_fetch(
+        *path.strip("/").split("/"),
+        method=method,
+        body=body,
+        raise_error=False,
+        allow_nonstandard_methods=True,
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/ranktable/validate",
+        "/ranktable/plan",
+        "/ranktable/layout/preview",
+        "/ranktable/jobs/compose",
+        "/ranktable/jobs",
+        "/ranktable/profiles",
+        "/ranktable/sync",
+        "/ranktable/run",
+    ],
+)
+@pytest.mark.parametrize("body", [DEEP, json.dumps(NESTED)], ids=["recursion", "over-the-limit"])
+async def test_deep_json_bodies_are_a_400_naming_the_limit(jp_fetch: Any, path: str, body: str) -> None:
+    response = await send(jp_fetch, path, body=body)
+    assert response.code == 400, response.body
+    reply = json.loads(response.body)
+    assert reply["field"] == "body" and "limit of 100 levels" in reply["message"]
+
+
+async def test_deep_json_inside_a_field_is_a_400(jp_fetch: Any) -> None:
+    response = await send(jp_fetch, "/ranktable/validate", body=json.dumps({"ranktable": DEEP}))
+    assert response.code in (200, 400), response.body
+    reply = json.loads(response.body)
+    text = json.dumps(reply)
+    assert "limit of 100 levels" in text
+
+
+async def test_a_huge_integer_in_a_body_is_a_400(jp_fetch: Any) -> None:
+    response = await send(jp_fetch, "/ranktable/plan", body='{"message_bytes": ' + "9" * 5000 + "}")
+    assert response.code == 400
+    assert "4300 digits" in json.loads(response.body)["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        (
+            "/ranktable/plan",
+            {"ranktable": {"status": "initializing"}, "topology_path": "a\0b"},
+            "topology_path",
+        ),
+        ("/ranktable/sync", {"profile": "nb", "local_dir": "x\0y"}, "local_dir"),
+        ("/ranktable/download", {"profile": "nb", "remote_path": "a", "local_path": "\0"}, "local_path"),
+        ("/ranktable/profiles", {"name": "nb\0", "host": "h", "user": "u"}, "name"),
+    ],
+)
+async def test_a_null_byte_in_a_path_field_is_a_400(
+    jp_fetch: Any, path: str, body: dict[str, Any], field: str
+) -> None:
+    response = await send(jp_fetch, path, body=json.dumps(body))
+    assert 400 <= response.code < 500, response.body
+    reply = json.loads(response.body)
+    assert field in (reply["field"] or "") or field in reply["message"]
+
+
+@pytest.mark.parametrize(
+    ("path", "method"),
+    [
+        ("/ranktable/profiles/nb%00x", "PATCH"),
+        ("/ranktable/profiles/nb%00x", "DELETE"),
+        ("/ranktable/profiles/nb%00x/test", "POST"),
+        ("/ranktable/kernels/nb%00x", "POST"),
+        ("/ranktable/operations/x%00y", "GET"),
+        ("/ranktable/jobs/default/x%00y", "GET"),
+        ("/ranktable/jobs/de%00fault/x/layout", "GET"),
+    ],
+)
+async def test_a_null_byte_in_a_url_is_a_4xx_json(jp_fetch: Any, path: str, method: str) -> None:
+    body = "{}" if method in ("POST", "PATCH") else None
+    response = await send(jp_fetch, path, method=method, body=body)
+    assert 400 <= response.code < 500, response.body
+    assert "message" in json.loads(response.body)
+
+
+async def test_a_null_byte_in_a_query_argument_is_a_400(jp_fetch: Any) -> None:
+    response = await jp_fetch("ranktable", "jobs", params={"namespace": "a\0b"}, raise_error=False)
+    assert response.code == 400
+    assert json.loads(response.body)["field"] == "namespace"
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "allowed"),
+    [
+        ("/ranktable/config", "POST", "GET"),
+        ("/ranktable/plan", "GET", "POST"),
+        ("/ranktable/jobs", "PUT", "GET, POST"),
+        ("/ranktable/profiles/nb", "GET", "PATCH, DELETE"),
+        ("/ranktable/operations/x", "POST", "GET, DELETE"),
+    ],
+)
+async def test_a_405_names_the_allowed_methods(jp_fetch: Any, path: str, method: str, allowed: str) -> None:
+    body = "{}" if method in ("POST", "PUT", "PATCH") else None
+    response = await send(jp_fetch, path, method=method, body=body)
+    assert response.code == 405
+    assert response.headers["Allow"] == allowed
+    assert json.loads(response.body)["message"]
+
+
+async def test_the_stream_refuses_deep_messages_with_an_error(jp_ws_fetch: Any) -> None:
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        ws.write_message(DEEP)
+        reply = json.loads(await ws.read_message())
+        assert reply["type"] == "error" and "limit of 100 levels" in reply["error"]["message"]
+        ws.write_message(json.dumps({"op": "subscribe", "id": "a", "channel": "operation", "operation": "x"}))
+        assert json.loads(await ws.read_message())["id"] == "a"  # the connection is still usable
+    finally:
+        ws.close()
