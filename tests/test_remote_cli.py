@@ -99,7 +99,7 @@ def test_sync_download_and_exec(
     assert "outside the profile's remote directory" in capsys.readouterr().err
 
     capsys.readouterr()
-    assert main(["exec", "box", "--", "echo", "hi;", "pwd;", "exit", "3"]) == 3
+    assert main(["exec", "box", "--shell", "echo hi; pwd; exit 3"]) == 3
     assert capsys.readouterr().out == f"hi\n{remote}\n"
     assert main(["exec", "box", "--"]) == 1
 

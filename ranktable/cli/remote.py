@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import shlex
 import signal
 import sys
 import threading
@@ -112,11 +113,20 @@ def register(sub: Any) -> None:
     run = sub.add_parser(
         "exec",
         help="run a command in the remote directory; exit code is the remote one",
-        description="Run CMD on the instance in the profile's remote directory, streaming its output. "
-        "Ctrl+C kills the remote process group.",
+        description="Run CMD ARGS on the instance in the profile's remote directory, streaming its output. "
+        "The arguments reach the command exactly as given, as with kubectl exec "
+        "(`exec nb -- sh -c 'echo x; exit 7'`); use --shell 'STRING' for a shell command line with "
+        "pipes, ; or globs. Ctrl+C kills the remote process group.",
+    )
+    run.add_argument(
+        "--shell",
+        metavar="STRING",
+        help="run STRING with the remote sh -c instead of CMD ARGS (also accepted right after NAME)",
     )
     run.add_argument("name", metavar="NAME")
-    run.add_argument("cmd", metavar="CMD", nargs=argparse.REMAINDER, help="after --")
+    run.add_argument(
+        "cmd", metavar="CMD", nargs=argparse.REMAINDER, help="after --, kept as separate arguments"
+    )
     run.set_defaults(handler=_exec)
 
 
@@ -336,16 +346,36 @@ def _download(args: argparse.Namespace) -> int:
     return 0
 
 
+def exec_command_line(name: str, cmd: list[str], shell: str | None) -> str:
+    """The remote shell line for `exec`: CMD ARGS quoted so the remote argv is exactly them (kubectl exec),
+    or the --shell STRING as written."""
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if cmd[:1] == ["--shell"] and shell is None:  # `exec NB --shell STRING`: argparse left it in CMD
+        if len(cmd) != 2:
+            raise InputError(
+                "takes exactly one string", where="--shell", fix=f"ranktable exec {name} --shell 'a | b; c'"
+            )
+        shell, cmd = cmd[1], []
+    if shell is not None:
+        if cmd:
+            raise InputError(
+                "give either --shell STRING or -- CMD ARGS, not both",
+                where="--shell",
+                fix=f"ranktable exec {name} --shell 'CMD ARGS'",
+            )
+        if not shell.strip():
+            raise InputError("is empty", where="--shell", fix=f"ranktable exec {name} --shell 'ls -l | head'")
+        return shell
+    if not cmd:
+        raise InputError("no command given", where="CMD", fix=f"ranktable exec {name} -- COMMAND [ARGS...]")
+    return shlex.join(cmd)
+
+
 def _exec(args: argparse.Namespace) -> int:
     from ranktable.remote.run import RemoteProcess
 
-    cmd = list(args.cmd)
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
-    if not cmd:
-        raise InputError(
-            "no command given", where="CMD", fix=f"ranktable exec {args.name} -- COMMAND [ARGS...]"
-        )
+    command = exec_command_line(args.name, list(args.cmd), args.shell)
     conn = _connected(args.name)
 
     def out(text: str) -> None:
@@ -356,7 +386,7 @@ def _exec(args: argparse.Namespace) -> int:
         sys.stderr.write(text)
         sys.stderr.flush()
 
-    process = RemoteProcess(conn, " ".join(cmd), on_stdout=out, on_stderr=err).start()
+    process = RemoteProcess(conn, command, on_stdout=out, on_stderr=err).start()
     try:
         return process.wait()
     except KeyboardInterrupt:
