@@ -131,6 +131,8 @@ def load_yaml_all(text: str, where: str | None, *, line_in_where: bool = False) 
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        if "nesting depth" in problem:  # libyaml's own (higher) limit
+            raise _too_deep(where) from None
         if mark is not None and where and line_in_where:
             where = f"{where}:{mark.line + 1}"
         elif mark is not None:

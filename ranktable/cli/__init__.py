@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -52,6 +53,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SUB_COMMANDS = ("job_command", "sim_command", "ssh_command", "kernel_command")
+
+
+def command_name(args: argparse.Namespace) -> str:
+    """`job submit`, `ssh add`...: the words that start an error line."""
+    words = [args.command, *(getattr(args, dest, None) for dest in SUB_COMMANDS)]
+    return " ".join(w for w in words if isinstance(w, str))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -62,9 +72,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("ranktable: interrupted", file=sys.stderr)
         return 130
     except RanktableError as exc:
-        print(f"ranktable {args.command}: {exc.message}", file=sys.stderr)
+        print(f"ranktable {command_name(args)}: {exc.message}", file=sys.stderr)
         return 2 if isinstance(exc, CliError) else 1
     except OSError as exc:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        print(f"ranktable {args.command}: {where}{exc.strerror or exc}", file=sys.stderr)
+        print(f"ranktable {command_name(args)}: {where}{exc.strerror or exc}", file=sys.stderr)
         return 1
+    except Exception as exc:  # a bug, not bad input: still one line; the traceback on request
+        if os.environ.get("RANKTABLE_DEBUG"):
+            raise
+        print(
+            f"ranktable {command_name(args)}: unexpected {type(exc).__name__}: {str(exc)[:300]} "
+            "(a bug in ranktable: please report it; RANKTABLE_DEBUG=1 shows the traceback)",
+            file=sys.stderr,
+        )
+        return 70  # EX_SOFTWARE

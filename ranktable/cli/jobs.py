@@ -15,6 +15,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ranktable.errors import InputError
+from ranktable.limits import (
+    MAX_FILE_BYTES,
+    brief,
+    decode_utf8,
+    load_json,
+    load_yaml_all,
+    read_text,
+    size_text,
+)
 
 if TYPE_CHECKING:
     from ranktable.jobs.cluster import ClusterClient
@@ -44,7 +53,12 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_compose)
 
     p = group.add_parser("submit", help="submit a composed YAML file, or compose from flags and submit")
-    p.add_argument("file", nargs="?", help="YAML with the ConfigMap and the Volcano Job (or use the flags)")
+    p.add_argument(
+        "file",
+        nargs="?",
+        help="YAML with the ConfigMap and the Volcano Job, or a JobSpec; - reads it from stdin, so "
+        "`ranktable job compose ... | ranktable job submit -` works (or use the flags)",
+    )
     _spec_flags(p, required=False)
     _cluster_flags(p)
     p.add_argument("--wait", action="store_true", help="then wait for the rank table and print its status")
@@ -108,7 +122,9 @@ def _cluster_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
-    p.add_argument("--spec", help="a JobSpec as JSON (file); flags given as well override its fields")
+    p.add_argument(
+        "--spec", help="a JobSpec as JSON (file, or - for stdin); flags given as well override its fields"
+    )
     p.add_argument("--name", required=False)
     p.add_argument("--image")
     if required:
@@ -167,16 +183,55 @@ def _volumes(args: argparse.Namespace) -> list[dict[str, Any]]:
     return vols
 
 
+def read_input(path: str, what: str) -> str:
+    """A UTF-8 input file, or stdin for `-`, at most `MAX_FILE_BYTES` (the error names the limit)."""
+    if path != "-":
+        return read_text(path, what=what)
+    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"is larger than the {size_text(MAX_FILE_BYTES)} limit for a {what}", where="stdin")
+    return decode_utf8(data, "stdin", what=what)
+
+
+def split_words(value: str, flag: str) -> list[str]:
+    """A flag's value split like a shell does (not run by one); an unterminated quote names the flag."""
+    try:
+        return shlex.split(value)
+    except ValueError as exc:
+        raise InputError(
+            f"cannot split {brief(value)} into words: {str(exc).lower()}",
+            where=flag,
+            fix="close the quote, or escape it with a backslash",
+        ) from None
+
+
+def manifests_or_spec(text: str, where: str) -> list[dict[str, Any]]:
+    """The ConfigMap + Volcano Job of a job file; a file holding a JobSpec (no `kind`) is composed first."""
+    from ranktable.jobs.compose import compose
+    from ranktable.jobs.spec import JobSpec
+
+    docs = [doc for doc in load_yaml_all(text, where) if doc is not None]
+    if not docs:
+        raise InputError(
+            "is empty", where=where, fix="pipe `ranktable job compose ...` into it, or give a file"
+        )
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise InputError("each YAML document must be a mapping", where=f"{where}: document {i + 1}")
+    if len(docs) == 1 and "kind" not in docs[0]:
+        return compose(JobSpec.from_dict(docs[0]))
+    return docs
+
+
 def spec_from_args(args: argparse.Namespace) -> JobSpec:
     """A JobSpec from --spec JSON plus flags (flags win), checked field by field."""
     from ranktable.jobs.spec import JobSpec
 
     data: dict[str, Any] = {}
     if args.spec:
-        try:
-            data = json.loads(Path(args.spec).read_text())
-        except json.JSONDecodeError as exc:
-            raise InputError(f"not valid JSON: {exc}", where=args.spec) from exc
+        data = load_json(read_input(args.spec, "job spec"), args.spec, fix="a JobSpec is one JSON object")
+        if not isinstance(data, dict):
+            raise InputError("a job spec must be a JSON object", where=args.spec)
     simple = {
         "name": args.name,
         "image": args.image,
@@ -195,9 +250,9 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
     }
     data.update({k: v for k, v in simple.items() if v is not None})
     if args.container_command is not None:
-        data["command"] = shlex.split(args.container_command)
+        data["command"] = split_words(args.container_command, "--command")
     if args.script is not None:
-        data["entry"] = {"script": args.script, "args": shlex.split(args.script_args or "")}
+        data["entry"] = {"script": args.script, "args": split_words(args.script_args or "", "--script-args")}
         if args.master_port is not None:
             data["entry"]["master_port"] = args.master_port
         if args.python:
@@ -266,10 +321,10 @@ def _compose(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from ranktable.jobs.compose import compose, load_manifests, spec_from_manifests
+    from ranktable.jobs.compose import compose, spec_from_manifests
 
     if args.file:
-        docs = load_manifests(Path(args.file).read_text(), args.file)
+        docs = manifests_or_spec(read_input(args.file, "job file"), args.file)
         spec = spec_from_manifests(docs)
         if args.namespace:
             spec.namespace = args.namespace

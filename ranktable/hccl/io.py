@@ -94,7 +94,7 @@ class FieldReader:
 def decode_json(data: str | bytes, source: str) -> Any:
     """Parse JSON text within the limits of `ranktable.limits`; errors name the file, line or limit."""
     if isinstance(data, bytes):
-        data = decode_utf8(data, source, what="rank table (a UTF-8 JSON file)")
+        data = decode_utf8(data, source, what="rank table")
     return load_json(data, source, fix="the file may still be being written, or is not a rank table")
 
 
