@@ -76,10 +76,10 @@ def test_validate_not_json_and_missing_file(tmp_path: Path, capsys: pytest.Captu
     path = tmp_path / "t.json"
     path.write_text('{"status": "compl')
     code, out, _ = run(capsys, "validate", str(path))
-    assert code == 1 and out.startswith("(document): not JSON: Unterminated string")
+    assert code == 1 and out.startswith("(document): not valid JSON: Unterminated string")
     code, out, err = run(capsys, "validate", str(tmp_path / "none.json"))
     assert code == 1 and out == ""
-    assert err.strip() == f"ranktable validate: {tmp_path / 'none.json'}: file not found (check the path)"
+    assert err.strip() == f"ranktable validate: {tmp_path / 'none.json'}: rank-table file not found (check the path)"
 
 
 # -- plan ----------------------------------------------------------------------------------------------------
