@@ -79,7 +79,8 @@ def test_validate_not_json_and_missing_file(tmp_path: Path, capsys: pytest.Captu
     assert code == 1 and out.startswith("(document): not valid JSON: Unterminated string")
     code, out, err = run(capsys, "validate", str(tmp_path / "none.json"))
     assert code == 1 and out == ""
-    assert err.strip() == f"ranktable validate: {tmp_path / 'none.json'}: rank-table file not found (check the path)"
+    missing = tmp_path / "none.json"
+    assert err.strip() == f"ranktable validate: {missing}: rank-table file not found (check the path)"
 
 
 # -- plan ----------------------------------------------------------------------------------------------------

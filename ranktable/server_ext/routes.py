@@ -136,16 +136,19 @@ class ProfileTestHandler(RanktableHandler):
 
 class ForwardsHandler(RanktableHandler):
     @web.authenticated
+    @authorized("read")
     async def get(self) -> None:
         self.reply(await self.blocking(self.services.list_forwards))
 
     @web.authenticated
+    @authorized("execute")  # a tunnel reaches the instance's network, as a terminal there would
     async def post(self) -> None:
         self.reply(await self.blocking(self.services.open_forward, self.json_body()), status=201)
 
 
 class ForwardHandler(RanktableHandler):
     @web.authenticated
+    @authorized("write")
     async def delete(self, forward: str) -> None:
         self.reply(await self.blocking(self.services.close_forward, forward))
 
