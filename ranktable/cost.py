@@ -372,18 +372,34 @@ def compare(
     links: LinkModel | None = None,
     query: CollectiveQuery | None = None,
     order_reason: str = "",
+    placements: tuple[Placement, list[int]] | None = None,
 ) -> Comparison:
-    """Cost the given and the planned order on the same fabric and message size."""
+    """Cost the given and the planned order on the same fabric and message size. `placements`: the
+    given table's placement and the planned server order, when the caller has them (saves placing)."""
     links = links or LinkModel()
     query = query or CollectiveQuery()
     counts = [len(s.devices) for s in given.servers]
+    given_place = placements[0] if placements else None
+    planned_place = placements[0].reordered(placements[1]) if placements else None
     with gc_paused():
         fabric = _Fabric(topology, max(counts, default=8), links.roce_gbps)
         before = order_metrics(
-            given, topology, message_bytes=message_bytes, links=links, fabric=fabric, query=query
+            given,
+            topology,
+            message_bytes=message_bytes,
+            links=links,
+            fabric=fabric,
+            query=query,
+            placement=given_place,
         )
         after = order_metrics(
-            planned, topology, message_bytes=message_bytes, links=links, fabric=fabric, query=query
+            planned,
+            topology,
+            message_bytes=message_bytes,
+            links=links,
+            fabric=fabric,
+            query=query,
+            placement=planned_place,
         )
     speedup = before.allreduce_seconds / after.allreduce_seconds if after.allreduce_seconds > 0 else 1.0
     tiers = [topology.tier_name(k) for k in range(1, topology.tier_count + 1)]

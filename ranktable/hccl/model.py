@@ -14,7 +14,7 @@ STATUS_COMPLETED = "completed"
 SUPPORTED_VERSIONS = ("1.0", "1.2")
 
 
-@dataclass
+@dataclass(slots=True)
 class Device:
     device_id: int
     rank_id: int
@@ -24,7 +24,7 @@ class Device:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Server:
     server_id: str
     devices: list[Device] = field(default_factory=list)

@@ -37,6 +37,17 @@ class Placement:
     rank_order: list[int]  # server indices in the table's own rank order
     device_leaf: list[list[str | None]] = field(default_factory=list)  # per server, per device entry
 
+    def reordered(self, order: list[int]) -> Placement:
+        """The placement of the table `renumber(table, order)` builds: servers in `order`, ranks ascending."""
+        return Placement(
+            self.tiers,
+            [self.names[i] for i in order],
+            [self.leaves[i] for i in order],
+            [self.keys[i] for i in order],
+            list(range(len(order))),
+            [self.device_leaf[i] for i in order] if self.device_leaf else [],
+        )
+
     @property
     def unknown(self) -> list[int]:
         return [i for i, name in enumerate(self.names) if name is None]

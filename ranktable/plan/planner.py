@@ -62,6 +62,7 @@ class PlanResult:
     switches_per_tier: list[int] = field(default_factory=list)  # the bound the planner reaches
     stable: bool = False
     replan: ReplanGain | None = None
+    placement: Placement | None = None  # of the given table, for costing without placing again
 
     def first_rank(self, server_id: str) -> int:
         """The lowest rank id of a server in the planned table (RANK_ID of its local device 0)."""
@@ -122,7 +123,7 @@ def renumber(table: RankTable, order: list[int]) -> tuple[RankTable, dict[str, i
     for node, index in enumerate(order):
         src = table.servers[index]
         devices = [
-            Device(d.device_id, rank + j, d.device_ip, d.device_port, d.super_device_id, dict(d.extra))
+            Device(d.device_id, rank + j, d.device_ip, d.device_port, d.super_device_id, d.extra.copy())
             for j, d in enumerate(src.devices)
         ]
         mapping.extend([f"{rank + j}-{d.rank_id}" for j, d in enumerate(src.devices)])
@@ -199,4 +200,5 @@ def _plan(table: RankTable, topology: Topology, previous: RankTable | None, stab
         switches_per_tier=[n if n > 1 else 0 for n in placement.switches_per_tier()],
         stable=stable,
         replan=replan,
+        placement=placement,
     )

@@ -12,7 +12,7 @@ from typing import Any
 from ranktable.cost import GIB, CollectiveQuery, Comparison, LinkModel, compare, format_report
 from ranktable.hccl.model import RankTable
 from ranktable.plan import PlanResult, plan_routes
-from ranktable.plan.group_order import order_for_groups
+from ranktable.plan.order_choice import choose_order
 from ranktable.topology.model import Topology
 
 
@@ -64,8 +64,11 @@ def plan_report(
     size = message_bytes or GIB
     query = query or CollectiveQuery()
     result = plan_routes(table, topology, previous=previous, stable=stable)
-    result, reason = order_for_groups(table, topology, result, query, size, links)
-    comparison = compare(table, result.planned, topology, size, links, query=query, order_reason=reason)
+    result, reason = choose_order(table, topology, result, query, size, links)
+    placements = (result.placement, result.server_order) if result.placement is not None else None
+    comparison = compare(
+        table, result.planned, topology, size, links, query=query, order_reason=reason, placements=placements
+    )
     return PlanReport(table, topology, result, comparison, title)
 
 
