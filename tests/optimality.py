@@ -60,8 +60,11 @@ def order_cost(
     return estimate_job(shape, fabric, "allreduce", nbytes, settings=settings).seconds
 
 
-def planner_and_best(pool: Pool, algorithm: str, nbytes: float = 256 << 20) -> tuple[float, float]:
-    """(the planner's cost, the least cost of any server order) for one algorithm."""
+def planner_and_best(
+    pool: Pool, algorithm: str, nbytes: float = 256 << 20, *, choose: bool = True
+) -> tuple[float, float]:
+    """(the planner's cost, the least cost of any server order) for one algorithm; `choose=False`
+    takes the plain tree order without the per-algorithm order choice."""
     table, topo = pool.build()
     fabric = Fabric(topo, pool.devices, 20.0)
     rows = np.array(
@@ -70,7 +73,10 @@ def planner_and_best(pool: Pool, algorithm: str, nbytes: float = 256 << 20) -> t
     )
     settings = parse_hccl_algo(algorithm) if algorithm != "default" else None
     query = CollectiveQuery(settings=settings)
-    planned = choose_order(table, topo, plan_routes(table, topo), query, int(nbytes))[0].server_order
+    tree = plan_routes(table, topo)
+    planned = (
+        choose_order(table, topo, tree, query, int(nbytes))[0].server_order if choose else tree.server_order
+    )
     mine = order_cost(rows, planned, fabric, algorithm, nbytes)
     m = len(table.servers)
     best = min(
