@@ -26,16 +26,18 @@ def random_pools(count: int, seed: int = 1) -> list[Pool]:
     return pools
 
 
+def summary(rows: list[tuple[float, float]]) -> tuple[int, float]:
+    """(optimal cases, worst planner/best ratio)."""
+    return sum(1 for a, b in rows if a <= b * (1 + 1e-9)), max(a / b for a, b in rows)
+
+
 def main() -> None:
     pools = random_pools(int(sys.argv[1]) if len(sys.argv) > 1 else 40)
-    print(f"| algorithm | planner optimal | worst gap (planner / best) | tree order alone: optimal, worst |")
+    print("| algorithm | planner optimal | worst gap (planner / best) | tree order alone: optimal, worst |")
     print("|---|---|---|---|")
     for algorithm in ("default", *ALGORITHMS):
         planned = [planner_and_best(p, algorithm) for p in pools]
         tree = [planner_and_best(p, algorithm, choose=False) for p in pools]
-
-        def summary(rows: list[tuple[float, float]]) -> tuple[int, float]:
-            return sum(1 for a, b in rows if a <= b * (1 + 1e-9)), max(a / b for a, b in rows)
 
         ok, worst = summary(planned)
         tree_ok, tree_worst = summary(tree)
