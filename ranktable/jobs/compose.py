@@ -15,7 +15,7 @@ import yaml
 from ranktable.errors import InputError
 from ranktable.jobs.flavours import DEFAULT_FLAVOUR
 from ranktable.jobs.launchers import launcher_command, parse_launcher_command
-from ranktable.jobs.spec import EntryPoint, JobSpec, SecretRef, VolumeSpec
+from ranktable.jobs.spec import PARALLEL_KINDS, EntryPoint, JobSpec, ParallelSpec, SecretRef, VolumeSpec
 
 NPU_RESOURCE = "huawei.com/ascend-1980"
 RING_LABEL = ("ring-controller.cce", "ascend-1980")
@@ -26,6 +26,8 @@ RANK_TABLE_KEY = "jobstart_hccl.json"
 INITIAL_RANK_TABLE = '{\n    "status":"initializing"\n}\n'
 FLAVOUR_ANNOTATION = "jupyter-ranktable/flavour"
 ROUTE_ENV = "ROUTE_PLAN"
+HCCL_ALGO_ENV = "HCCL_ALGO"  # HCCL's own variable (hicann/hccl docs HCCL_ALGO.md), from spec.hccl_algo
+PARALLEL_ENV = "RANKTABLE_PARALLEL"  # spec.parallel, for the layout of a running job and the script
 FRAMEWORK_TITLES = {"mindspore": "MindSpore", "pytorch": "PyTorch"}
 # Downward-API env the platform guide requires on every container, in its order.
 FIXED_ENV_NAMES = ("name", "ip", "framework")
@@ -144,6 +146,11 @@ def _env(spec: JobSpec) -> list[dict[str, Any]]:
     ]
     if spec.routing:
         env.append({"name": ROUTE_ENV, "value": "true"})
+    if spec.hccl_algo:
+        env.append({"name": HCCL_ALGO_ENV, "value": spec.hccl_algo})
+    if spec.parallel is not None:
+        sizes = ",".join(f"{k}={getattr(spec.parallel, k)}" for k in PARALLEL_KINDS)
+        env.append({"name": PARALLEL_ENV, "value": sizes})
     env += [{"name": k, "value": v} for k, v in spec.env.items()]
     env += [
         {"name": k, "valueFrom": {"secretKeyRef": {"name": ref.secret, "key": ref.key}}}
@@ -253,6 +260,8 @@ def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
         )
     npus, cpu, memory = _resources(container, cpath)
     env, secret_env, routing = _env_from(container.get("env") or [], f"{cpath}.env")
+    hccl_algo = env.pop(HCCL_ALGO_ENV, "")
+    parallel = _parallel_from(env.pop(PARALLEL_ENV, None), f"{cpath}.env.{PARALLEL_ENV}")
     command = [str(c) for c in container.get("command") or []]
     entry: EntryPoint | None = parse_launcher_command(command)
     labels = {
@@ -283,6 +292,8 @@ def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
         node_selector=selector,
         flavour=str((meta.get("annotations") or {}).get(FLAVOUR_ANNOTATION) or DEFAULT_FLAVOUR),
         task_name="" if task_name == f"{name}-1" else task_name,
+        hccl_algo=hccl_algo,
+        parallel=parallel,
     )
 
 
@@ -347,6 +358,16 @@ def _resources(container: dict[str, Any], cpath: str) -> tuple[int, str | None, 
     if unknown:
         raise InputError(f"unsupported resource(s) {', '.join(unknown)}", where=f"{cpath}.resources.requests")
     return npus, requests.get("cpu"), requests.get("memory")
+
+
+def _parallel_from(text: str | None, where: str) -> ParallelSpec | None:
+    """RANKTABLE_PARALLEL="tp=8,cp=1,ep=1,pp=4" (as `_env` writes it) back to the spec's sizes."""
+    if text is None:
+        return None
+    from ranktable.collectives.groups import parse_parallel
+
+    sizes = parse_parallel(text, where)
+    return ParallelSpec(sizes.tp, sizes.cp, sizes.ep, sizes.pp)
 
 
 def _env_from(items: list[Any], where: str) -> tuple[dict[str, str], dict[str, SecretRef], bool]:

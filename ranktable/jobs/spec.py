@@ -50,6 +50,21 @@ class VolumeSpec:
 
 
 @dataclass
+class ParallelSpec:
+    """Megatron / MindSpeed parallel sizes of the training job (dp is derived from the NPU count); the
+    layout preview costs each group's collective with them."""
+
+    tp: int = 1
+    cp: int = 1
+    ep: int = 1
+    pp: int = 1
+
+
+PARALLEL_KINDS = ("tp", "cp", "ep", "pp")
+MAX_PARALLEL_SIZE = 1 << 20
+
+
+@dataclass
 class JobSpec:
     name: str
     image: str
@@ -72,6 +87,8 @@ class JobSpec:
     node_selector: dict[str, str] = field(default_factory=dict)
     flavour: str = DEFAULT_FLAVOUR
     task_name: str = ""
+    hccl_algo: str = ""  # HCCL_ALGO exported to the job, e.g. "level0:NA;level1:NHR"; "" = HCCL decides
+    parallel: ParallelSpec | None = None
 
     @property
     def task(self) -> str:
@@ -115,6 +132,10 @@ class JobSpec:
             "node_selector": dict(self.node_selector),
             "flavour": self.flavour,
             "task_name": self.task_name,
+            "hccl_algo": self.hccl_algo,
+            "parallel": None
+            if self.parallel is None
+            else {k: getattr(self.parallel, k) for k in PARALLEL_KINDS},
         }
 
     to_json = to_dict
@@ -176,6 +197,8 @@ class _Reader:
             node_selector=_str_map(d.get("node_selector") or {}, "spec.node_selector"),
             flavour=_str(d.get("flavour") or defaults.flavour, "spec.flavour"),
             task_name=_str(d.get("task_name") or "", "spec.task_name"),
+            hccl_algo=_hccl_algo(d.get("hccl_algo") or ""),
+            parallel=None if d.get("parallel") is None else _parallel(d["parallel"]),
         )
 
 
@@ -269,3 +292,33 @@ def _volume(value: Any, where: str) -> VolumeSpec:
         server=_str(d.get("server") or "", f"{where}.server"),
         read_only=_bool(d.get("read_only", False), f"{where}.read_only"),
     )
+
+
+def _hccl_algo(value: Any) -> str:
+    """HCCL_ALGO as HCCL reads it; checked here so a typo fails before submission, not in training."""
+    from ranktable.collectives.choice import parse_hccl_algo
+
+    text = _str(value, "spec.hccl_algo").strip()
+    if text:
+        parse_hccl_algo(text, "spec.hccl_algo")
+    return text
+
+
+def _parallel(value: Any) -> ParallelSpec:
+    d = _mapping(value, "spec.parallel")
+    unknown = sorted(set(d) - set(PARALLEL_KINDS))
+    if unknown:
+        raise InputError(
+            f"unknown field(s) {', '.join(unknown)}",
+            where="spec.parallel",
+            fix="use tp, cp, ep and pp (dp is derived from the NPU count)",
+        )
+    sizes: dict[str, int] = {}
+    for kind in PARALLEL_KINDS:
+        size = _int(d.get(kind, 1), f"spec.parallel.{kind}")
+        if not 1 <= size <= MAX_PARALLEL_SIZE:
+            raise InputError(
+                f"must be from 1 to {MAX_PARALLEL_SIZE}; got {size}", where=f"spec.parallel.{kind}"
+            )
+        sizes[kind] = size
+    return ParallelSpec(**sizes)

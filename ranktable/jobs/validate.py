@@ -79,6 +79,7 @@ def validate_spec(spec: JobSpec, flavours: dict[str, Flavour] | None = None) -> 
     _cpu_memory(spec, flavour, out)
     _routing(spec, out)
     _env(spec, out)
+    _collectives(spec, out)
     _volumes(spec, out)
     _labels("labels", spec.labels, (RING_LABEL[0], FAULT_LABEL[0]), out)
     _labels("node_selector", spec.node_selector, (), out)
@@ -307,6 +308,21 @@ def _routing(spec: JobSpec, out: list[Issue]) -> None:
                 "turn routing on so ranks follow the switch topology",
             )
         )
+
+
+def _collectives(spec: JobSpec, out: list[Issue]) -> None:
+    """HCCL_ALGO given twice, and parallel sizes that don't fit the job's NPU count."""
+    from ranktable.collectives.groups import ParallelSizes
+    from ranktable.errors import InputError
+
+    if spec.hccl_algo and "HCCL_ALGO" in spec.env:
+        out.append(Issue("env.HCCL_ALGO", ERROR, "HCCL_ALGO is also set by hccl_algo", "keep one of the two"))
+    if spec.parallel is not None:
+        p = spec.parallel
+        try:
+            ParallelSizes(p.tp, p.cp, p.ep, p.pp).resolved(spec.total_npus, "parallel")
+        except InputError as exc:
+            out.append(Issue("parallel", ERROR, exc.reason, exc.fix or "fix the sizes"))
 
 
 def _env(spec: JobSpec, out: list[Issue]) -> None:
