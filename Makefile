@@ -54,6 +54,7 @@ lint: env
 	$(BIN)/ruff check ranktable tests bench
 	$(BIN)/ruff format --check ranktable tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(JLPM) lint:check
 
 jest: env

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fixtures.sshd import start_sshd
+from tests.integration.fixtures.sshd import start_sshd
 
 MB = 1 << 20
 

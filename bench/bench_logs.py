@@ -21,9 +21,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from ranktable.jobs.cluster import ClusterClient
-from ranktable.jobs.compose import compose
-from ranktable.jobs.spec import JobSpec
+from ranktable.cluster.client import ClusterClient
+from ranktable.compose.manifests import compose
+from ranktable.compose.spec import JobSpec
 from ranktable.sim.control import start_background, stop_running
 
 PRINTER = (

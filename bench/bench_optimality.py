@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import sys
 
-from tests.optimality import ALGORITHMS, Pool, planner_and_best
+from tests.core.optimality import ALGORITHMS, Pool, planner_and_best
 
 
 def random_pools(count: int, seed: int = 1) -> list[Pool]:

@@ -15,8 +15,8 @@ from kubernetes import client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.fixtures.simpool import start_pool
-from tests.sim_helpers import eventually, volcano_job
+from tests.integration.fixtures.simpool import start_pool
+from tests.integration.sim_helpers import eventually, volcano_job
 
 PODS, LINES = 64, 10_000
 

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from ranktable.remote import ConnectionManager, ProfileStore  # noqa: E402
 from ranktable.remote.sync import Syncer  # noqa: E402
-from tests.fixtures.sshd import SshServer, start_sshd  # noqa: E402
+from tests.integration.fixtures.sshd import SshServer, start_sshd  # noqa: E402
 
 
 def make_tree(root: Path, files: int, total_mb: int, seed: int = 7) -> int:

@@ -1,15 +1,18 @@
 """jupyter-ranktable: open route planning and job tooling for ranktable-routed Volcano jobs on Ascend NPUs.
 
-The pure core (``topology``, ``hccl``, ``plan``, ``cost``, ``render``) imports nothing from Jupyter,
-SSH or Kubernetes; adapters (``remote``, ``jobs.cluster``, ``sim``) and interfaces (``cli``,
-``server_ext``, magics) build on it.
+Layers point inward (checked by `lint-imports`, contracts in pyproject.toml): the pure core (``topology``,
+``hccl``, ``plan``, ``cost``, ``render``, ``compose``, ``launch``) imports nothing from Jupyter, SSH or
+Kubernetes; adapters (``cluster``, ``remote``, ``sim``) use it; ``usecases`` sit above them; interfaces
+(``cli``, ``server_ext``, ``magics``, ``widgets``) parse input and call the use cases.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from ranktable._version import __version__
+
+__all__ = ["__version__", "load_ipython_extension"]
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -21,8 +21,9 @@ from IPython.display import HTML, SVG, Markdown, display
 from ranktable.errors import RanktableError
 
 if TYPE_CHECKING:
-    from ranktable.jobs.cluster import ClusterClient
-    from ranktable.jobs.spec import JobSpec
+    from ranktable.cluster.client import ClusterClient
+    from ranktable.compose.spec import JobSpec
+    from ranktable.usecases.jobs import Jobs
 
 SHELL = ["/bin/bash", "-c"]
 
@@ -93,7 +94,7 @@ class RanktableMagics(Magics):
         self.kubeconfig: str | None = None
         self.context: str | None = None
         self.namespace = "default"
-        self._clients: dict[tuple[str | None, str | None, str], ClusterClient] = {}
+        self._jobs: dict[tuple[str | None, str | None, str], Jobs] = {}
         self.manager: Any = None  # SSH connections; None: the process-wide manager
         self.forwards: Any = None  # port forwards opened from this kernel (ForwardRegistry)
 
@@ -129,16 +130,22 @@ class RanktableMagics(Magics):
         p.add_argument("-n", "--namespace", default=None)
         return p
 
-    def client(self, args: argparse.Namespace) -> ClusterClient:
-        from ranktable.jobs.cluster import ClusterClient
+    def jobs(self, args: argparse.Namespace) -> Jobs:
+        """The job use cases for the cluster named by the flags, else by `%ranktable cluster`."""
+        from ranktable.usecases.jobs import ClusterSettings, Jobs
 
         kubeconfig = args.kubeconfig or self.kubeconfig
         context = args.context or self.context
         namespace = args.namespace or self.namespace
         key = (kubeconfig, context, namespace)
-        if key not in self._clients:
-            self._clients[key] = ClusterClient(kubeconfig, context, namespace)
-        return self._clients[key]
+        if key not in self._jobs:
+            self._jobs[key] = Jobs(
+                ClusterSettings(kubeconfig=kubeconfig, context=context, namespace=namespace)
+            )
+        return self._jobs[key]
+
+    def client(self, args: argparse.Namespace) -> ClusterClient:
+        return self.jobs(args).client()
 
     def _cmd_cluster(self, argv: list[str]) -> dict[str, Any]:
         """`%ranktable cluster [--kubeconfig F] [--context C] [-n NS]`: set the defaults, show free NPUs."""
@@ -221,25 +228,23 @@ class RanktableMagics(Magics):
 
     def _cmd_layout(self, argv: list[str]) -> dict[str, Any]:
         """`%ranktable layout NAME [--topology FILE]`: given vs planned layout of a running job."""
-        from ranktable.jobs.layout import job_layout
-
         p = self._cluster_parser("layout")
         p.add_argument("name")
         p.add_argument("--topology", default=None)
         args = p.parse_args(argv)
-        layout = job_layout(self.client(args), args.name, args.topology)
+        layout = self.jobs(args).layout(None, args.name, args.topology)
         display(Markdown(f"```\n{layout.report_text}\n```"))
         display(SVG(layout.svg))
         return layout.report
 
     def _cmd_job(self, argv: list[str], cell: str | None) -> dict[str, Any]:
         """`%%ranktable job --name N --image I [--nodes 4 ...] [--submit]`; the cell is the command."""
-        from ranktable.cli.jobs import _spec_flags, spec_from_args
-        from ranktable.jobs.compose import compose, dump_manifests
-        from ranktable.jobs.validate import has_errors, validate_spec
+        from ranktable.compose.manifests import compose, dump_manifests
+        from ranktable.compose.spec_flags import add_spec_flags, spec_from_args
+        from ranktable.compose.validate import has_errors, validate_spec
 
         p = _Parser(prog="%%ranktable job", add_help=True)
-        _spec_flags(p, required=True)
+        add_spec_flags(p, required=True)
         p.add_argument("--kubeconfig", default=None)
         p.add_argument("--context", default=None)
         p.add_argument("--submit", action="store_true", help="submit when the spec has no errors")
@@ -282,15 +287,8 @@ class RanktableMagics(Magics):
 
     def _preview(self, args: argparse.Namespace, spec: JobSpec) -> dict[str, Any] | None:
         """The planned layout for the nodes the job would likely get (needs a reachable cluster)."""
-        from ranktable.jobs.topology_source import cluster_topology
-        from ranktable.server_ext.preview import likely_nodes, plan_report, preview_rank_table
-
         try:
-            client = self.client(args)
-            nodes = client.list_nodes()
-            topology = cluster_topology(client.kube, nodes)
-            table = preview_rank_table(likely_nodes(nodes, spec), spec.npus_per_node)
-            result = plan_report(table, topology, message_bytes=None, title=f"{spec.name} (preview)")
+            result = self.jobs(args).layout_preview(spec)
         except RanktableError as exc:
             display(Markdown(f"*no layout preview: {exc.message}*"))
             return None
@@ -307,30 +305,25 @@ class RanktableMagics(Magics):
 
     def _cmd_connect(self, argv: list[str]) -> str:
         """`%ranktable connect PROFILE [--accept-host-key FINGERPRINT]`: verify the connection."""
-        from ranktable.remote.errors import UnknownHostKey
+        from ranktable.usecases.remote import Remote
 
         p = _Parser(prog="%ranktable connect")
         p.add_argument("profile")
         p.add_argument("--accept-host-key", default=None, metavar="FINGERPRINT")
         args = p.parse_args(argv)
-        manager = self._manager()
-        if args.accept_host_key:
-            manager.accept_host_key(args.profile, args.accept_host_key)
-            manager.close(args.profile)
-        conn = manager.get(args.profile)
-        try:
-            conn.connect()
-        except UnknownHostKey as exc:
+        remote = Remote(manager=self._manager())
+        result = remote.test_connection(args.profile, accept_host_key=args.accept_host_key)
+        status = str(result["status"])
+        if status == "unknown-host-key":
             print(
-                f"unknown host key for {exc.host_id}: {exc.key_type} {exc.fingerprint}\n"
-                f"check it, then: %ranktable connect {args.profile} --accept-host-key {exc.fingerprint}"
+                f"unknown host key for {result['host']}: {result['key_type']} {result['fingerprint']}\n"
+                f"check it, then: %ranktable connect {args.profile} --accept-host-key {result['fingerprint']}"
             )
-            return "unknown-host-key"
-        ok = conn.probe()
-        print(
-            f"{args.profile}: {'connected to ' + conn.endpoint.host_id if ok else 'connected, probe failed'}"
-        )
-        return "ok" if ok else "error"
+        elif status == "error" and result.get("reason"):
+            raise UsageError(str(result["message"]))
+        else:
+            print(f"{args.profile}: {result['message']}")
+        return status
 
     def _cmd_sync(self, argv: list[str]) -> dict[str, Any]:
         """`%ranktable sync PROFILE [LOCAL_DIR] [--force] [--delete] [--dry-run]`: upload, with progress."""

@@ -34,7 +34,7 @@ class JobComposer(w.VBox):
     """A form for a job spec: per-field messages, the YAML preview, and Submit."""
 
     def __init__(self, client: Any = None, namespace: str = "default", **kwargs: Any) -> None:
-        from ranktable.jobs.spec import FRAMEWORKS
+        from ranktable.compose.spec import FRAMEWORKS
 
         self.client = client
         self.name = w.Text(description="Job name", placeholder="bert-pretrain")
@@ -85,9 +85,9 @@ class JobComposer(w.VBox):
 
     def refresh(self) -> None:
         """Re-validate and re-compose; every message goes next to its field."""
-        from ranktable.jobs.compose import compose, dump_manifests
-        from ranktable.jobs.spec import JobSpec
-        from ranktable.jobs.validate import validate_spec
+        from ranktable.compose.manifests import compose, dump_manifests
+        from ranktable.compose.spec import JobSpec
+        from ranktable.compose.validate import validate_spec
 
         for message in self.messages.values():
             message.value = ""
@@ -115,9 +115,9 @@ class JobComposer(w.VBox):
 
     def submit(self) -> dict[str, Any] | None:
         """Submit the composed job with the given (or a default) cluster client."""
-        from ranktable.jobs.cluster import ClusterClient
-        from ranktable.jobs.compose import compose
-        from ranktable.jobs.spec import JobSpec
+        from ranktable.cluster.client import ClusterClient
+        from ranktable.compose.manifests import compose
+        from ranktable.compose.spec import JobSpec
 
         self.refresh()
         if self.submit_button.disabled:

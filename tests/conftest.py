@@ -1,7 +1,3 @@
-"""Shared pytest set-up: each area keeps its fixtures in tests/fixtures/<area>.py."""
-
-pytest_plugins = [
-    "tests.fixtures.sshd",
-    "tests.fixtures.simpool",
-    "pytest_jupyter.jupyter_server",
-]
+"""Test layout: `tests/core/` needs only the core dependencies (PyYAML, numpy, pytest, hypothesis,
+import-linter); `tests/integration/` adds the real sshd, the simulated pool and a Jupyter server, whose
+fixtures are loaded only there (tests/integration/conftest.py)."""

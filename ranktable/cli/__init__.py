@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from ranktable import __version__
+from ranktable._version import __version__
 from ranktable.errors import RanktableError
 
 # Modules that contribute sub-commands, in help order. Each defines `register(subparsers)`.

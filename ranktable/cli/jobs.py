@@ -9,29 +9,23 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ranktable.compose.spec_flags import add_spec_flags, read_input, spec_from_args
 from ranktable.errors import InputError
 from ranktable.limits import (
-    MAX_FILE_BYTES,
-    brief,
-    decode_utf8,
-    load_json,
     load_yaml_all,
-    read_text,
-    size_text,
 )
 
 if TYPE_CHECKING:
-    from ranktable.jobs.cluster import ClusterClient
-    from ranktable.jobs.spec import JobSpec
+    from ranktable.cluster.client import ClusterClient
+    from ranktable.compose.spec import JobSpec
 
 
 def register(sub: Any) -> None:
-    from ranktable.jobs.launch import launch_parser
+    from ranktable.launch.launcher import launch_parser
 
     launch = sub.add_parser(
         "launch",
@@ -48,7 +42,7 @@ def register(sub: Any) -> None:
     group.required = True
 
     p = group.add_parser("compose", help="print the ConfigMap + Volcano Job for a job (YAML)")
-    _spec_flags(p, required=True)
+    add_spec_flags(p, required=True)
     p.add_argument("-o", "--output", help="write the YAML to FILE instead of stdout")
     p.set_defaults(handler=_compose)
 
@@ -59,7 +53,7 @@ def register(sub: Any) -> None:
         help="YAML with the ConfigMap and the Volcano Job, or a JobSpec; - reads it from stdin, so "
         "`ranktable job compose ... | ranktable job submit -` works (or use the flags)",
     )
-    _spec_flags(p, required=False)
+    add_spec_flags(p, required=False)
     _cluster_flags(p)
     p.add_argument("--wait", action="store_true", help="then wait for the rank table and print its status")
     p.set_defaults(handler=_submit)
@@ -121,94 +115,10 @@ def _cluster_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", "--namespace", default=None, help="namespace (default: default)")
 
 
-def _spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
-    p.add_argument(
-        "--spec", help="a JobSpec as JSON (file, or - for stdin); flags given as well override its fields"
-    )
-    p.add_argument("--name", required=False)
-    p.add_argument("--image")
-    if required:
-        p.add_argument("-n", "--namespace", default=None)
-    p.add_argument("--nodes", type=int)
-    p.add_argument("--npus", type=int, help="NPUs per node/pod (8 for multi-node)")
-    p.add_argument("--framework", choices=("mindspore", "pytorch"))
-    p.add_argument(
-        "--command",
-        dest="container_command",
-        help="container command line (split like a shell; not run by a shell)",
-    )
-    p.add_argument("--script", help="training entry point run by the framework launcher")
-    p.add_argument("--script-args", default=None, help="arguments for --script (split like a shell)")
-    p.add_argument("--master-port", type=int)
-    p.add_argument("--python", help="interpreter for --script (default: the launcher's python)")
-    p.add_argument("--cpu")
-    p.add_argument("--memory")
-    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--secret-env", action="append", default=[], metavar="NAME=SECRET:KEY")
-    p.add_argument("--hostpath", action="append", default=[], metavar="NAME:HOST_PATH:MOUNT_PATH")
-    p.add_argument("--pvc", action="append", default=[], metavar="NAME:CLAIM:MOUNT_PATH")
-    p.add_argument("--nfs", action="append", default=[], metavar="NAME:SERVER:PATH:MOUNT_PATH")
-    p.add_argument("--queue")
-    p.add_argument("--max-retry", type=int)
-    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--node-selector", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--routing", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--rank-table-version", choices=("v1", "v2"))
-    p.add_argument("--flavour")
-    p.add_argument("--task-name")
-
-
-def _pairs(items: list[str], flag: str, sep: str = "=") -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, found, value = item.partition(sep)
-        if not found or not key:
-            raise InputError(f"expected KEY{sep}VALUE, got {item!r}", where=flag)
-        out[key] = value
-    return out
-
-
-def _volumes(args: argparse.Namespace) -> list[dict[str, Any]]:
-    vols: list[dict[str, Any]] = []
-    for flag, kind, fields in (
-        ("--hostpath", "hostPath", ("name", "path", "mount_path")),
-        ("--pvc", "pvc", ("name", "claim", "mount_path")),
-        ("--nfs", "nfs", ("name", "server", "path", "mount_path")),
-    ):
-        for item in getattr(args, flag.strip("-")):
-            parts = item.split(":")
-            if len(parts) != len(fields):
-                raise InputError(f"expected {':'.join(f.upper() for f in fields)}, got {item!r}", where=flag)
-            vols.append({"kind": kind, **dict(zip(fields, parts, strict=True))})
-    return vols
-
-
-def read_input(path: str, what: str) -> str:
-    """A UTF-8 input file, or stdin for `-`, at most `MAX_FILE_BYTES` (the error names the limit)."""
-    if path != "-":
-        return read_text(path, what=what)
-    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise InputError(f"is larger than the {size_text(MAX_FILE_BYTES)} limit for a {what}", where="stdin")
-    return decode_utf8(data, "stdin", what=what)
-
-
-def split_words(value: str, flag: str) -> list[str]:
-    """A flag's value split like a shell does (not run by one); an unterminated quote names the flag."""
-    try:
-        return shlex.split(value)
-    except ValueError as exc:
-        raise InputError(
-            f"cannot split {brief(value)} into words: {str(exc).lower()}",
-            where=flag,
-            fix="close the quote, or escape it with a backslash",
-        ) from None
-
-
 def manifests_or_spec(text: str, where: str) -> list[dict[str, Any]]:
     """The ConfigMap + Volcano Job of a job file; a file holding a JobSpec (no `kind`) is composed first."""
-    from ranktable.jobs.compose import compose
-    from ranktable.jobs.spec import JobSpec
+    from ranktable.compose.manifests import compose
+    from ranktable.compose.spec import JobSpec
 
     docs = [doc for doc in load_yaml_all(text, where) if doc is not None]
     if not docs:
@@ -223,63 +133,9 @@ def manifests_or_spec(text: str, where: str) -> list[dict[str, Any]]:
     return docs
 
 
-def spec_from_args(args: argparse.Namespace) -> JobSpec:
-    """A JobSpec from --spec JSON plus flags (flags win), checked field by field."""
-    from ranktable.jobs.spec import JobSpec
-
-    data: dict[str, Any] = {}
-    if args.spec:
-        data = load_json(read_input(args.spec, "job spec"), args.spec, fix="a JobSpec is one JSON object")
-        if not isinstance(data, dict):
-            raise InputError("a job spec must be a JSON object", where=args.spec)
-    simple = {
-        "name": args.name,
-        "image": args.image,
-        "namespace": getattr(args, "namespace", None),
-        "nodes": args.nodes,
-        "npus_per_node": args.npus,
-        "framework": args.framework,
-        "cpu": args.cpu,
-        "memory": args.memory,
-        "queue": args.queue,
-        "max_retry": args.max_retry,
-        "routing": args.routing,
-        "rank_table_version": args.rank_table_version,
-        "flavour": args.flavour,
-        "task_name": args.task_name,
-    }
-    data.update({k: v for k, v in simple.items() if v is not None})
-    if args.container_command is not None:
-        data["command"] = split_words(args.container_command, "--command")
-    if args.script is not None:
-        data["entry"] = {"script": args.script, "args": split_words(args.script_args or "", "--script-args")}
-        if args.master_port is not None:
-            data["entry"]["master_port"] = args.master_port
-        if args.python:
-            data["entry"]["python"] = args.python
-    for key, flag in (("env", "--env"), ("labels", "--label"), ("node_selector", "--node-selector")):
-        items = getattr(args, {"env": "env", "labels": "label", "node_selector": "node_selector"}[key])
-        if items:
-            data[key] = {**(data.get(key) or {}), **_pairs(items, flag)}
-    if args.secret_env:
-        refs = {}
-        for name, ref in _pairs(args.secret_env, "--secret-env").items():
-            secret, found, key = ref.partition(":")
-            if not found:
-                raise InputError(f"expected NAME=SECRET:KEY for {name}", where="--secret-env")
-            refs[name] = {"secret": secret, "key": key}
-        data["secret_env"] = {**(data.get("secret_env") or {}), **refs}
-    vols = _volumes(args)
-    if vols:
-        data["volumes"] = [*(data.get("volumes") or []), *vols]
-    if not data.get("name") or not data.get("image"):
-        raise InputError("a job needs --name and --image (or a --spec file with both)", where="flags")
-    return JobSpec.from_dict(data)
-
-
 def _checked(spec: JobSpec) -> JobSpec:
     """Print every finding to stderr; refuse (exit 1) when any is an error."""
-    from ranktable.jobs.validate import has_errors, validate_spec
+    from ranktable.compose.validate import has_errors, validate_spec
 
     issues = validate_spec(spec)
     for issue in issues:
@@ -291,9 +147,11 @@ def _checked(spec: JobSpec) -> JobSpec:
 
 
 def _client(args: argparse.Namespace) -> ClusterClient:
-    from ranktable.jobs.cluster import ClusterClient
+    from ranktable.cli.cluster import choose_cluster
+    from ranktable.cluster.client import ClusterClient
 
-    return ClusterClient(args.kubeconfig, args.context, args.namespace or "default")
+    kubeconfig, context = choose_cluster(args.kubeconfig, args.context)
+    return ClusterClient(kubeconfig, context, args.namespace or "default")
 
 
 def _progress(text: str) -> None:
@@ -302,13 +160,13 @@ def _progress(text: str) -> None:
 
 # -- handlers -------------------------------------------------------------------------------------
 def _launch(args: argparse.Namespace) -> int:
-    from ranktable.jobs.launch import run
+    from ranktable.launch.launcher import run
 
     return run(args)
 
 
 def _compose(args: argparse.Namespace) -> int:
-    from ranktable.jobs.compose import compose, dump_manifests
+    from ranktable.compose.manifests import compose, dump_manifests
 
     spec = _checked(spec_from_args(args))
     text = dump_manifests(compose(spec))
@@ -321,7 +179,7 @@ def _compose(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
-    from ranktable.jobs.compose import compose, spec_from_manifests
+    from ranktable.compose.manifests import compose, spec_from_manifests
 
     if args.file:
         docs = manifests_or_spec(read_input(args.file, "job file"), args.file)
@@ -471,7 +329,7 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _layout(args: argparse.Namespace) -> int:
-    from ranktable.jobs.layout import job_layout
+    from ranktable.usecases.jobs import job_layout
 
     layout = job_layout(_client(args), args.name, topology_file=args.topology)
     if args.svg:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import paramiko
 
@@ -35,9 +35,6 @@ from ranktable.remote.errors import (
 from ranktable.remote.hostkeys import HostKeyStore, VerifyingPolicy, fingerprint
 from ranktable.remote.keys import load_private_key
 from ranktable.remote.profiles import Endpoint
-
-if TYPE_CHECKING:
-    from ranktable.remote.manager import ConnectionManager
 
 SERVER_SESSION_LIMIT_HINT = "Notebook instances accept at most 10 simultaneous SSH connections"
 
@@ -96,7 +93,7 @@ def _transport_factory(
     return transport
 
 
-def _open_socket(endpoint: Endpoint, timeout: float) -> socket.socket:
+def open_socket(endpoint: Endpoint, timeout: float) -> socket.socket:
     where = f"{endpoint.host}:{endpoint.port}"
     try:
         infos = socket.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)
@@ -184,7 +181,7 @@ class Connection:
 
     def _sock(self) -> socket.socket | paramiko.Channel:
         if self.jump is None:
-            return _open_socket(self.endpoint, self.connect_timeout)
+            return open_socket(self.endpoint, self.connect_timeout)
         self._jump_lease = self.jump.open_forward(self.endpoint.host, self.endpoint.port)
         return self._jump_lease.channel
 
@@ -496,10 +493,3 @@ def _read_all(recv: Callable[[int], bytes]) -> bytes:
         if not data:
             return b"".join(chunks)
         chunks.append(data)
-
-
-def get_manager() -> ConnectionManager:
-    """The process-wide ``ConnectionManager`` (same as ``ranktable.remote.default_manager``)."""
-    from ranktable.remote.manager import default_manager
-
-    return default_manager()

@@ -12,7 +12,7 @@ import threading
 import paramiko
 
 from ranktable.home import ranktable_home
-from ranktable.remote.connection import Connection, _open_socket
+from ranktable.remote.connection import Connection, open_socket
 from ranktable.remote.errors import ConnectionLost, HostKeyError
 from ranktable.remote.hostkeys import HostKeyStore, fingerprint
 from ranktable.remote.profiles import Endpoint, ProfileStore
@@ -81,7 +81,7 @@ class ConnectionManager:
         endpoint = conn.endpoint
         lease = conn.jump.open_forward(endpoint.host, endpoint.port) if conn.jump else None
         sock: socket.socket | paramiko.Channel = (
-            lease.channel if lease else _open_socket(endpoint, self.connect_timeout)
+            lease.channel if lease else open_socket(endpoint, self.connect_timeout)
         )
         transport = paramiko.Transport(sock)
         try:

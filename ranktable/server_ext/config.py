@@ -1,8 +1,8 @@
 """The `c.Ranktable.*` settings: everything the panel needs to reach a cluster and Notebook instances.
 
 Kept in one traitlets Configurable so `jupyter_server_config.py` (or `--Ranktable.kubeconfig=...`) is the
-only place a deployment differs: pointing `kubeconfig` at a real cluster is all it takes to leave the
-simulated pool.
+only place a deployment differs: pointing `kubeconfig` at a real cluster or at the
+simulated pool (`ranktable sim start` prints its KUBECONFIG) is the choice, made visibly here.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ class Ranktable(Configurable):
     kubeconfig = Unicode(
         "",
         config=True,
-        help="Path of the kubeconfig to use. Empty: the simulated pool started by `ranktable sim start`.",
+        help="Path of the kubeconfig to use. Empty: $KUBECONFIG, then ~/.kube/config; with neither, job "
+        "requests answer 404 naming the fix (e.g. the KUBECONFIG that `ranktable sim start` prints).",
     )
     context = Unicode("", config=True, help="kubeconfig context to use. Empty: the file's current context.")
     namespace = Unicode("default", config=True, help="Namespace for jobs when a request names none.")

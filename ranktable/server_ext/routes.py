@@ -31,28 +31,28 @@ class ValidateHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        self.reply(await self.blocking(self.services.validate, self.json_body()))
+        self.reply(await self.blocking(self.services.layout.validate, self.json_body()))
 
 
 class PlanHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        self.reply(await self.blocking(self.services.plan, self.json_body()))
+        self.reply(await self.blocking(self.services.layout.plan, self.json_body()))
 
 
 class LayoutPreviewHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        self.reply(await self.blocking(self.services.layout_preview, self.json_body()))
+        self.reply(await self.blocking(self.services.jobs.layout_preview, self.json_body()))
 
 
 class ComposeHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        self.reply(await self.blocking(self.services.compose, self.json_body()))
+        self.reply(await self.blocking(self.services.jobs.compose, self.json_body()))
 
 
 class JobsHandler(RanktableHandler):
@@ -60,24 +60,24 @@ class JobsHandler(RanktableHandler):
     @authorized("read")
     async def get(self) -> None:
         namespace = self.get_query_argument("namespace", None)
-        self.reply(await self.blocking(self.services.list_jobs, namespace))
+        self.reply(await self.blocking(self.services.jobs.list_jobs, namespace))
 
     @web.authenticated
     @authorized("write")
     async def post(self) -> None:
-        self.reply(await self.blocking(self.services.submit, self.json_body()), status=201)
+        self.reply(await self.blocking(self.services.jobs.submit, self.json_body()), status=201)
 
 
 class JobHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def get(self, namespace: str, name: str) -> None:
-        self.reply(await self.blocking(self.services.describe, namespace, name))
+        self.reply(await self.blocking(self.services.jobs.describe, namespace, name))
 
     @web.authenticated
     @authorized("write")
     async def delete(self, namespace: str, name: str) -> None:
-        self.reply(await self.blocking(self.services.stop, namespace, name))
+        self.reply(await self.blocking(self.services.jobs.stop, namespace, name))
 
 
 class JobLayoutHandler(RanktableHandler):
@@ -85,45 +85,45 @@ class JobLayoutHandler(RanktableHandler):
     @authorized("read")
     async def get(self, namespace: str, name: str) -> None:
         topology = self.get_query_argument("topology_path", None)
-        self.reply(await self.blocking(self.services.job_layout, namespace, name, topology))
+        self.reply(await self.blocking(self.services.jobs.job_layout, namespace, name, topology))
 
 
 class JobRankTableHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def get(self, namespace: str, name: str) -> None:
-        self.reply(await self.blocking(self.services.job_ranktable, namespace, name))
+        self.reply(await self.blocking(self.services.jobs.job_ranktable, namespace, name))
 
 
 class JobResubmitHandler(RanktableHandler):
     @web.authenticated
     @authorized("write")
     async def post(self, namespace: str, name: str) -> None:
-        self.reply(await self.blocking(self.services.resubmit, namespace, name), status=201)
+        self.reply(await self.blocking(self.services.jobs.resubmit, namespace, name), status=201)
 
 
 class ProfilesHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def get(self) -> None:
-        self.reply(await self.blocking(self.services.list_profiles))
+        self.reply(await self.blocking(self.services.remote.list_profiles))
 
     @web.authenticated
     @authorized("write")
     async def post(self) -> None:
-        self.reply(await self.blocking(self.services.add_profile, self.json_body()), status=201)
+        self.reply(await self.blocking(self.services.remote.add_profile, self.json_body()), status=201)
 
 
 class ProfileHandler(RanktableHandler):
     @web.authenticated
     @authorized("write")
     async def patch(self, name: str) -> None:
-        self.reply(await self.blocking(self.services.update_profile, name, self.json_body()))
+        self.reply(await self.blocking(self.services.remote.update_profile, name, self.json_body()))
 
     @web.authenticated
     @authorized("write")
     async def delete(self, name: str) -> None:
-        await self.blocking(self.services.remove_profile, name)
+        await self.blocking(self.services.remote.remove_profile, name)
         self.reply({"removed": name})
 
 
@@ -131,33 +131,35 @@ class ProfileTestHandler(RanktableHandler):
     @web.authenticated
     @authorized("write")
     async def post(self, name: str) -> None:
-        self.reply(await self.blocking(self.services.test_profile, name, self.json_body()))
+        self.reply(await self.blocking(self.services.remote.test_profile, name, self.json_body()))
 
 
 class ForwardsHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def get(self) -> None:
-        self.reply(await self.blocking(self.services.list_forwards))
+        self.reply(await self.blocking(self.services.remote.list_forwards))
 
     @web.authenticated
     @authorized("execute")  # a tunnel reaches the instance's network, as a terminal there would
     async def post(self) -> None:
-        self.reply(await self.blocking(self.services.open_forward, self.json_body()), status=201)
+        self.reply(await self.blocking(self.services.remote.open_forward, self.json_body()), status=201)
 
 
 class ForwardHandler(RanktableHandler):
     @web.authenticated
     @authorized("write")
     async def delete(self, forward: str) -> None:
-        self.reply(await self.blocking(self.services.close_forward, forward))
+        self.reply(await self.blocking(self.services.remote.close_forward, forward))
 
 
 class KernelHandler(RanktableHandler):
     @web.authenticated
     @authorized("write", resource="kernelspecs")
     async def post(self, profile: str) -> None:
-        self.reply(await self.blocking(self.services.install_kernel, profile, self.json_body()), status=201)
+        self.reply(
+            await self.blocking(self.services.remote.install_kernel, profile, self.json_body()), status=201
+        )
 
 
 class _OperationStarter(RanktableHandler):
@@ -165,7 +167,7 @@ class _OperationStarter(RanktableHandler):
 
     async def start_operation(self) -> None:
         # validation (profile exists, paths confined) happens before the 202; the work runs afterwards
-        prepare = getattr(self.services, self.prepare_name)
+        prepare = getattr(self.services.remote, self.prepare_name)
         kind, title, fn = await self.blocking(prepare, self.json_body())
         op = self.services.hub.start(kind, title, fn)
         self.reply({"operation": op.id, "kind": op.kind, "title": op.title}, status=202)

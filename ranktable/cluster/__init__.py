@@ -1,0 +1,6 @@
+"""The cluster adapter: the official kubernetes client for jobs, pods, logs, events and the switch tree.
+
+``kube`` (an API client per kubeconfig, timeouts, errors, resumable watch), ``client`` (submit, stop,
+resubmit, describe, wait for the rank table), ``logs``, ``describe`` and ``results`` (what the calls return)
+and ``topology_source`` (the switch tree from HyperNodes, basic-tor-node-cm or node labels).
+"""

@@ -1,0 +1,487 @@
+"""ClusterClient: submit, list, describe, wait for, watch, stop, stream and lay out ranktable jobs.
+
+One instance per (kubeconfig, context, namespace), on the official ``kubernetes`` client with an explicit
+configuration and ``_request_timeout`` on every call. Results are small dataclasses with ``to_json()`` so
+the CLI and the Jupyter server extension print or serve the same thing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, cast
+
+from kubernetes.client.rest import ApiException
+
+from ranktable.cluster.describe import NpuCapacity, event_hint, npu_capacity
+from ranktable.cluster.kube import DEFAULT_TIMEOUT, Kube, WatchEvent, api_error, new_api_client, watch
+from ranktable.cluster.logs import LogStream
+from ranktable.cluster.results import (
+    EventInfo,
+    JobDescription,
+    JobSummary,
+    PhaseChange,
+    PodInfo,
+    RankTableResult,
+    SubmitResult,
+    pod_index,
+)
+from ranktable.compose.manifests import (
+    NPU_RESOURCE,
+    RANK_TABLE_KEY,
+    ROUTE_ENV,
+    compose,
+    configmap_name,
+    spec_from_manifests,
+)
+from ranktable.errors import ConflictError, InputError, NotFoundError, RanktableError
+from ranktable.hccl import check_document, parse_rank_table
+from ranktable.launch.launcher import ROUTING_MIN_NODES, TOR_FILE
+from ranktable.plan import plan_routes
+from ranktable.topology import topology_from_tor_file
+
+GROUP, VERSION, PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
+DEVICE_ANNOTATION = "cce.kubectl.kubernetes.io/ascend-1980-configuration"
+TOR_KEY = TOR_FILE
+TERMINAL_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
+Progress = Callable[[str], None]
+
+DELETE_RECHECK_SECONDS = 3.0
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+def _routes(job: dict[str, Any]) -> bool:
+    """Whether the job's pods apply the route plan (ROUTE_PLAN=true and enough nodes for it)."""
+    task = (job.get("spec") or {}).get("tasks", [{}])[0]
+    container = ((task.get("template") or {}).get("spec") or {}).get("containers", [{}])[0]
+    on = any(
+        e.get("name") == ROUTE_ENV and str(e.get("value", "")).lower() == "true"
+        for e in container.get("env") or []
+    )
+    return on and int(task.get("replicas") or 1) >= ROUTING_MIN_NODES
+
+
+class ClusterClient:
+    def __init__(
+        self,
+        kubeconfig: str | None = None,
+        context: str | None = None,
+        namespace: str = "default",
+        timeout: tuple[float, float] = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.namespace = namespace
+        self.kube = Kube(new_api_client(kubeconfig, context), timeout)
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    def _call(self, fn: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> dict[str, Any]:
+        return self.kube.call(fn, *args, what=what, **kwargs)
+
+    def get_job(self, name: str) -> dict[str, Any]:
+        return self._call(
+            self.kube.custom.get_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            self.namespace,
+            PLURAL,
+            name,
+            what=f"job {name} in {self.namespace}",
+        )
+
+    def job_pods(self, name: str) -> list[dict[str, Any]]:
+        pods = (
+            self._call(
+                self.kube.core.list_namespaced_pod,
+                self.namespace,
+                label_selector=f"volcano.sh/job-name={name}",
+                what=f"pods of job {name}",
+            ).get("items")
+            or []
+        )
+        return sorted(pods, key=pod_index)
+
+    def get_configmap(self, name: str) -> dict[str, Any]:
+        return self._call(
+            self.kube.core.read_namespaced_config_map, name, self.namespace, what=f"ConfigMap {name}"
+        )
+
+    # -- submit / stop ------------------------------------------------------------------------------
+    def submit(self, docs: list[dict[str, Any]]) -> SubmitResult:
+        """Create the rank-table ConfigMap, then the Volcano Job; a rejected Job removes the ConfigMap."""
+        job = next((d for d in docs if d.get("kind") == "Job"), None)
+        cm = next((d for d in docs if d.get("kind") == "ConfigMap"), None)
+        if job is None or cm is None:
+            raise InputError("a ranktable job needs a ConfigMap and a Volcano Job", where="manifest")
+        name = str(job["metadata"]["name"])
+        for doc in (job, cm):
+            doc.setdefault("metadata", {})["namespace"] = self.namespace
+        try:
+            self.kube.core.create_namespaced_config_map(
+                self.namespace, cast(Any, cm), _request_timeout=self.kube.timeout, _preload_content=False
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                if self._job_exists(name):
+                    raise ConflictError(
+                        f"job {name} already exists in {self.namespace}",
+                        fix=f"choose another name, or `ranktable job stop {name}` first",
+                    ) from None
+                raise ConflictError(
+                    f"ConfigMap {cm['metadata']['name']} already exists in {self.namespace} "
+                    "(left by an earlier job?)",
+                    fix=f"`ranktable job stop {name}` removes it",
+                ) from None
+            raise api_error(exc, f"ConfigMap {cm['metadata']['name']}") from None
+        except Exception as exc:
+            if isinstance(exc, RanktableError):
+                raise
+            raise self.kube.unreachable(exc) from None
+        try:
+            resp = self.kube.custom.create_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, PLURAL, job, _request_timeout=self.kube.timeout
+            )
+        except ApiException as exc:
+            self._delete_configmap(str(cm["metadata"]["name"]))
+            if exc.status == 409:
+                raise ConflictError(
+                    f"job {name} already exists in {self.namespace}",
+                    fix=f"choose another name, or `ranktable job stop {name}` first",
+                ) from None
+            raise api_error(exc, f"job {name}") from None
+        except Exception as exc:
+            self._delete_configmap(str(cm["metadata"]["name"]))
+            raise self.kube.unreachable(exc) from None
+        uid = str(((cast(dict[str, Any], resp) or {}).get("metadata") or {}).get("uid") or "")
+        return SubmitResult(name, self.namespace, str(cm["metadata"]["name"]), uid)
+
+    def _job_exists(self, name: str) -> bool:
+        try:
+            self.get_job(name)
+        except NotFoundError:
+            return False
+        return True
+
+    def _delete_configmap(self, name: str) -> bool:
+        try:
+            self.kube.core.delete_namespaced_config_map(
+                name, self.namespace, _request_timeout=self.kube.timeout
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise api_error(exc, f"ConfigMap {name}") from None
+        return True
+
+    def stop(self, name: str) -> list[str]:
+        """Delete the Job (its pods go with it) and its rank-table ConfigMap; returns what was deleted."""
+        deleted: list[str] = []
+        try:
+            self.kube.custom.delete_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                self.namespace,
+                PLURAL,
+                name,
+                propagation_policy="Background",
+                _request_timeout=self.kube.timeout,
+            )
+            deleted.append(f"job/{name}")
+        except ApiException as exc:
+            if exc.status != 404:
+                raise api_error(exc, f"job {name}") from None
+        if self._delete_configmap(configmap_name(name)):
+            deleted.append(f"configmap/{configmap_name(name)}")
+        if not deleted:
+            raise NotFoundError(
+                f"job {name} not found in {self.namespace}", fix="check `ranktable job list` and -n"
+            )
+        return deleted
+
+    def wait_deleted(self, name: str, timeout: float) -> None:
+        """Return once the job is gone (watching it, re-checking every few seconds); error after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while self._job_exists(name):
+            if time.monotonic() >= deadline:
+                raise RanktableError(
+                    f"job {name} is still being deleted after {timeout:.0f}s", fix="try again in a moment"
+                )
+            for event in watch(
+                self.kube,
+                self.kube.custom.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                self.namespace,
+                PLURAL,
+                what=f"job {name}",
+                deadline=min(deadline, time.monotonic() + DELETE_RECHECK_SECONDS),
+                field_selector=f"metadata.name={name}",
+            ):
+                if event.type == "DELETED":
+                    return
+
+    def resubmit(self, name: str, timeout: float = 30.0) -> SubmitResult:
+        """Stop the job and submit the same manifests again (what users do after fixing the cause)."""
+        spec = spec_from_manifests([self.get_configmap(configmap_name(name)), self.get_job(name)])
+        self.stop(name)
+        self.wait_deleted(name, timeout)
+        return self.submit(compose(spec))
+
+    # -- list / describe ----------------------------------------------------------------------------
+    def list_jobs(self) -> list[JobSummary]:
+        items = (
+            self._call(
+                self.kube.custom.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                self.namespace,
+                PLURAL,
+                what=f"Volcano jobs in {self.namespace}",
+            ).get("items")
+            or []
+        )
+        return sorted((JobSummary.from_job(j) for j in items), key=lambda s: s.name)
+
+    def describe(self, name: str) -> JobDescription:
+        job = self.get_job(name)
+        summary = JobSummary.from_job(job)
+        pods = self.job_pods(name)
+        node_leaf = self.node_leaves()
+        pod_infos = [
+            PodInfo(
+                name=str(p["metadata"]["name"]),
+                index=pod_index(p),
+                node=(p.get("spec") or {}).get("nodeName"),
+                host_ip=(p.get("status") or {}).get("hostIP"),
+                leaf=node_leaf.get(str((p.get("spec") or {}).get("nodeName"))),
+                phase=str((p.get("status") or {}).get("phase") or "Pending"),
+                restarts=sum(
+                    int(c.get("restartCount") or 0)
+                    for c in (p.get("status") or {}).get("containerStatuses") or []
+                ),
+                has_devices=DEVICE_ANNOTATION in ((p.get("metadata") or {}).get("annotations") or {}),
+            )
+            for p in pods
+        ]
+        names = {name, *(p.name for p in pod_infos)}
+        events = [
+            e
+            for e in self._call(self.kube.core.list_namespaced_event, self.namespace, what="events").get(
+                "items"
+            )
+            or []
+            if str((e.get("involvedObject") or {}).get("name")) in names
+            or str((e.get("involvedObject") or {}).get("name", "")).startswith(f"{name}-")
+        ]
+        template = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
+        npus = int(str(((template.get("resources") or {}).get("requests") or {}).get(NPU_RESOURCE, 0)))
+        capacity = None
+        if any("Insufficient" in str(e.get("message")) for e in events):
+            capacity = self.npu_capacity(node_leaf)
+        event_infos = [
+            EventInfo(
+                type=str(e.get("type") or "Normal"),
+                reason=str(e.get("reason") or ""),
+                object="{kind}/{name}".format(**{"kind": "", "name": "", **(e.get("involvedObject") or {})}),
+                message=str(e.get("message") or ""),
+                count=int(e.get("count") or 1),
+                last_seen=e.get("lastTimestamp")
+                or e.get("eventTime")
+                or (e.get("metadata") or {}).get("creationTimestamp"),
+                hint=event_hint(
+                    e,
+                    nodes=summary.nodes,
+                    npus_per_pod=npus,
+                    capacity=capacity,
+                    image=str(template.get("image", "")),
+                ),
+            )
+            for e in events
+        ]
+        event_infos.sort(key=lambda e: str(e.last_seen or ""))
+        return JobDescription(summary, pod_infos, event_infos, self.rank_table_status(name), capacity)
+
+    def rank_table_status(self, name: str) -> str:
+        try:
+            cm = self.get_configmap(configmap_name(name))
+        except NotFoundError:
+            return "missing"
+        text = (cm.get("data") or {}).get(RANK_TABLE_KEY) or ""
+        try:
+            report = check_document(text, RANK_TABLE_KEY)
+        except RanktableError:
+            return "unreadable"
+        return str(report.table_status or report.status)
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        return self._call(self.kube.core.list_node, what="nodes").get("items") or []
+
+    def node_leaves(self) -> dict[str, str]:
+        """Node name -> leaf switch, from whatever topology the cluster publishes ({} if none)."""
+        from ranktable.cluster.topology_source import cluster_topology
+
+        nodes = self.list_nodes()
+        try:
+            topo = cluster_topology(self.kube, nodes)
+        except RanktableError:
+            return {}
+        out: dict[str, str] = {}
+        for node in nodes:
+            meta = node.get("metadata") or {}
+            addresses = [a.get("address") for a in (node.get("status") or {}).get("addresses") or []]
+            server = topo.resolve(str(meta.get("name")), *addresses)
+            leaf = topo.leaf_of(server) if server else None
+            if leaf:
+                out[str(meta.get("name"))] = leaf
+        return out
+
+    def npu_capacity(self, node_leaf: dict[str, str] | None = None) -> NpuCapacity:
+        pods = self._call(self.kube.core.list_pod_for_all_namespaces, what="pods").get("items") or []
+        return npu_capacity(
+            self.list_nodes(), pods, node_leaf if node_leaf is not None else self.node_leaves()
+        )
+
+    # -- waiting and watching ---------------------------------------------------------------------------
+    def wait_rank_table(
+        self, name: str, timeout: float = 600.0, progress: Progress = _quiet
+    ) -> RankTableResult:
+        """Watch the ConfigMap until the table is completed, then validate it with the core."""
+        cm_name = configmap_name(name)
+        start = time.monotonic()
+        deadline = start + timeout
+        last_status = None
+        for event in watch(
+            self.kube,
+            self.kube.core.list_namespaced_config_map,
+            self.namespace,
+            what=f"ConfigMap {cm_name}",
+            deadline=deadline,
+            on_resume=progress,
+            field_selector=f"metadata.name={cm_name}",
+        ):
+            if event.type == "DELETED":
+                raise NotFoundError(
+                    f"ConfigMap {cm_name} was deleted while waiting", fix="was the job stopped?"
+                )
+            text = (event.obj.get("data") or {}).get(RANK_TABLE_KEY) or ""
+            report = check_document(text, f"{cm_name}/{RANK_TABLE_KEY}")
+            if report.table_status != last_status:
+                last_status = report.table_status
+                progress(f"rank table {cm_name}: {report.table_status} after {time.monotonic() - start:.0f}s")
+            if report.completed:
+                return RankTableResult(text, report, time.monotonic() - start)
+        raise RanktableError(
+            self._missing(name, timeout), fix=f"`ranktable job describe {name}` shows events and hints"
+        )
+
+    def _missing(self, name: str, timeout: float) -> str:
+        try:
+            self.get_configmap(configmap_name(name))
+        except NotFoundError:
+            return f"ConfigMap {configmap_name(name)} does not exist (was the job submitted with it?)"
+        pods = self.job_pods(name)
+        job = JobSummary.from_job(self.get_job(name))
+        if not pods:
+            return (
+                f"rank table still initializing after {timeout:.0f}s: job {name} is {job.phase}, no pods yet"
+            )
+        lacking = [
+            f"{p['metadata']['name']} ({(p.get('status') or {}).get('phase', 'Pending')}"
+            + (f" on {p['spec']['nodeName']}" if (p.get("spec") or {}).get("nodeName") else ", not scheduled")
+            + ")"
+            for p in pods
+            if DEVICE_ANNOTATION not in ((p.get("metadata") or {}).get("annotations") or {})
+        ]
+        if len(pods) < job.nodes:
+            lacking.append(f"{job.nodes - len(pods)} pod(s) not created")
+        return (
+            f"rank table still initializing after {timeout:.0f}s; pods without the device annotation "
+            f"{DEVICE_ANNOTATION}: {', '.join(lacking) or 'none (the platform has not rewritten the table)'}"
+        )
+
+    def watch_phases(
+        self,
+        name: str,
+        timeout: float | None = None,
+        progress: Progress = _quiet,
+        until_terminal: bool = True,
+    ) -> Iterator[PhaseChange]:
+        """Phase changes of one job; survives dropped watches and 410 Gone (relists, no repeats)."""
+        previous: str | None = None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        events: Iterator[WatchEvent] = watch(
+            self.kube,
+            self.kube.custom.list_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            self.namespace,
+            PLURAL,
+            what=f"job {name}",
+            deadline=deadline,
+            on_resume=progress,
+            field_selector=f"metadata.name={name}",
+        )
+        for event in events:
+            if event.type == "DELETED":
+                yield PhaseChange(name, "Deleted", previous, 0, 0)
+                return
+            summary = JobSummary.from_job(event.obj)
+            if summary.phase != previous:
+                yield PhaseChange(name, summary.phase, previous, summary.retries, summary.running)
+                previous = summary.phase
+                if until_terminal and summary.phase in TERMINAL_PHASES:
+                    return
+
+    # -- logs ------------------------------------------------------------------------------------
+    def logs(
+        self, name: str, follow: bool = False, rank: int | None = None, queue_size: int = 64
+    ) -> LogStream:
+        """Every pod's log, one stream per pod, lines tagged with pod, node rank and timestamp."""
+        job = self.get_job(name)
+        task = job["spec"]["tasks"][0]
+        pods = [(f"{name}-{task['name']}-{i}", i) for i in range(int(task.get("replicas") or 1))]
+        planned = self.planned_node_ranks(name, job)
+        if planned:
+            pods = [(pod, planned.get(pod, index)) for pod, index in pods]
+        if rank is not None:
+            pods = [(pod, r) for pod, r in pods if r == rank]
+            if not pods:
+                raise InputError(
+                    f"no pod has node rank {rank} (0..{int(task.get('replicas') or 1) - 1})", where="--rank"
+                )
+        routed = _routes(job)
+        stream = LogStream(
+            self.kube,
+            self.namespace,
+            name,
+            pods,
+            follow=follow,
+            queue_size=queue_size,
+            rank_of=(lambda pod: self.planned_node_ranks(name, job).get(pod))
+            if routed and not planned
+            else None,
+        )
+        stream.start()
+        return stream
+
+    def planned_node_ranks(self, name: str, job: dict[str, Any] | None = None) -> dict[str, int]:
+        """Pod -> node rank as the launcher's route plan numbers it (``RANK_AFTER_ACC``); {} when the job does
+        not route or its rank table is not complete yet (then the pod index is the node rank)."""
+        job = job or self.get_job(name)
+        if not _routes(job):
+            return {}
+        try:
+            data = self.get_configmap(configmap_name(name)).get("data") or {}
+            table = parse_rank_table(
+                data.get(RANK_TABLE_KEY) or "", f"{configmap_name(name)}/{RANK_TABLE_KEY}"
+            )
+            if not table.completed or TOR_KEY not in data:
+                return {}
+            plan = plan_routes(table, topology_from_tor_file(data[TOR_KEY]))
+        except RanktableError:
+            return {}
+        hosts = {
+            str(p["metadata"]["name"]): (p.get("status") or {}).get("hostIP") for p in self.job_pods(name)
+        }
+        return {pod: plan.node_rank[ip] for pod, ip in hosts.items() if ip in plan.node_rank}

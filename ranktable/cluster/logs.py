@@ -1,0 +1,320 @@
+"""Follow the logs of every pod of a job at once, without losing or repeating lines.
+
+One thread per pod reads ``/log?follow=true&timestamps=true``. Each line's timestamp moves a cursor
+(last timestamp, how many lines carried it); after a dropped connection, a container restart or a
+recreated pod the stream reopens with ``sinceTime`` = that timestamp and drops what the cursor has
+already seen. Batches of lines go through a bounded queue, so a slow reader stalls the HTTP streams
+(which the server buffers) instead of growing memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from kubernetes.client.rest import ApiException
+
+from ranktable.cluster.kube import NETWORK_ERRORS, Kube, UnreachableError, iter_line_batches
+from ranktable.errors import NotFoundError
+
+LOG_READ_TIMEOUT = 120.0
+GIVE_UP_SECONDS = 120.0
+EPOCH = "1970-01-01T00:00:00Z"
+CHUNK_BYTES = 16384  # per read: bounds a batch, so memory is about (queue size + pods) x this
+ENDED = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True)
+class LogLine:
+    pod: str
+    node_rank: int
+    timestamp: str
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return f"[{self.node_rank} {self.pod}] {self.text}"
+
+
+_STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
+
+
+def timestamp_key(stamp: str) -> tuple[str, int]:
+    """Sortable key of an RFC 3339 timestamp with up to nanosecond precision (UTC seconds, nanoseconds)."""
+    match = _STAMP.match(stamp)
+    if match is None:
+        raise ValueError(f"not an RFC 3339 timestamp: {stamp!r}")
+    base, frac, zone = match.groups()
+    if zone != "Z":  # an explicit offset: normalise to UTC
+        moment = datetime.fromisoformat(base + zone).astimezone(timezone.utc)
+        base = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    return base, int((frac or "").ljust(9, "0"))
+
+
+@dataclass
+class Cursor:
+    """The newest timestamp delivered for a pod and how many lines carried exactly that timestamp."""
+
+    stamp: str = ""
+    key: tuple[str, int] = ("", -1)
+    count: int = 0
+
+
+@dataclass
+class StreamStats:
+    lines: int = 0
+    reconnects: int = 0
+    duplicates_dropped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+_DONE = object()
+
+
+class Backoff:
+    """Waits that double from 0.1 s to 2 s between reconnects, reset after a good read."""
+
+    def __init__(self) -> None:
+        self.delay = 0.1
+
+    def next(self) -> float:
+        delay, self.delay = self.delay, min(self.delay * 2, 2.0)
+        return delay
+
+    def reset(self) -> None:
+        self.delay = 0.1
+
+
+class LogStream:
+    """Iterate to get ``LogLine``s from all pods; ends when every pod's log has ended (or on ``close``)."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        job: str,
+        pods: list[tuple[str, int]],
+        follow: bool = True,
+        queue_size: int = 64,
+        rank_of: Callable[[str], int | None] | None = None,
+    ) -> None:
+        self.kube = kube
+        self._rank_of = rank_of  # the planned node rank of a pod, once its rank table is complete
+        self._ranks = dict(pods)
+        self._resolved: set[str] = set()
+        self.namespace = namespace
+        self.job = job
+        self.pods = pods
+        self.follow = follow
+        self.stats = StreamStats()
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
+        self._stop = threading.Event()
+        self._responses: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._restarts_seen: dict[str, tuple[str, int]] = {}
+        self._backoffs: dict[str, Backoff] = {pod: Backoff() for pod, _ in pods}
+
+    def start(self) -> None:
+        for pod, _ in self.pods:
+            thread = threading.Thread(target=self._run, args=(pod,), name=f"log-{pod}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def __iter__(self) -> Iterator[LogLine]:
+        remaining = len(self._threads)
+        while remaining and not self._stop.is_set():
+            try:
+                batch = self._queue.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if batch is _DONE:
+                remaining -= 1
+                continue
+            yield from batch
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            responses = list(self._responses.values())
+        for resp in responses:
+            with contextlib.suppress(Exception):  # best effort: the reader thread sees the closed socket
+                resp.close()
+        for thread in self._threads:
+            thread.join(timeout=2)
+
+    def __enter__(self) -> LogStream:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- per-pod worker ------------------------------------------------------------------------------
+    def _put(self, item: Any) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
+    def _run(self, pod: str) -> None:
+        try:
+            self._follow_pod(pod)
+        except Exception as exc:  # a worker must always report its end, or the reader would wait forever
+            self.stats.problems.append(f"{pod}: {type(exc).__name__}: {exc}")
+        finally:
+            self._put(_DONE)
+
+    def _pod_state(self, pod: str) -> dict[str, Any] | None:
+        """The pod, or None when it does not exist; raises UnreachableError while the API is down."""
+        try:
+            return self.kube.call(self.kube.core.read_namespaced_pod, pod, self.namespace, what=f"pod {pod}")
+        except NotFoundError:
+            return None
+
+    def _job_over(self) -> bool:
+        try:
+            job = self.kube.call(
+                self.kube.custom.get_namespaced_custom_object,
+                "batch.volcano.sh",
+                "v1alpha1",
+                self.namespace,
+                "jobs",
+                self.job,
+                what=f"job {self.job}",
+            )
+        except NotFoundError:
+            return True
+        phase = ((job.get("status") or {}).get("state") or {}).get("phase")
+        return phase in ("Completed", "Failed", "Aborted", "Terminated")
+
+    def _follow_pod(self, pod: str) -> None:
+        cursor = Cursor()
+        unreachable_since: float | None = None
+        while not self._stop.is_set():
+            try:
+                if not self._follow_once(pod, cursor):
+                    return
+                unreachable_since = None
+            except (UnreachableError, *NETWORK_ERRORS):
+                now = time.monotonic()
+                unreachable_since = unreachable_since or now
+                if not self.follow or now - unreachable_since > GIVE_UP_SECONDS:
+                    raise
+                self.stats.reconnects += 1
+            self._stop.wait(self._backoffs[pod].next())
+
+    def _follow_once(self, pod: str, cursor: Cursor) -> bool:
+        """Read what the pod has now (following it while it runs); False when its log has ended for good."""
+        state = self._pod_state(pod)
+        if state is None:  # not created yet, or deleted for a job restart
+            return self.follow and not self._job_over()
+        statuses = (state.get("status") or {}).get("containerStatuses") or []
+        started = any({"running", "terminated"} & set(c.get("state") or {}) for c in statuses)
+        restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
+        phase = (state.get("status") or {}).get("phase")
+        if not started and phase not in ENDED:
+            return self.follow
+        if self._rank_of is not None and pod not in self._resolved:
+            planned = self._rank_of(pod)
+            if planned is not None:
+                self._ranks[pod] = planned
+                self._resolved.add(pod)
+        rank = self._ranks[pod]
+        uid = str((state.get("metadata") or {}).get("uid"))
+        seen = self._restarts_seen.get(pod)
+        if seen is not None and seen[0] == uid and restarts > seen[1] and cursor.stamp:
+            self._read_quietly(pod, rank, cursor, previous=True)  # the tail of the container that died
+        self._restarts_seen[pod] = (uid, restarts)
+        try:
+            if self._read(pod, rank, cursor, follow=self.follow, previous=False):
+                self._backoffs[pod].reset()  # progress: reconnect at once; an empty read backs off
+        except ApiException as exc:
+            if exc.status not in (400, 404):
+                raise
+        if not self.follow or self._stop.is_set():
+            return False
+        after = self._pod_state(pod)
+        if after is not None and (after.get("status") or {}).get("phase") in ENDED:
+            self._read_quietly(pod, rank, cursor, previous=False)  # anything written after a drop
+            return False
+        again = not (after is None and self._job_over())
+        self.stats.reconnects += again
+        return again
+
+    def _read_quietly(self, pod: str, rank: int, cursor: Cursor, *, previous: bool) -> None:
+        try:
+            self._read(pod, rank, cursor, follow=False, previous=previous)
+        except ApiException as exc:
+            if exc.status not in (400, 404):
+                raise
+
+    def _read(self, pod: str, rank: int, cursor: Cursor, *, follow: bool, previous: bool) -> int:
+        """Stream one log request into the queue; returns how many new lines it delivered."""
+        query: list[tuple[str, Any]] = [("timestamps", "true")]
+        if follow:
+            query.append(("follow", "true"))
+        if previous:
+            query.append(("previous", "true"))
+        if cursor.stamp:
+            query.append(("sinceTime", cursor.stamp))
+        resp = self.kube.get_raw(
+            f"/api/v1/namespaces/{self.namespace}/pods/{pod}/log",
+            query,
+            (self.kube.timeout[0], LOG_READ_TIMEOUT),
+        )
+        with self._lock:
+            self._responses[pod] = resp
+        try:
+            return self._consume(resp, pod, rank, cursor)
+        finally:
+            with self._lock:
+                self._responses.pop(pod, None)
+            resp.release_conn()
+
+    def _consume(self, resp: Any, pod: str, rank: int, cursor: Cursor) -> int:
+        resumed_key, already = cursor.key, cursor.count
+        seen_at_resume = delivered = 0
+        for raws in iter_line_batches(resp, CHUNK_BYTES):
+            batch: list[LogLine] = []
+            for raw in raws:
+                line = raw.decode("utf-8", errors="replace")
+                stamp, _, text = line.partition(" ")
+                if not stamp:
+                    continue
+                try:
+                    key = timestamp_key(stamp)
+                except ValueError:  # not a kubelet-stamped line: pass it on, the cursor stays put
+                    batch.append(LogLine(pod, rank, cursor.stamp or EPOCH, line.rstrip("\r")))
+                    continue
+                if key < resumed_key:
+                    self.stats.duplicates_dropped += 1
+                    continue
+                if key == resumed_key:
+                    seen_at_resume += 1
+                    if seen_at_resume <= already:
+                        self.stats.duplicates_dropped += 1
+                        continue
+                if key == cursor.key:
+                    cursor.count += 1
+                else:
+                    cursor.key, cursor.stamp, cursor.count = key, stamp, 1
+                batch.append(LogLine(pod, rank, stamp, text.rstrip("\r")))
+            if batch:
+                self._emit(batch)
+                delivered += len(batch)
+        return delivered
+
+    def _emit(self, batch: list[LogLine]) -> None:
+        self.stats.lines += len(batch)
+        self._put(batch)

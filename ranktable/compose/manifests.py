@@ -1,0 +1,446 @@
+"""JobSpec <-> the platform's ConfigMap + Volcano Job, built as data and dumped with PyYAML.
+
+The defaults reproduce the platform guide's reference manifest exactly; every "keep unchanged" line of
+that manifest is a constant here, so users never copy-paste them. ``spec_from_manifests`` is the exact
+inverse for composed manifests and names the field when a hand-written one cannot be represented.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import yaml
+
+from ranktable.compose.flavours import DEFAULT_FLAVOUR
+from ranktable.compose.launchers import launcher_command, parse_launcher_command
+from ranktable.compose.spec import PARALLEL_KINDS, EntryPoint, JobSpec, ParallelSpec, SecretRef, VolumeSpec
+from ranktable.errors import InputError
+
+NPU_RESOURCE = "huawei.com/ascend-1980"
+RING_LABEL = ("ring-controller.cce", "ascend-1980")
+FAULT_LABEL = ("fault-scheduling", "force")
+NODE_SELECTOR = ("accelerator/huawei-npu", "ascend-1980")
+CONFIGMAP_PREFIX = "configmap1980-"
+RANK_TABLE_KEY = "jobstart_hccl.json"
+INITIAL_RANK_TABLE = '{\n    "status":"initializing"\n}\n'
+FLAVOUR_ANNOTATION = "jupyter-ranktable/flavour"
+ROUTE_ENV = "ROUTE_PLAN"
+HCCL_ALGO_ENV = "HCCL_ALGO"  # HCCL's own variable (hicann/hccl docs HCCL_ALGO.md), from spec.hccl_algo
+PARALLEL_ENV = "RANKTABLE_PARALLEL"  # spec.parallel, for the layout of a running job and the script
+FRAMEWORK_TITLES = {"mindspore": "MindSpore", "pytorch": "PyTorch"}
+# Downward-API env the platform guide requires on every container, in its order.
+FIXED_ENV_NAMES = ("name", "ip", "framework")
+# Driver and tool mounts from the node (name, path); the same path inside and outside the container.
+DRIVER_MOUNTS = (
+    ("ascend-driver", "/usr/local/Ascend/driver"),
+    ("ascend-add-ons", "/usr/local/Ascend/add-ons"),
+    ("localtime", "/etc/localtime"),
+    ("hccn", "/etc/hccn.conf"),
+    ("npu-smi", "/usr/local/sbin/npu-smi"),
+)
+DRIVER_VOLUME_NAMES = frozenset(name for name, _ in DRIVER_MOUNTS)
+
+
+def configmap_name(job_name: str) -> str:
+    return CONFIGMAP_PREFIX + job_name
+
+
+def compose(spec: JobSpec) -> list[dict[str, Any]]:
+    """The ConfigMap (rank table placeholder) and the Volcano Job for ``spec``."""
+    return [compose_configmap(spec), compose_job(spec)]
+
+
+def compose_configmap(spec: JobSpec) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": configmap_name(spec.name),
+            "namespace": spec.namespace,
+            "labels": {RING_LABEL[0]: RING_LABEL[1]},
+        },
+        "data": {RANK_TABLE_KEY: INITIAL_RANK_TABLE},
+    }
+
+
+def compose_job(spec: JobSpec) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "name": spec.name,
+        "namespace": spec.namespace,
+        "labels": {RING_LABEL[0]: RING_LABEL[1], FAULT_LABEL[0]: FAULT_LABEL[1], **spec.labels},
+    }
+    if spec.flavour != DEFAULT_FLAVOUR:
+        metadata["annotations"] = {FLAVOUR_ANNOTATION: spec.flavour}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": metadata,
+        "spec": {
+            "minAvailable": spec.nodes,
+            "schedulerName": "volcano",
+            "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
+            "plugins": {
+                "configmap1980": [f"--rank-table-version={spec.rank_table_version}"],
+                "env": [],
+                "svc": ["--publish-not-ready-addresses=true"],
+            },
+            "maxRetry": spec.max_retry,
+            "queue": spec.queue,
+            "tasks": [{"name": spec.task, "replicas": spec.nodes, "template": _pod_template(spec)}],
+        },
+    }
+
+
+def _pod_template(spec: JobSpec) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": {"app": spec.framework, RING_LABEL[0]: RING_LABEL[1]}},
+        "spec": {
+            "affinity": {
+                "podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "labelSelector": {
+                                "matchExpressions": [
+                                    {"key": "volcano.sh/job-name", "operator": "In", "values": [spec.name]}
+                                ]
+                            },
+                            "topologyKey": "kubernetes.io/hostname",
+                        }
+                    ]
+                }
+            },
+            "containers": [_container(spec)],
+            "nodeSelector": {NODE_SELECTOR[0]: NODE_SELECTOR[1], **spec.node_selector},
+            "volumes": [{"name": n, "hostPath": {"path": p}} for n, p in DRIVER_MOUNTS]
+            + [_volume(v) for v in spec.volumes],
+            "restartPolicy": "OnFailure",
+        },
+    }
+
+
+def _container(spec: JobSpec) -> dict[str, Any]:
+    resources = {NPU_RESOURCE: str(spec.npus_per_node)}
+    if spec.cpu is not None:
+        resources["cpu"] = spec.cpu
+    if spec.memory is not None:
+        resources["memory"] = spec.memory
+    command = launcher_command(spec) if spec.entry is not None else list(spec.command)
+    return {
+        "image": spec.image,
+        "imagePullPolicy": "IfNotPresent",
+        "name": spec.framework,
+        "env": _env(spec),
+        "command": command,
+        "resources": {"requests": dict(resources), "limits": dict(resources)},
+        "volumeMounts": [{"name": n, "mountPath": p} for n, p in DRIVER_MOUNTS]
+        + [_mount(v) for v in spec.volumes],
+    }
+
+
+def _env(spec: JobSpec) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [
+        {"name": "name", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "ip", "valueFrom": {"fieldRef": {"fieldPath": "status.hostIP"}}},
+        {"name": "framework", "value": FRAMEWORK_TITLES.get(spec.framework, spec.framework)},
+    ]
+    if spec.routing:
+        env.append({"name": ROUTE_ENV, "value": "true"})
+    if spec.hccl_algo:
+        env.append({"name": HCCL_ALGO_ENV, "value": spec.hccl_algo})
+    if spec.parallel is not None:
+        sizes = ",".join(f"{k}={getattr(spec.parallel, k)}" for k in PARALLEL_KINDS)
+        env.append({"name": PARALLEL_ENV, "value": sizes})
+    env += [{"name": k, "value": v} for k, v in spec.env.items()]
+    env += [
+        {"name": k, "valueFrom": {"secretKeyRef": {"name": ref.secret, "key": ref.key}}}
+        for k, ref in spec.secret_env.items()
+    ]
+    return env
+
+
+def _volume(v: VolumeSpec) -> dict[str, Any]:
+    if v.kind == "pvc":
+        return {"name": v.name, "persistentVolumeClaim": {"claimName": v.claim}}
+    if v.kind == "nfs":
+        return {"name": v.name, "nfs": {"server": v.server, "path": v.path}}
+    return {"name": v.name, "hostPath": {"path": v.path}}
+
+
+def _mount(v: VolumeSpec) -> dict[str, Any]:
+    mount: dict[str, Any] = {"name": v.name, "mountPath": v.mount_path}
+    if v.read_only:
+        mount["readOnly"] = True
+    return mount
+
+
+# -- YAML ---------------------------------------------------------------------------------------
+_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _BlockDumper(_SafeDumper):  # type: ignore[valid-type,misc]
+    """Writes multi-line strings (the rank table placeholder) as ``|`` blocks, like the guide does."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_representer)
+
+
+def dump_manifests(docs: Iterable[dict[str, Any]]) -> str:
+    return yaml.dump_all(list(docs), Dumper=_BlockDumper, sort_keys=False, default_flow_style=False)
+
+
+def load_manifests(text: str, where: str = "manifest") -> list[dict[str, Any]]:
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=_SafeLoader) if d is not None]
+    except yaml.YAMLError as exc:
+        raise InputError(f"not valid YAML: {exc}", where=where, fix="check indentation and quoting") from exc
+    for i, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise InputError("each YAML document must be a mapping", where=f"{where}: document {i + 1}")
+    return docs
+
+
+# -- manifests -> JobSpec -------------------------------------------------------------------------
+def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
+    """The JobSpec a ConfigMap + Volcano Job pair describes (inverse of ``compose``)."""
+    jobs = [
+        d
+        for d in docs
+        if d.get("kind") == "Job" and str(d.get("apiVersion", "")).startswith("batch.volcano.sh/")
+    ]
+    if len(jobs) != 1:
+        raise InputError(
+            f"expected exactly one Volcano Job (batch.volcano.sh/v1alpha1), found {len(jobs)}",
+            where="manifest",
+            fix="put the ConfigMap and one Volcano Job in the file",
+        )
+    job = jobs[0]
+    meta = _get(job, "metadata", "Job.metadata")
+    name = _req_str(meta, "name", "Job.metadata")
+    namespace = str(meta.get("namespace") or "default")
+    _check_configmap(docs, name, namespace)
+
+    jspec = _get(job, "spec", "Job.spec")
+    tasks = jspec.get("tasks")
+    if not isinstance(tasks, list) or len(tasks) != 1:
+        raise InputError(
+            "expected exactly one task",
+            where="Job.spec.tasks",
+            fix="ranktable jobs use one task of N replicas",
+        )
+    task = tasks[0]
+    tpath = "Job.spec.tasks[0]"
+    nodes = task.get("replicas", 1)
+    if not isinstance(nodes, int):
+        raise InputError(f"replicas must be a number, got {nodes!r}", where=f"{tpath}.replicas")
+    if jspec.get("minAvailable", nodes) != nodes:
+        raise InputError(
+            f"minAvailable {jspec.get('minAvailable')} differs from replicas {nodes}",
+            where="Job.spec.minAvailable",
+            fix=f"set minAvailable to {nodes}: a ranktable job needs all its pods at once",
+        )
+    pod = _get(_get(task, "template", tpath), "spec", f"{tpath}.template")
+    ppath = f"{tpath}.template.spec"
+    containers = pod.get("containers")
+    if not isinstance(containers, list) or len(containers) != 1:
+        raise InputError("expected exactly one container", where=f"{ppath}.containers")
+    container = containers[0]
+    cpath = f"{ppath}.containers[0]"
+    if container.get("args"):
+        raise InputError(
+            "container args are not supported",
+            where=f"{cpath}.args",
+            fix="put the whole command line in command",
+        )
+    npus, cpu, memory = _resources(container, cpath)
+    env, secret_env, routing = _env_from(container.get("env") or [], f"{cpath}.env")
+    hccl_algo = env.pop(HCCL_ALGO_ENV, "")
+    parallel = _parallel_from(env.pop(PARALLEL_ENV, None), f"{cpath}.env.{PARALLEL_ENV}")
+    command = [str(c) for c in container.get("command") or []]
+    entry: EntryPoint | None = parse_launcher_command(command)
+    labels = {
+        k: str(v) for k, v in (meta.get("labels") or {}).items() if (k, v) not in (RING_LABEL, FAULT_LABEL)
+    }
+    selector = {k: str(v) for k, v in (pod.get("nodeSelector") or {}).items() if (k, v) != NODE_SELECTOR}
+    version = _rank_table_version(jspec.get("plugins") or {})
+    task_name = str(task.get("name") or "")
+    return JobSpec(
+        name=name,
+        image=_req_str(container, "image", cpath),
+        namespace=namespace,
+        framework=str(container.get("name") or "mindspore"),
+        command=[] if entry is not None else command,
+        entry=entry,
+        nodes=nodes,
+        npus_per_node=npus,
+        cpu=cpu,
+        memory=memory,
+        env=env,
+        secret_env=secret_env,
+        volumes=_volumes_from(pod, container, ppath),
+        queue=str(jspec.get("queue") or "default"),
+        max_retry=int(jspec.get("maxRetry", 3)),
+        labels=labels,
+        routing=routing,
+        rank_table_version=version,
+        node_selector=selector,
+        flavour=str((meta.get("annotations") or {}).get(FLAVOUR_ANNOTATION) or DEFAULT_FLAVOUR),
+        task_name="" if task_name == f"{name}-1" else task_name,
+        hccl_algo=hccl_algo,
+        parallel=parallel,
+    )
+
+
+def _get(doc: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = doc.get(key)
+    if not isinstance(value, dict):
+        raise InputError(f"{key} is missing or not a mapping", where=f"{where}.{key}")
+    return value
+
+
+def _req_str(doc: dict[str, Any], key: str, where: str) -> str:
+    value = doc.get(key)
+    if not isinstance(value, str) or not value:
+        raise InputError(f"{key} is required", where=f"{where}.{key}")
+    return value
+
+
+def _check_configmap(docs: list[dict[str, Any]], name: str, namespace: str) -> None:
+    want = configmap_name(name)
+    maps = [d for d in docs if d.get("kind") == "ConfigMap"]
+    found = next((d for d in maps if (d.get("metadata") or {}).get("name") == want), None)
+    if found is None:
+        names = ", ".join(str((d.get("metadata") or {}).get("name")) for d in maps) or "none"
+        raise InputError(
+            f"no ConfigMap named {want} (found: {names})",
+            where="ConfigMap.metadata.name",
+            fix=f"name the rank-table ConfigMap {want}: the platform finds it by that name",
+        )
+    if str((found.get("metadata") or {}).get("namespace") or "default") != namespace:
+        raise InputError(
+            "ConfigMap and Job are in different namespaces",
+            where="ConfigMap.metadata.namespace",
+            fix=f"put both in {namespace}",
+        )
+
+
+def _resources(container: dict[str, Any], cpath: str) -> tuple[int, str | None, str | None]:
+    res = container.get("resources") or {}
+    requests = {k: str(v) for k, v in (res.get("requests") or {}).items()}
+    limits = {k: str(v) for k, v in (res.get("limits") or {}).items()}
+    if requests != limits:
+        diff = sorted(k for k in set(requests) | set(limits) if requests.get(k) != limits.get(k))
+        raise InputError(
+            f"requests and limits differ for {', '.join(diff)}",
+            where=f"{cpath}.resources",
+            fix="set limits equal to requests: NPU pods are scheduled whole",
+        )
+    if NPU_RESOURCE not in requests:
+        raise InputError(
+            f"no {NPU_RESOURCE} request",
+            where=f"{cpath}.resources.requests",
+            fix=f"request NPUs with {NPU_RESOURCE}",
+        )
+    try:
+        npus = int(requests[NPU_RESOURCE])
+    except ValueError:
+        raise InputError(
+            f"{NPU_RESOURCE} must be a whole number, got {requests[NPU_RESOURCE]!r}",
+            where=f"{cpath}.resources.requests.{NPU_RESOURCE}",
+        ) from None
+    unknown = sorted(set(requests) - {NPU_RESOURCE, "cpu", "memory"})
+    if unknown:
+        raise InputError(f"unsupported resource(s) {', '.join(unknown)}", where=f"{cpath}.resources.requests")
+    return npus, requests.get("cpu"), requests.get("memory")
+
+
+def _parallel_from(text: str | None, where: str) -> ParallelSpec | None:
+    """RANKTABLE_PARALLEL="tp=8,cp=1,ep=1,pp=4" (as `_env` writes it) back to the spec's sizes."""
+    if text is None:
+        return None
+    from ranktable.collectives.groups import parse_parallel
+
+    sizes = parse_parallel(text, where)
+    return ParallelSpec(sizes.tp, sizes.cp, sizes.ep, sizes.pp)
+
+
+def _env_from(items: list[Any], where: str) -> tuple[dict[str, str], dict[str, SecretRef], bool]:
+    env: dict[str, str] = {}
+    secrets: dict[str, SecretRef] = {}
+    routing = False
+    for i, item in enumerate(items):
+        name = str(item.get("name"))
+        if name in FIXED_ENV_NAMES:
+            continue
+        if name == ROUTE_ENV and str(item.get("value", "")).lower() == "true":
+            routing = True
+            continue
+        if "value" in item:
+            env[name] = str(item["value"])
+            continue
+        ref = ((item.get("valueFrom") or {}).get("secretKeyRef")) or {}
+        if ref.get("name") and ref.get("key"):
+            secrets[name] = SecretRef(secret=str(ref["name"]), key=str(ref["key"]))
+            continue
+        raise InputError(
+            "only literal values and secretKeyRef are supported",
+            where=f"{where}[{i}]",
+            fix="use value or secretKeyRef",
+        )
+    return env, secrets, routing
+
+
+def _volumes_from(pod: dict[str, Any], container: dict[str, Any], ppath: str) -> list[VolumeSpec]:
+    mounts = {m.get("name"): m for m in container.get("volumeMounts") or []}
+    out: list[VolumeSpec] = []
+    for i, vol in enumerate(pod.get("volumes") or []):
+        name = str(vol.get("name"))
+        if name in DRIVER_VOLUME_NAMES:
+            continue
+        mount = mounts.get(name)
+        if mount is None:
+            raise InputError(
+                f"volume {name} is not mounted",
+                where=f"{ppath}.volumes[{i}]",
+                fix="add a volumeMount or drop it",
+            )
+        common: dict[str, Any] = {
+            "name": name,
+            "mount_path": str(mount.get("mountPath")),
+            "read_only": bool(mount.get("readOnly")),
+        }
+        if "hostPath" in vol:
+            out.append(VolumeSpec(kind="hostPath", path=str(vol["hostPath"].get("path")), **common))
+        elif "persistentVolumeClaim" in vol:
+            out.append(
+                VolumeSpec(kind="pvc", claim=str(vol["persistentVolumeClaim"].get("claimName")), **common)
+            )
+        elif "nfs" in vol:
+            nfs = vol["nfs"]
+            out.append(
+                VolumeSpec(kind="nfs", server=str(nfs.get("server")), path=str(nfs.get("path")), **common)
+            )
+        else:
+            raise InputError(
+                "unsupported volume type",
+                where=f"{ppath}.volumes[{i}]",
+                fix="use hostPath, persistentVolumeClaim or nfs",
+            )
+    return out
+
+
+def _rank_table_version(plugins: dict[str, Any]) -> str:
+    for arg in plugins.get("configmap1980") or []:
+        if str(arg).startswith("--rank-table-version="):
+            return str(arg).split("=", 1)[1]
+    raise InputError(
+        "the configmap1980 plugin with --rank-table-version is missing",
+        where="Job.spec.plugins.configmap1980",
+        fix="add configmap1980: [--rank-table-version=v2]: it fills the rank table",
+    )

@@ -1,0 +1,151 @@
+"""`/ranktable/jobs...` and the `logs` / `jobs` stream channels: JSON in, one job use case, JSON out."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from ranktable.errors import InputError
+from ranktable.server_ext.layout_service import message_bytes
+from ranktable.usecases.jobs import ClusterSettings, Jobs, job_row
+
+if TYPE_CHECKING:
+    from ranktable.server_ext.services import Services
+
+
+class JobsService:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        config = services.config
+        self.config = config
+        self.usecases = Jobs(
+            ClusterSettings(
+                kubeconfig=config.kubeconfig or None,
+                context=config.context or None,
+                namespace=config.namespace,
+                request_timeout=float(config.request_timeout),
+                topology=config.topology or None,
+                topology_format=config.topology_format or None,
+                extra_flavours=dict(config.flavours),
+                extra_flavours_source="c.Ranktable.flavours",
+            )
+        )
+
+    def _spec(self, body: dict[str, Any]) -> Any:
+        raw = body.get("spec")
+        if not isinstance(raw, dict):
+            raise InputError("must be a JSON object (the job spec)", where="spec")
+        return raw
+
+    def compose(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.usecases.compose(self._spec(body))
+
+    def list_jobs(self, namespace: str | None) -> dict[str, Any]:
+        return {"jobs": self.usecases.job_rows(namespace)}
+
+    def submit(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body.get("yaml") is not None:
+            if not isinstance(body["yaml"], str):
+                raise InputError("must be a string (YAML manifests)", where="yaml")
+            return self.usecases.submit_yaml(body["yaml"], "yaml")
+        if isinstance(body.get("spec"), dict):
+            return self.usecases.submit(self.usecases.spec(body["spec"]))
+        raise InputError("is required", where="spec", fix="send the job `spec` (or `yaml` manifests)")
+
+    def describe(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.usecases.describe(namespace, name)
+
+    def stop(self, namespace: str, name: str) -> dict[str, Any]:
+        return {"deleted": self.usecases.stop(namespace, name)}
+
+    def job_ranktable(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.usecases.rank_table(namespace, name)
+
+    def job_layout(self, namespace: str, name: str, topology_path: str | None) -> dict[str, Any]:
+        path = str(self.services.local_file(topology_path, "topology_path")) if topology_path else None
+        layout = self.usecases.layout(namespace, name, path)
+        return {
+            "report": layout.report,
+            "svg": layout.svg,
+            "warnings": list(layout.report.get("warnings") or []),
+            "rank_mapping": layout.report.get("rank_mapping"),
+            "source": layout.topology_source,
+        }
+
+    def layout_preview(self, body: dict[str, Any]) -> dict[str, Any]:
+        spec = self.usecases.spec(self._spec(body))
+        path = body.get("topology_path")
+        topology = str(self.services.local_file(str(path), "topology_path")) if path else None
+        return self.usecases.layout_preview(spec, topology, message_bytes(body))
+
+    def resubmit(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.usecases.resubmit(namespace, name)
+
+    # -- streams ------------------------------------------------------------------------------------------
+    async def logs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
+        from ranktable.cluster.logs import timestamp_key
+
+        name = msg.get("job")
+        if not isinstance(name, str) or not name:
+            raise InputError("is required", where="job", fix="the job whose pods' logs to follow")
+        namespace = msg.get("namespace") or self.config.namespace
+        follow = bool(msg.get("follow", True))
+        since_raw = msg.get("since") or {}
+        if not isinstance(since_raw, dict):
+            raise InputError("must be an object {pod: timestamp}", where="since")
+        since = {str(pod): timestamp_key(str(ts)) for pod, ts in since_raw.items()}
+        client = await self.services.run_blocking(self.usecases.client, str(namespace))
+        stream = await self.services.run_blocking(client.logs, name, follow)
+
+        def lines(stop: threading.Event) -> Iterator[dict[str, Any]]:
+            def close_when_stopped() -> None:
+                stop.wait()
+                stream.close()
+
+            closer = threading.Thread(target=close_when_stopped, daemon=True)
+            closer.start()
+            try:
+                for line in stream:
+                    start = since.get(line.pod)
+                    if start is not None and timestamp_key(line.timestamp) < start:
+                        continue  # already shown before the reconnect
+                    yield {"pod": line.pod, "rank": line.node_rank, "ts": line.timestamp, "text": line.text}
+            finally:
+                stop.set()
+
+        async for batch in self.services.hub.iterate(lines, batch_seconds=self.config.log_batch_seconds):
+            yield {"lines": batch}
+
+    async def jobs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
+        from ranktable.cluster.client import GROUP, PLURAL, VERSION, JobSummary
+        from ranktable.cluster.kube import watch
+
+        namespace = str(msg.get("namespace") or self.config.namespace)
+        client = await self.services.run_blocking(self.usecases.client, namespace)
+        jobs = await self.services.run_blocking(self.usecases.job_rows, namespace)
+        yield {"event": "snapshot", "jobs": jobs}
+
+        def events(stop: threading.Event) -> Iterator[dict[str, Any]]:
+            kube = client.kube
+            for event in watch(
+                kube,
+                kube.custom.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                namespace,
+                PLURAL,
+                what=f"Volcano jobs in {namespace}",
+                deadline=None,
+            ):
+                if stop.is_set():
+                    return
+                summary = JobSummary.from_job(event.obj)
+                if event.type == "DELETED":
+                    yield {"event": "delete", "job": summary.to_json()}
+                else:
+                    yield {"event": "upsert", "job": job_row(client, summary)}
+
+        async for batch in self.services.hub.iterate(events):
+            for item in batch:
+                yield item

@@ -1,0 +1,200 @@
+"""`/ranktable/profiles`, `/kernels` and the sync, download and run operations: JSON in, a remote use case."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ranktable.errors import InputError, RanktableError
+from ranktable.server_ext.hub import Emit, OpFunction
+from ranktable.usecases.remote import Remote, sync_result_json
+
+if TYPE_CHECKING:
+    from ranktable.server_ext.services import Services
+
+
+class RemoteService:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        config = services.config
+        self.usecases = Remote(
+            config.state_dir or None,
+            default_upload=config.sync_mode,
+            default_delete=config.sync_delete,
+            log=services.log,
+        )
+
+    def list_profiles(self) -> dict[str, Any]:
+        return self.usecases.list_profiles()
+
+    def add_profile(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.usecases.add_profile(body)
+
+    def update_profile(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        local_dir = body.get("local_dir")
+        local = self.services.local_path(str(local_dir), "local_dir") if local_dir else None
+        updated = self.usecases.update_profile(name, {k: v for k, v in body.items() if k != "local_dir"})
+        if local is not None:
+            self.usecases.uploads.remember(name, local)
+        self.usecases.uploads.refresh()
+        return updated
+
+    def remove_profile(self, name: str) -> None:
+        self.usecases.remove_profile(name)
+
+    def test_profile(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        accept = body.get("accept_host_key")
+        if accept is not None and not isinstance(accept, str):
+            raise InputError("must be the fingerprint string shown to the user", where="accept_host_key")
+        replacing = body.get("replace_host_key")
+        if replacing is not None and not isinstance(replacing, str):
+            raise InputError("must be the new fingerprint typed by the user", where="replace_host_key")
+        passphrase = body.get("passphrase")
+        return self.usecases.test_connection(
+            name,
+            passphrase=str(passphrase) if passphrase else None,
+            accept_host_key=accept or None,
+            replace_host_key=replacing or None,
+        )
+
+    def list_forwards(self) -> dict[str, Any]:
+        return {"forwards": self.usecases.list_forwards()}
+
+    def open_forward(self, body: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(body) - {"profile", "remote_port", "local_port"})
+        if unknown:
+            raise InputError(f"unknown field(s) {', '.join(unknown)}", where=unknown[0])
+        return self.usecases.open_forward(
+            _name(body, "profile"), body.get("remote_port"), body.get("local_port")
+        )
+
+    def close_forward(self, forward_id: str) -> dict[str, Any]:
+        return self.usecases.close_forward(forward_id)
+
+    def install_kernel(self, profile: str, body: dict[str, Any]) -> dict[str, Any]:
+        python = body.get("python")
+        if python is not None and not isinstance(python, str):
+            raise InputError("must be a string (the remote Python path)", where="python")
+        return self.usecases.install_kernel(profile, python or None)
+
+    # -- operations (run on the hub, followed on the stream) -----------------------------------------------
+    def prepare_sync(self, body: dict[str, Any]) -> tuple[str, str, OpFunction]:
+        profile = _name(body, "profile")
+        local = self.services.local_path(str(body.get("local_dir") or "."), "local_dir")
+        syncer = self.usecases.syncer(profile, local)
+        force = body.get("force", False)
+        only: list[str] | None = None
+        if isinstance(force, list):
+            if not all(isinstance(p, str) for p in force):
+                raise InputError("must be a list of relative paths", where="force")
+            only, force = (force or None), bool(force)
+        elif not isinstance(force, bool):
+            raise InputError("must be true/false or a list of paths to overwrite", where="force")
+        delete = body.get("delete")
+        if delete is not None and not isinstance(delete, bool):
+            raise InputError("must be true or false", where="delete")
+        dry_run = bool(body.get("dry_run", False))
+        self.usecases.uploads.remember(profile, local)
+
+        def run(emit: Emit, cancel: threading.Event) -> Any:
+            result = syncer.sync(
+                dry_run=dry_run, force=force, delete=delete, only=only, progress=progress_emitter(emit)
+            )
+            for conflict in result.conflicts:
+                emit({"type": "conflict", "path": conflict.path, "reason": conflict.reason})
+            return sync_result_json(result)
+
+        return "sync", f"sync {os.path.relpath(local, self.services.root_dir)} -> {profile}", run
+
+    def prepare_download(self, body: dict[str, Any]) -> tuple[str, str, OpFunction]:
+        """Fetch a remote path into the Jupyter root, or resolve a sync conflict in the remote's favour."""
+        root = self.services.root_dir
+        profile = _name(body, "profile")
+        conflict = body.get("conflict")
+        if conflict is not None:
+            if not isinstance(conflict, str) or not conflict:
+                raise InputError("must be the conflicting path from the sync", where="conflict")
+            local_dir = self.services.local_path(str(body.get("local_dir") or "."), "local_dir")
+            syncer = self.usecases.syncer(profile, local_dir)
+
+            def resolve(emit: Emit, cancel: threading.Event) -> Any:
+                path = syncer.download_conflict(conflict)
+                return {"files": 1, "local_path": os.path.relpath(path, root), "conflict": conflict}
+
+            return "download", f"download {profile}:{conflict} (conflict)", resolve
+        remote_path = body.get("remote_path")
+        if not isinstance(remote_path, str) or not remote_path.strip():
+            raise InputError("is required", where="remote_path", fix="a path relative to the remote folder")
+        local = self.services.local_path(str(body.get("local_path") or remote_path), "local_path")
+        syncer = self.usecases.syncer(profile, Path(root))
+
+        def run(emit: Emit, cancel: threading.Event) -> Any:
+            files = syncer.download(remote_path, local, progress=progress_emitter(emit))
+            return {"files": len(files), "local_path": os.path.relpath(local, root)}
+
+        return "download", f"download {profile}:{remote_path}", run
+
+    def prepare_run(self, body: dict[str, Any]) -> tuple[str, str, OpFunction]:
+        from ranktable.remote.run import run_remote
+
+        profile = _name(body, "profile")
+        self.usecases.profiles.get(profile)
+        command = body.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise InputError(
+                "is required", where="command", fix="the shell command to run in the remote folder"
+            )
+        manager = self.usecases.manager
+
+        def run(emit: Emit, cancel: threading.Event) -> Any:
+            def out(stream: str) -> Callable[[str], None]:
+                def send(text: str) -> None:
+                    emit({"type": "output", "stream": stream, "text": text})
+
+                return send
+
+            status = run_remote(
+                manager.get(profile), command, on_stdout=out("stdout"), on_stderr=out("stderr"), cancel=cancel
+            )
+            return {"exit_status": status}
+
+        return "run", f"{profile}: {command}", run
+
+    # -- automatic upload -----------------------------------------------------------------------------------
+    def post_save_hook(self) -> Callable[..., None] | None:
+        """The SSH layer's save hook (it only enqueues), fed by one AutoUploader per profile in use."""
+        try:
+            from ranktable.remote.autoupload import post_save_hook
+        except ImportError:
+            return None
+        try:
+            self.usecases.uploads.refresh()
+        except RanktableError as exc:
+            self.services.log.warning("ranktable: automatic upload disabled: %s", exc.message)
+        return post_save_hook
+
+    def upload_status(self) -> dict[str, Any]:
+        return self.usecases.uploads.status()
+
+    def close(self) -> None:
+        self.usecases.close()
+
+
+def progress_emitter(emit: Emit) -> Callable[[Any], None]:
+    """Turn the SSH layer's progress objects into the panel's `{type: progress|conflict, ...}` events."""
+
+    def progress(event: Any) -> None:
+        emit({"type": "progress", **asdict(event)})
+
+    return progress
+
+
+def _name(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str) or not value:
+        raise InputError("is required", where=key, fix=f"give the SSH {key} name")
+    return value

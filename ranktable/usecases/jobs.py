@@ -1,0 +1,282 @@
+"""Job use cases, one per user task: compose, submit, list, describe, stop, resubmit, rank table, layout.
+
+The CLI, the magics and the server extension call these; they hold no HTTP, argparse or display code.
+Cluster modules (and so the kubernetes package) are imported on first use, so composing works on a
+core-only install and loading the server extension stays fast.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ranktable.compose.manifests import RANK_TABLE_KEY, compose, configmap_name, dump_manifests
+from ranktable.compose.spec import JobSpec
+from ranktable.compose.validate import has_errors, validate_spec
+from ranktable.errors import InputError, RanktableError
+
+if TYPE_CHECKING:
+    from ranktable.cluster.client import ClusterClient
+    from ranktable.compose.flavours import Flavour
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """Which cluster and which defaults: from `c.Ranktable.*`, CLI flags or `%ranktable cluster`."""
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespace: str = "default"
+    request_timeout: float = 30.0
+    topology: str | None = None
+    topology_format: str | None = None
+    extra_flavours: Mapping[str, Any] = field(default_factory=dict)
+    extra_flavours_source: str = "flavours"
+
+
+class Jobs:
+    """The job use cases against one cluster (a client per namespace, created on first use)."""
+
+    def __init__(self, settings: ClusterSettings) -> None:
+        self.settings = settings
+        self._clients: dict[str, ClusterClient] = {}
+        self._lock = threading.Lock()
+
+    def flavours(self) -> dict[str, Flavour]:
+        from ranktable.compose.flavours import load_flavours, parse_flavours
+
+        table = load_flavours()
+        if self.settings.extra_flavours:
+            table.update(
+                parse_flavours(dict(self.settings.extra_flavours), self.settings.extra_flavours_source)
+            )
+        return table
+
+    def client(self, namespace: str | None = None) -> ClusterClient:
+        from ranktable.cluster.client import ClusterClient
+
+        ns = namespace or self.settings.namespace
+        with self._lock:
+            if ns not in self._clients:
+                self._clients[ns] = ClusterClient(
+                    kubeconfig=self.settings.kubeconfig,
+                    context=self.settings.context,
+                    namespace=ns,
+                    timeout=(5.0, float(self.settings.request_timeout)),
+                )
+            return self._clients[ns]
+
+    def spec(self, raw: Mapping[str, Any]) -> JobSpec:
+        """A JobSpec from JSON, in the default namespace unless it names one."""
+        return JobSpec.from_dict({"namespace": self.settings.namespace, **raw})
+
+    # -- compose / submit -----------------------------------------------------------------------------
+    def compose(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        """Findings, YAML and the normalised spec; a spec that does not parse is one finding, not an error."""
+        try:
+            spec = self.spec(raw)
+        except InputError as exc:
+            issue = {"field": exc.where, "severity": "error", "message": exc.reason, "fix": exc.fix or ""}
+            return {"issues": [issue], "yaml": "", "spec": None}
+        issues = [i.to_json() for i in validate_spec(spec, self.flavours())]
+        return {"issues": issues, "yaml": dump_manifests(compose(spec)), "spec": spec.to_dict()}
+
+    def submit(self, spec: JobSpec) -> dict[str, Any]:
+        """Validate, then create the ConfigMap and the Volcano Job; the first error is raised."""
+        issues = validate_spec(spec, self.flavours())
+        if has_errors(issues):
+            first = next(i for i in issues if i.severity == "error")
+            raise InputError(first.message, where=first.field, fix=first.fix or None)
+        return self.client(spec.namespace).submit(compose(spec)).to_json()
+
+    def submit_yaml(self, text: str, where: str = "yaml") -> dict[str, Any]:
+        from ranktable.compose.manifests import load_manifests, spec_from_manifests
+
+        return self.submit(spec_from_manifests(load_manifests(text, where)))
+
+    # -- one job ----------------------------------------------------------------------------------------
+    def job_rows(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        client = self.client(namespace)
+        return [job_row(client, j) for j in client.list_jobs()]
+
+    def describe(self, namespace: str | None, name: str) -> dict[str, Any]:
+        return self.client(namespace).describe(name).to_json()
+
+    def stop(self, namespace: str | None, name: str) -> list[str]:
+        return self.client(namespace).stop(name)
+
+    def resubmit(self, namespace: str | None, name: str) -> dict[str, Any]:
+        return self.client(namespace).resubmit(name, timeout=float(self.settings.request_timeout)).to_json()
+
+    def rank_table(self, namespace: str | None, name: str) -> dict[str, Any]:
+        """The job's rank table (as the platform filled it) with its validation report."""
+        cm = self.client(namespace).get_configmap(configmap_name(name))
+        text = (cm.get("data") or {}).get(RANK_TABLE_KEY) or ""
+        out = rank_table_report(text, f"{configmap_name(name)}/{RANK_TABLE_KEY}")
+        out["text"] = text
+        return out
+
+    def layout(self, namespace: str | None, name: str, topology_file: str | None = None) -> JobLayout:
+        return job_layout(self.client(namespace), name, topology_file or self.settings.topology)
+
+    def layout_preview(
+        self, spec: JobSpec, topology_file: str | None = None, message_bytes: int | None = None
+    ) -> dict[str, Any]:
+        """Where a composed job would likely land (the first free matching nodes) and how it would be planned.
+
+        The real placement is the scheduler's; this shows the plan for the nodes an idle pool would give.
+        """
+        from ranktable.cluster.topology_source import cluster_topology
+        from ranktable.topology import add_node_aliases, load_topology
+
+        client = self.client(spec.namespace)
+        nodes = client.list_nodes()
+        if topology_file:
+            topology = load_topology(topology_file)
+            add_node_aliases(topology, nodes)
+        elif self.settings.topology:
+            topology = load_topology(self.settings.topology, self.settings.topology_format or None)
+            add_node_aliases(topology, nodes)
+        else:
+            topology = cluster_topology(client.kube, nodes)
+        table = preview_rank_table(likely_nodes(nodes, spec), spec.npus_per_node)
+        result = layout_json(
+            table, topology, message_bytes=message_bytes, title=f"{spec.name} (preview)", spec=spec
+        )
+        result["warnings"] = [
+            "preview: assumes the pods land on the first matching nodes in name order; the real "
+            "placement is known once the job runs",
+            *result["warnings"],
+        ]
+        return result
+
+
+def job_row(client: ClusterClient, summary: Any) -> dict[str, Any]:
+    """A job summary plus its rank-table status (initializing / completed / missing...), for the table."""
+    row: dict[str, Any] = summary.to_json()
+    try:
+        row["rank_table"] = client.rank_table_status(summary.name)
+    except RanktableError:
+        row["rank_table"] = "unknown"
+    return row
+
+
+def rank_table_report(data: str | bytes | dict[str, Any], source: str) -> dict[str, Any]:
+    """The validation report of one rank table document, with `ok`, a summary and its size."""
+    from ranktable.hccl.validate import check_document
+
+    report = check_document(data, source)
+    out = report.to_json()
+    out["ok"] = report.ok
+    out["summary"] = report.summary()
+    if report.table is not None:
+        out["servers"] = len(report.table.servers)
+        out["ranks"] = report.table.rank_size
+    return out
+
+
+@dataclass
+class JobLayout:
+    name: str
+    topology_source: str
+    report_text: str
+    report: dict[str, Any]
+    svg: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "topology_source": self.topology_source, "report": self.report}
+
+
+def job_layout(client: ClusterClient, name: str, topology_file: str | None = None) -> JobLayout:
+    """The rank layout of a running job: its completed rank table, the cluster's switch tree, the plan."""
+    from ranktable.cluster.topology_source import cluster_topology
+    from ranktable.hccl import parse_rank_table
+    from ranktable.topology import add_node_aliases, load_topology
+    from ranktable.usecases.layout import plan_report
+
+    cm_name = configmap_name(name)
+    text = (client.get_configmap(cm_name).get("data") or {}).get(RANK_TABLE_KEY) or ""
+    table = parse_rank_table(text, f"{cm_name}/{RANK_TABLE_KEY}")
+    if not table.completed:
+        raise RanktableError(
+            f"the rank table of {name} is still {table.status}",
+            where=cm_name,
+            fix=f"wait with `ranktable job wait-ranktable {name}`",
+        )
+    nodes = client.list_nodes()
+    if topology_file:
+        topology = load_topology(topology_file)
+        add_node_aliases(topology, nodes)
+        source = topology_file
+    else:
+        topology = cluster_topology(client.kube, nodes)
+        source = topology.source
+    planned = plan_report(table, topology)
+    text_report = f"topology: {source}\n" + planned.text
+    if planned.result.warnings:
+        text_report += "\n" + "\n".join(f"warning: {w}" for w in planned.result.warnings)
+    return JobLayout(name, source, text_report, planned.to_json(), planned.svg())
+
+
+def likely_nodes(nodes: list[dict[str, Any]], spec: JobSpec) -> list[dict[str, Any]]:
+    """The first nodes (by name) an idle pool would give the job: matching selector, enough NPUs."""
+    from ranktable.compose.manifests import NPU_RESOURCE
+
+    fitting = []
+    for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
+        meta, status = node.get("metadata") or {}, node.get("status") or {}
+        labels = meta.get("labels") or {}
+        if any(labels.get(k) != v for k, v in spec.node_selector.items()):
+            continue
+        if int(str((status.get("allocatable") or {}).get(NPU_RESOURCE, 0))) < spec.npus_per_node:
+            continue
+        fitting.append(node)
+    if len(fitting) < spec.nodes:
+        raise InputError(
+            f"the cluster has {len(fitting)} node(s) with {spec.npus_per_node} NPUs matching the "
+            f"node selector; the job needs {spec.nodes}",
+            where="spec.nodes",
+            fix="lower the node count or check the node selector",
+        )
+    return fitting[: spec.nodes]
+
+
+def layout_json(
+    table: Any, topology: Any, *, message_bytes: int | None, title: str, spec: JobSpec | None = None
+) -> dict[str, Any]:
+    """The layout use case's report as the panel and the magics show it; a job spec's HCCL_ALGO and
+    parallel sizes shape the estimate."""
+    from ranktable.usecases.layout import plan_report, query_for_spec
+
+    report = plan_report(
+        table, topology, message_bytes=message_bytes, title=title, query=query_for_spec(spec)
+    )
+    data = report.comparison.to_json()
+    return {
+        "report": data,
+        "svg": report.svg(),
+        "warnings": list(report.result.warnings),
+        "rank_mapping": report.result.rank_mapping,
+        "algorithm": data["algorithm"],
+        "algorithm_reason": data["algorithm_reason"],
+        "groups": data["groups"],
+    }
+
+
+def preview_rank_table(nodes: list[dict[str, Any]], npus: int) -> Any:
+    """A rank table for pods on `nodes` in that order (server_id = the node's InternalIP)."""
+    from ranktable.hccl import Device, RankTable, Server
+
+    servers = []
+    for i, node in enumerate(nodes):
+        addresses = {
+            a.get("type"): a.get("address") for a in (node.get("status") or {}).get("addresses") or []
+        }
+        server_id = str(addresses.get("InternalIP") or (node.get("metadata") or {}).get("name"))
+        devices = [
+            Device(device_id=d, rank_id=i * npus + d, device_ip=f"preview-{i}-{d}") for d in range(npus)
+        ]
+        servers.append(Server(server_id=server_id, devices=devices, host_ip=server_id))
+    return RankTable(status="completed", version="1.0", servers=servers)

@@ -1,0 +1,262 @@
+"""Notebook-instance use cases: SSH profiles, connection test, remote kernel, sync results, automatic upload.
+
+The server extension, the magics and the CLI call these; the SSH work itself is ``ranktable.remote``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ranktable.errors import RanktableError
+
+if TYPE_CHECKING:
+    from ranktable.remote.manager import ConnectionManager
+    from ranktable.remote.profiles import ProfileStore
+
+
+class Remote:
+    """The remote use cases over one connection manager (one SSH transport per profile)."""
+
+    def __init__(
+        self,
+        state_dir: str | None = None,
+        *,
+        default_upload: str = "explicit",
+        default_delete: bool = False,
+        log: logging.Logger | None = None,
+        manager: ConnectionManager | None = None,
+    ) -> None:
+        self.state_dir = state_dir
+        self.default_upload = default_upload
+        self.default_delete = default_delete
+        self.log = log or logging.getLogger("ranktable.remote")
+        self._manager: ConnectionManager | None = manager
+        self._forwards: Any = None  # ForwardRegistry, opened on first use
+        self.uploads = AutoUploads(self)
+
+    @property
+    def manager(self) -> ConnectionManager:
+        if self._manager is None:
+            from ranktable.remote.manager import ConnectionManager, default_manager
+            from ranktable.remote.profiles import ProfileStore
+
+            if self.state_dir:
+                self._manager = ConnectionManager(ProfileStore(Path(self.state_dir)))
+            else:
+                self._manager = default_manager()
+        return self._manager
+
+    @property
+    def profiles(self) -> ProfileStore:
+        return self.manager.profiles
+
+    # -- profiles ---------------------------------------------------------------------------------------
+    def list_profiles(self) -> dict[str, Any]:
+        """The profiles, and the stored ones that no longer validate (listed, never fatal)."""
+        invalid = self.profiles.invalid_profiles()
+        return {
+            "profiles": [p.to_json() for p in self.profiles.list_profiles()],
+            "invalid": [{"name": n, **exc.to_json()} for n, exc in sorted(invalid.items())],
+        }
+
+    def add_profile(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        from ranktable.remote.profiles import SyncSettings, profile_from_request
+
+        defaults = SyncSettings(upload=self.default_upload, delete_remote=self.default_delete)
+        return self.profiles.add(profile_from_request(dict(body), defaults)).to_json()
+
+    def update_profile(self, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        from ranktable.remote.profiles import patched_profile
+
+        updated = patched_profile(self.profiles.get(name), dict(body))
+        self.profiles.add(updated, replace_existing=True)
+        self.manager.close(name)
+        return updated.to_json()
+
+    def remove_profile(self, name: str) -> None:
+        self.profiles.remove(name)
+        self.manager.close(name)
+
+    # -- connection --------------------------------------------------------------------------------------
+    def test_connection(
+        self,
+        name: str,
+        *,
+        passphrase: str | None = None,
+        accept_host_key: str | None = None,
+        replace_host_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Connect and probe; an unknown or changed host key comes back with its fingerprints."""
+        from ranktable.remote.errors import HostKeyChanged, PassphraseRequired, UnknownHostKey
+
+        if replace_host_key:
+            self.manager.replace_host_key(name, replace_host_key)
+        if passphrase:
+            profile = self.profiles.get(name)
+            if profile.key_file:
+                self.manager.set_passphrase(profile.key_file, passphrase)
+        if accept_host_key:
+            self.manager.accept_host_key(name, accept_host_key)
+            self.manager.close(name)
+        conn = self.manager.get(name)
+        try:
+            conn.connect()
+            alive = conn.probe()
+        except UnknownHostKey as exc:
+            return {
+                "status": "unknown-host-key",
+                "message": exc.message,
+                "fingerprint": exc.fingerprint,
+                "key_type": exc.key_type,
+                "host": exc.host_id,
+            }
+        except HostKeyChanged as exc:
+            return {
+                "status": "host-key-changed",
+                "message": exc.message,
+                "host": exc.host_id,
+                "key_type": exc.key_type,
+                "recorded": exc.expected,
+                "presented": exc.presented,
+            }
+        except PassphraseRequired as exc:
+            return {"status": "passphrase-required", "message": exc.message}
+        except RanktableError as exc:
+            return {"status": "error", "message": exc.message, "reason": exc.reason, "fix": exc.fix}
+        return {
+            "status": "ok" if alive else "error",
+            "message": f"connected to {conn.endpoint.host_id}"
+            if alive
+            else "connected, but the probe failed",
+        }
+
+    def install_kernel(self, profile: str, python: str | None = None) -> dict[str, Any]:
+        from ranktable.remote.kernelspec import install_kernelspec
+
+        self.profiles.get(profile)
+        name = install_kernelspec(profile, python=python) if python else install_kernelspec(profile)
+        return {"kernel_name": name, "display_name": f"Python ({profile})"}
+
+    # -- port forwards -----------------------------------------------------------------------------------
+    @property
+    def forwards(self) -> Any:
+        if self._forwards is None:
+            from ranktable.remote.forwards import ForwardRegistry
+
+            self._forwards = ForwardRegistry(self.manager)
+        return self._forwards
+
+    def list_forwards(self) -> list[dict[str, Any]]:
+        return [f.to_json() for f in self.forwards.list()]
+
+    def open_forward(self, profile: str, remote_port: Any, local_port: Any = 0) -> dict[str, Any]:
+        self.profiles.get(profile)
+        return dict(self.forwards.open(profile, remote_port, local_port or 0).to_json())
+
+    def close_forward(self, forward_id: str) -> dict[str, Any]:
+        return dict(self.forwards.close(forward_id).to_json())
+
+    # -- sync ----------------------------------------------------------------------------------------------
+    def syncer(self, profile_name: str, local: Path) -> Any:
+        from ranktable.remote.sync import Syncer
+
+        profile = self.profiles.get(profile_name)
+        return Syncer(self.manager.get(profile_name), local, profile.sync, home=self.profiles.home)
+
+    def close(self) -> None:
+        self.uploads.stop()
+        if self._forwards is not None:
+            self._forwards.close_all()
+        if self._manager is not None:
+            self._manager.close()
+
+
+def sync_result_json(result: Any) -> dict[str, Any]:
+    """A SyncResult as the panel shows it: counts, the conflicts and the one-line summary."""
+    return {
+        "uploaded": len(result.uploaded),
+        "deleted": len(result.deleted),
+        "unchanged": result.unchanged,
+        "bytes": result.bytes,
+        "seconds": result.seconds,
+        "method": result.method,
+        "dry_run": result.dry_run,
+        "conflicts": [{"path": c.path, "reason": c.reason} for c in result.conflicts],
+        "remote_changed": list(result.remote_changed),
+        "summary": result.summary(),
+    }
+
+
+class AutoUploads:
+    """One AutoUploader per profile whose mode is not `never` and whose local folder is known."""
+
+    def __init__(self, remote: Remote) -> None:
+        self.remote = remote
+        self._uploaders: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def _local_dirs_file(self) -> Path:
+        return self.remote.profiles.home / "panel-local-dirs.json"
+
+    def local_dirs(self) -> dict[str, str]:
+        try:
+            data = json.loads(self._local_dirs_file().read_text())
+        except (OSError, ValueError):
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
+
+    def remember(self, profile: str, local: Path) -> None:
+        """The folder last synced to a profile: where saves are picked up for automatic upload."""
+        from ranktable.remote.state import write_private_json
+
+        dirs = self.local_dirs()
+        if dirs.get(profile) != str(local):
+            dirs[profile] = str(local)
+            write_private_json(self._local_dirs_file(), dirs)
+            self.refresh()
+
+    def refresh(self) -> None:
+        """(Re)start the uploaders from the profiles and the remembered folders."""
+        from ranktable.remote.autoupload import AutoUploader, register_uploader
+
+        with self._lock:
+            self._stop_all()
+            dirs = self.local_dirs()
+            for profile in self.remote.profiles.list_profiles():
+                local = dirs.get(profile.name)
+                if profile.sync.upload == "never" or not local or not Path(local).is_dir():
+                    continue
+                try:
+                    uploader = AutoUploader(
+                        self.remote.syncer(profile.name, Path(local)), profile.sync.upload
+                    )
+                except RanktableError as exc:
+                    self.remote.log.warning(
+                        "ranktable: no automatic upload for %s: %s", profile.name, exc.message
+                    )
+                    continue
+                register_uploader(uploader.start())
+                self._uploaders[profile.name] = uploader
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return {name: u.status() for name, u in self._uploaders.items()}
+
+    def stop(self) -> None:
+        with self._lock:
+            self._stop_all()
+
+    def _stop_all(self) -> None:
+        if not self._uploaders:
+            return
+        from ranktable.remote.autoupload import unregister_uploader
+
+        for uploader in self._uploaders.values():
+            unregister_uploader(uploader)
+            uploader.stop()
+        self._uploaders = {}

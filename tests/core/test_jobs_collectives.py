@@ -1,0 +1,69 @@
+"""The job spec's HCCL_ALGO and parallel sizes: validated, composed into the job's env, read back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ranktable.compose.manifests import compose, spec_from_manifests
+from ranktable.compose.spec import JobSpec, ParallelSpec
+from ranktable.compose.validate import validate_spec
+from ranktable.errors import InputError
+from ranktable.usecases.layout import query_for_spec
+
+
+def spec(**extra: Any) -> JobSpec:
+    return JobSpec.from_dict({"name": "llm", "image": "img:1", "nodes": 4, "npus_per_node": 8, **extra})
+
+
+def container_env(job: JobSpec) -> dict[str, str]:
+    container = compose(job)[1]["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value") for e in container["env"]}
+
+
+def test_hccl_algo_and_parallel_sizes_reach_the_job_and_come_back() -> None:
+    job = spec(hccl_algo="level0:NA;level1:NHR", parallel={"tp": 8, "pp": 2})
+    assert job.parallel == ParallelSpec(tp=8, cp=1, ep=1, pp=2)
+    env = container_env(job)
+    assert env["HCCL_ALGO"] == "level0:NA;level1:NHR"
+    assert env["RANKTABLE_PARALLEL"] == "tp=8,cp=1,ep=1,pp=2"
+    back = spec_from_manifests(compose(job))
+    assert back.hccl_algo == job.hccl_algo and back.parallel == job.parallel
+    assert "HCCL_ALGO" not in back.env
+    assert JobSpec.from_dict(job.to_dict()) == job
+    assert not [i for i in validate_spec(job) if i.field in ("parallel", "hccl_algo", "env.HCCL_ALGO")]
+    query = query_for_spec(job)
+    assert query.settings is not None and query.settings["*"].level1 == "NHR"
+    assert query.parallel is not None and (query.parallel.tp, query.parallel.pp) == (8, 2)
+
+
+def test_defaults_leave_hccl_to_decide() -> None:
+    job = spec()
+    assert job.hccl_algo == "" and job.parallel is None
+    assert "HCCL_ALGO" not in container_env(job) and "RANKTABLE_PARALLEL" not in container_env(job)
+    assert query_for_spec(job).settings is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "where", "words"),
+    [
+        ({"hccl_algo": "level1:fastest"}, "spec.hccl_algo", "not one HCCL knows"),
+        ({"hccl_algo": 3}, "spec.hccl_algo", "expected a string"),
+        ({"parallel": {"tp": 0}}, "spec.parallel.tp", "from 1 to"),
+        ({"parallel": {"dp": 2}}, "spec.parallel", "unknown field"),
+        ({"parallel": {"tp": "x"}}, "spec.parallel.tp", "whole number"),
+        ({"parallel": [8]}, "spec.parallel", "expected an object"),
+    ],
+)
+def test_bad_values_name_the_field(extra: dict[str, Any], where: str, words: str) -> None:
+    with pytest.raises(InputError, match=words) as info:
+        spec(**extra)
+    assert info.value.where == where
+
+
+def test_sizes_that_do_not_fit_the_npus_and_a_doubled_hccl_algo_are_issues() -> None:
+    issues = validate_spec(spec(parallel={"tp": 3}))
+    assert any(i.field == "parallel" and "does not divide the 32 ranks" in i.message for i in issues)
+    doubled = validate_spec(spec(hccl_algo="ring", env={"HCCL_ALGO": "level0:NA;level1:NHR"}))
+    assert any(i.field == "env.HCCL_ALGO" and i.severity == "error" for i in doubled)

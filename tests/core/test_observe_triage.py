@@ -1,0 +1,200 @@
+"""Triage: first failing rank located on pod/server/leaf, error catalogue, stragglers and hung ranks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ranktable.observe import ObserveSettings, RankLayout, RankPlace, RunObserver, catalogue
+from ranktable.observe.text import kube_time
+
+LOGS = Path(__file__).parents[1] / "data" / "logs"
+FAILURE = LOGS / "hccl_failure"
+
+
+def failure_layout() -> RankLayout:
+    return RankLayout(RankPlace(**p) for p in json.loads((FAILURE / "layout.json").read_text()))
+
+
+def feed_dir(observer: RunObserver) -> None:
+    for node_rank in range(4):
+        pod = f"llm-worker-{node_rank}"
+        lines = (FAILURE / f"{pod}.log").read_text().splitlines()
+        for start in range(0, len(lines), 5):  # batches, as the log stream delivers them
+            observer.feed(pod, node_rank, [tuple(line.split(" ", 1)) for line in lines[start : start + 5]])
+
+
+def test_first_failure_is_the_earliest_ei0006_rank_with_server_and_leaf() -> None:
+    observer = RunObserver(failure_layout())
+    feed_dir(observer)
+    result = observer.diagnose("Failed")
+    first = result["first_failure"]
+    assert (first["rank"], first["node_rank"], first["pod"]) == (5, 2, "llm-worker-2")
+    assert (first["server"], first["leaf"], first["device"]) == ("10.0.2.21", "leaf-b", 1)
+    assert first["code"] == "EI0006" and "HCCL_CONNECT_TIMEOUT" in first["fix"]
+    assert first["time"] == "2026-04-08T10:00:05.039595Z"
+    assert "Getting socket times out" in first["line"]
+    # one entry per rank, in time order; a traceback header is replaced by its specific EI0006 line
+    assert [e["rank"] for e in result["errors"]] == [5, 4, 0, 1, 2, 3, 6, 7]
+    rank0 = result["errors"][2]
+    assert rank0["code"] == "EI0006" and rank0["time"] == "2026-04-08T10:02:05.989875Z"
+    assert result["errors"][1]["code"] == "WATCHDOG_TIMEOUT"
+    assert result["advice"] and "fix rank 5 (node rank 2) first" in result["advice"][0]
+    assert result["summary"].startswith(
+        "Failed: rank 5 (llm-worker-2, server 10.0.2.21, leaf leaf-b) failed first"
+    )
+    assert result["error_counts"]["EI0006"] == 8
+
+
+def test_all_ranks_ei0006_with_a_spread_above_the_timeout_advises_raising_it() -> None:
+    layout = RankLayout.uniform([("p0", 0), ("p1", 1)], 1)
+    observer = RunObserver(layout)
+    observer.feed("p0", 0, [("2026-01-01T00:00:00Z", "EI0006: Getting socket times out.")])
+    observer.feed("p1", 1, [("2026-01-01T00:04:00Z", "EI0006: Getting socket times out.")])
+    advice = observer.diagnose("Failed")["advice"]
+    assert advice == [
+        "every rank reports EI0006 and reports are 240 s apart (> HCCL_CONNECT_TIMEOUT 120 s): "
+        "set HCCL_CONNECT_TIMEOUT=360 or more"
+    ]
+
+
+def test_a_primary_fault_beats_earlier_victims_and_named_peers_beat_reporters() -> None:
+    layout = RankLayout.uniform([("p0", 0), ("p1", 1), ("p2", 2)], 1)
+    observer = RunObserver(layout)
+    observer.feed(
+        "p0", 0, [("2026-01-01T00:00:01Z", "EI0002: has not received the Notify record from remote rank[2]")]
+    )
+    observer.feed(
+        "p1", 1, [("2026-01-01T00:00:02Z", "RuntimeError: NPU out of memory. Tried to allocate 260.00 MiB")]
+    )
+    assert observer.diagnose()["first_failure"]["code"] == "DEVICE_OOM"
+    named = RunObserver(layout)
+    named.feed("p0", 0, [("2026-01-01T00:00:01Z", "EI0002: Notify wait execute failed, remote rank[2]")])
+    named.feed("p2", 2, [("2026-01-01T00:00:09Z", "EI0002: Notify wait execute failed")])
+    assert named.diagnose()["first_failure"]["rank"] == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        ("EJ0001: HCCP init failed. Maybe the last training process is running", "EJ0001"),
+        ("EI0002: The wait execution of the Notify register times out.", "EI0002"),
+        (
+            "EI9999: Inner Error! hccl fftsplus task timeout, stuck notify num:1, timeout:30min(default)",
+            "EI9999",
+        ),
+        ("EE9999: Inner Error! rtDeviceSynchronize execute failed, reason=[task timeout]", "EE9999"),
+        ("EL0003: The argument is invalid.", "EL0003"),
+        ("[ERROR] HCCL init failed, error code is 11", "HCCL_INIT"),
+        (
+            "HCCL function error: HcclCommInitRootInfo(numRanks, &rootInfo, rank, &(comm->hcclComm_)), "
+            "error code is 11",
+            "HCCL_INIT",
+        ),
+        ("[HCCP] the roce link status is down, device 3", "ROCE_LINK_DOWN"),
+        ("ping device_ip 29.1.1.5 failed: unreachable", "DEVICE_IP_UNREACHABLE"),
+        (
+            "RuntimeError: NPU out of memory. Tried to allocate 260.00 MiB (NPU 0; 28.50 GiB total capacity)",
+            "DEVICE_OOM",
+        ),
+        ("torch.OutOfMemoryError: NPU out of memory.", "DEVICE_OOM"),
+        ("Traceback (most recent call last):", "PYTHON_TRACEBACK"),
+        ("[rank3]:ValueError: bad shape", "PYTHON_EXCEPTION"),
+        (
+            "python3: can't open file '/x/examples/train.py': [Errno 2] No such file or directory",
+            "CANT_OPEN_FILE",
+        ),
+        ("Fatal Python error: Segmentation fault", "SEGFAULT"),
+        ("exitcode  : -9 (pid: 4242)", "EXIT_137"),
+        ("[Rank 5] Watchdog caught collective operation timeout: WorkHCCL(SeqNum=11)", "WATCHDOG_TIMEOUT"),
+        ("ModuleNotFoundError: No module named 'mindformers'", "MODULE_NOT_FOUND"),
+    ],
+)
+def test_catalogue_signatures(line: str, code: str) -> None:
+    signature = catalogue().classify(line)
+    assert signature is not None and signature.code == code
+    assert signature.explanation and signature.fix and signature.source
+
+
+def test_catalogue_ignores_metric_and_info_lines() -> None:
+    for line in (
+        "step 3 loss 2.2",
+        "INFO - { Epoch:[  1/  2], step:[ 2/ 19], loss: 10.633",
+        "Warning: expandable segments",
+    ):
+        assert catalogue().classify(line) is None
+    assert not catalogue().any_error("step 1 loss 2.0\nstep 2 loss 1.9")
+
+
+def test_crash_looping_relative_script_path() -> None:
+    observer = RunObserver(RankLayout.uniform([("demo-worker-0", 0)], 8))
+    lines = [tuple(x.split(" ", 1)) for x in (LOGS / "crashloop.log").read_text().splitlines()]
+    observer.feed("demo-worker-0", 0, lines)
+    observer.pod_exit("demo-worker-0", 0, 2, "Error", kube_time("2026-12-01T07:10:02Z"))
+    first = observer.diagnose("Running")["first_failure"]
+    assert first["code"] == "CANT_OPEN_FILE" and "absolute script path" in first["fix"]
+
+
+def test_pod_exit_codes() -> None:
+    layout = RankLayout.uniform([("p0", 0), ("p1", 1)], 8)
+    observer = RunObserver(layout)
+    observer.pod_exit("p1", 1, 137, "OOMKilled", 100.0)
+    observer.pod_exit("p0", 0, 137, "Error", 50.0)  # killed by a supervisor: a victim
+    result = observer.diagnose("Failed")
+    assert result["first_failure"]["code"] == "EXIT_137" and result["first_failure"]["rank"] == 8
+    assert {e["rank"]: e["role"] for e in result["errors"]} == {0: "victim", 8: "primary"}
+    observer.pod_exit("p1", 1, 139, None, 120.0)  # the first fault stays
+    assert observer.diagnose()["first_failure"]["line"] == "container exited with code 137 (OOMKilled)"
+
+
+def steps(rank: int, period: float, count: int, start: float = 0.0) -> list[tuple[str, str]]:
+    out = []
+    for i in range(1, count + 1):
+        t = start + i * period
+        stamp = f"2026-01-01T{int(t // 3600):02d}:{int(t % 3600 // 60):02d}:{t % 60:09.6f}Z"
+        out.append((stamp, f"rank {rank} step {i} loss {2 - i / 1000:.4f}"))
+    return out
+
+
+def test_straggler_and_hung_ranks() -> None:
+    pods = [(f"p{n}", n) for n in range(4)]
+    places = [
+        RankPlace(n * 2 + d, n, f"p{n}", f"srv{n}", d, f"leaf{n // 2}") for n in range(4) for d in range(2)
+    ]
+    observer = RunObserver(RankLayout(places), ObserveSettings(hang_floor_s=30))
+    for pod, n in pods:
+        for d in range(2):
+            rank = n * 2 + d
+            if rank == 3:
+                observer.feed(pod, n, steps(rank, 1.5, 200))  # 1.5x slower, same horizon
+            elif rank == 6:
+                observer.feed(pod, n, steps(rank, 1.0, 100))  # stops printing at t=100 s
+            else:
+                observer.feed(pod, n, steps(rank, 1.0, 300))
+    result = observer.diagnose("Running")
+    assert [(s["rank"], s["server"], s["leaf"], s["ratio"]) for s in result["stragglers"]] == [
+        (3, "srv1", "leaf0", 1.5)
+    ]
+    assert [
+        (h["rank"], h["node_rank"], h["leaf"], h["silent_s"], h["last_step"]) for h in result["hung"]
+    ] == [(6, 3, "leaf1", 200.0, 100)]
+    assert result["first_failure"] is None
+    assert result["summary"] == "Running: hung rank(s) 6; straggler(s) 3 (1.50x)"
+
+
+def test_no_hang_when_nobody_progresses_or_within_threshold() -> None:
+    observer = RunObserver(RankLayout.uniform([("p0", 0), ("p1", 1)]))
+    observer.feed("p0", 0, steps(0, 1.0, 100))
+    observer.feed("p1", 1, steps(1, 1.0, 50))  # silent for 50 s < the 120 s floor
+    assert observer.diagnose()["hung"] == []
+
+
+def test_series_memory_is_bounded_by_thinning() -> None:
+    observer = RunObserver(settings=ObserveSettings(max_points=100))
+    observer.feed("p", 0, steps(0, 0.5, 1000))
+    data = observer.metrics_json()["ranks"]["0"]
+    assert len(data["step"]) <= 100 and data["stride"] == 16
+    assert data["step"][:3] == [1, 17, 33]
+    assert observer.series[0].median_step_time() == pytest.approx(0.5)

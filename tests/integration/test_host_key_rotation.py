@@ -1,0 +1,94 @@
+"""A recreated instance (new host key): still refused with both fingerprints; trusted again only through
+the deliberate "replace" step that needs the new fingerprint typed or pasted (CLI and REST). Real sshd."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ranktable.cli import main
+from ranktable.remote.manager import default_manager
+from tests.integration.fixtures.sshd import SshdProfile, SshServer, fingerprint_of_pub, keygen
+from tests.integration.server_helpers import call
+
+
+@pytest.fixture(autouse=True)
+def _fresh_manager(ranktable_home: Path) -> Any:
+    yield
+    default_manager().close()
+
+
+def _stale_line(server: SshServer, tmp_path: Path) -> tuple[str, str]:
+    """A known_hosts line recording another key for the server (as before the instance was recreated)."""
+    old = keygen(tmp_path / "old_host_key")
+    pub = Path(f"{old}.pub").read_text().split()
+    return f"[{server.host}]:{server.port} {pub[0]} {pub[1]}\n", fingerprint_of_pub(" ".join(pub))
+
+
+@pytest.mark.parametrize("stale_in", ["ours", "user"])
+def test_changed_key_is_refused_then_replaced_only_with_the_typed_fingerprint(
+    sshd_profile: SshdProfile, tmp_path: Path, capsys: pytest.CaptureFixture[str], stale_in: str
+) -> None:
+    server, home = sshd_profile.server, sshd_profile.home
+    line, old_fp = _stale_line(server, tmp_path)
+    ours = home / "known_hosts"
+    if stale_in == "ours":
+        ours.write_text(line)
+    else:  # the stale line is in ~/.ssh/known_hosts, which we never write
+        ours.unlink()
+        (tmp_path / "user_known_hosts").write_text(line)
+    before = ours.read_text() if ours.exists() else None
+
+    assert main(["ssh", "test", "box"]) == 1
+    err = capsys.readouterr().err
+    assert "HOST KEY CHANGED" in err and old_fp in err and server.host_key_fingerprint in err
+    assert "--replace-host-key" in err and "Traceback" not in err
+
+    wrong = old_fp  # a fingerprint that is not the server's: refused, nothing saved
+    assert main(["ssh", "test", "box", "--replace-host-key", wrong]) == 1
+    assert "nothing was saved" in capsys.readouterr().err
+    assert (ours.read_text() if ours.exists() else None) == before
+    assert main(["ssh", "test", "box", "--replace-host-key", "not-a-fingerprint"]) == 1
+    capsys.readouterr()
+
+    assert main(["ssh", "test", "box", "--replace-host-key", server.host_key_fingerprint]) == 0
+    out = capsys.readouterr().out
+    assert f"was ssh-ed25519 {old_fp}" in out and server.host_key_fingerprint in out and "ok:" in out
+    assert old_fp not in ours.read_text() or stale_in == "user"
+    assert main(["ssh", "test", "box"]) == 0  # trusted from now on
+    # Nothing left to replace: the step refuses rather than silently re-saving.
+    assert main(["ssh", "test", "box", "--replace-host-key", server.host_key_fingerprint]) == 1
+    assert "nothing to replace" in capsys.readouterr().err
+
+
+def test_replace_never_applies_to_an_unknown_host(sshd_profile: SshdProfile, capsys: Any) -> None:
+    (sshd_profile.home / "known_hosts").unlink()
+    fp = sshd_profile.server.host_key_fingerprint
+    assert main(["ssh", "test", "box", "--replace-host-key", fp]) == 1
+    assert "--accept-host-key" in capsys.readouterr().err
+
+
+@pytest.fixture
+def jp_server_config(ranktable_home: Path) -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
+        "Ranktable": {"state_dir": str(ranktable_home), "kubeconfig": "/nonexistent"},
+    }
+
+
+async def test_rest_reports_both_fingerprints_and_replaces_on_request(
+    jp_fetch: Any, sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    server = sshd_profile.server
+    line, old_fp = _stale_line(server, tmp_path)
+    (sshd_profile.home / "known_hosts").write_text(line)
+    path = ("ranktable", "profiles", "box", "test")
+    refused = await call(jp_fetch, *path, method="POST", body={})
+    assert refused["status"] == "host-key-changed"
+    assert refused["recorded"] == old_fp and refused["presented"] == server.host_key_fingerprint
+    bad = await call(jp_fetch, *path, method="POST", body={"replace_host_key": old_fp}, expect=400)
+    assert "nothing was saved" in bad["message"]
+    ok = await call(jp_fetch, *path, method="POST", body={"replace_host_key": refused["presented"]})
+    assert ok["status"] == "ok"

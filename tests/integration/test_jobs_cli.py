@@ -1,0 +1,152 @@
+"""`ranktable job ...` against the simulated pool: output and exit codes; kubectl accepts what we compose."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ranktable.cli import main
+from tests.integration.fixtures.simpool import SimPoolHandle
+
+TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "train.py")
+
+
+@pytest.fixture
+def pool(sim_pool_factory: Callable[..., SimPoolHandle]) -> SimPoolHandle:
+    return sim_pool_factory(ranktable_delay=0.2)
+
+
+def run(pool: SimPoolHandle, *args: str) -> int:
+    return main([*args, "--kubeconfig", str(pool.kubeconfig), "--context", pool.context])
+
+
+def test_job_commands_and_exit_codes(
+    pool: SimPoolHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "job.yaml"
+    compose = ["job", "compose", "--name", "demo", "--image", "img", "--nodes", "3", "--script", TRAIN]
+    assert main([*compose, "--script-args", "--steps 3 --interval 0", "--routing", "-o", str(manifest)]) == 0
+    assert run(pool, "job", "submit", str(manifest)) == 0
+    assert "job demo submitted in default" in capsys.readouterr().out
+
+    assert run(pool, "job", "wait-ranktable", "demo", "--timeout", "30") == 0
+    captured = capsys.readouterr()
+    assert "valid, status completed (3 servers, 24 ranks)" in captured.out
+    assert "rank table configmap1980-demo:" in captured.err  # progress on stderr
+
+    assert run(pool, "job", "list") == 0
+    table = capsys.readouterr().out.splitlines()
+    assert table[0].split()[:3] == ["Name", "Age", "Phase"]
+    assert table[1].split()[0] == "demo"
+
+    assert run(pool, "job", "layout", "demo", "--svg", str(tmp_path / "l.svg"), "--json") == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["topology_source"] and "rank_mapping" in report["report"]
+    assert "<svg" in (tmp_path / "l.svg").read_text()
+
+    assert run(pool, "job", "logs", "demo", "-f", "--rank", "2") == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out and all(line.startswith("[2 demo-demo-1-2] ") for line in out)
+    assert sum("loss" in line for line in out) == 8 * 3
+
+    assert run(pool, "job", "watch", "demo", "--timeout", "30") == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("demo: Completed")
+
+    assert run(pool, "job", "describe", "demo") == 0
+    described = capsys.readouterr().out
+    assert described.startswith("Job demo (default): ") and "\nRank table: " in described
+    assert "demo-demo-1-2  2      node-" in described
+
+    assert run(pool, "job", "stop", "demo") == 0
+    assert "deleted job/demo, configmap/configmap1980-demo" in capsys.readouterr().out
+    assert run(pool, "job", "stop", "demo") == 1
+    assert "job demo not found in default" in capsys.readouterr().err
+    assert run(pool, "job", "describe", "nothing") == 1
+    assert "not found" in capsys.readouterr().err
+
+
+def test_wait_timeout_and_bad_rank_exit_non_zero(
+    pool: SimPoolHandle, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        run(pool, "job", "submit", "--name", "huge", "--image", "i", "--nodes", "9", "--command", "sleep 9")
+        == 0
+    )
+    assert run(pool, "job", "wait-ranktable", "huge", "--timeout", "1") == 1
+    assert "pods without the device annotation" in capsys.readouterr().err
+    assert run(pool, "job", "logs", "huge", "--rank", "9") == 1
+    assert "--rank" in capsys.readouterr().err
+
+
+def test_kubectl_applies_what_we_compose(
+    pool: SimPoolHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "job.yaml"
+    args = [
+        "job",
+        "compose",
+        "--name",
+        "kc",
+        "--image",
+        "i",
+        "--nodes",
+        "2",
+        "--command",
+        "sleep 30",
+        "-o",
+        str(manifest),
+    ]
+    assert main(args) == 0
+    env = pool.kubectl_env(tmp_path / "home")
+    applied = subprocess.run(
+        ["kubectl", "apply", "-f", str(manifest)], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert run(pool, "job", "wait-ranktable", "kc", "--timeout", "30") == 0
+    capsys.readouterr()
+    assert run(pool, "job", "stop", "kc") == 0
+    got = subprocess.run(
+        ["kubectl", "get", "vcjob", "kc"], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert got.returncode != 0 and "NotFound" in got.stderr
+
+
+def test_without_a_kubeconfig_the_cli_uses_the_simulated_pool_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ranktable.sim.control import stop_running
+    from ranktable.sim.paths import default_state_dir
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RANKTABLE_HOME", str(tmp_path / "rt"))
+    try:
+        assert main(["job", "list"]) == 0
+        out = capsys.readouterr()
+        assert out.out.strip() == "no jobs in default"
+        assert "using the simulated pool" in out.err and "--kubeconfig" in out.err
+        assert (default_state_dir() / "kubeconfig").is_file()
+    finally:
+        assert stop_running(default_state_dir()) is not None
+
+
+def test_without_a_kubeconfig_the_cluster_adapter_refuses_and_starts_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ranktable.cluster.client import ClusterClient
+    from ranktable.errors import NotFoundError
+    from ranktable.sim.control import find_running
+    from ranktable.sim.paths import default_state_dir
+
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("RANKTABLE_HOME", str(tmp_path / "rt"))
+    with pytest.raises(NotFoundError) as caught:
+        ClusterClient()
+    assert "no cluster configured" in caught.value.message
+    assert "ranktable sim start" in caught.value.message
+    assert find_running(default_state_dir()) is None

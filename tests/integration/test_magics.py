@@ -1,0 +1,103 @@
+"""`%load_ext ranktable` in a real IPython shell: the magics against the simulated pool and a real sshd."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+
+from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.fixtures.sshd import SshdProfile
+
+COMMAND = "for i in 1 2 3; do echo step $i; sleep 0.2; done; sleep 60"
+
+
+@pytest.fixture
+def ip() -> Iterator[InteractiveShell]:
+    shell = InteractiveShell.instance()
+    shell.extension_manager.load_extension("ranktable")
+    yield shell
+    shell.extension_manager.unload_extension("ranktable")
+    InteractiveShell.clear_instance()
+
+
+def magics(ip: InteractiveShell) -> Any:
+    return ip.magics_manager.registry["RanktableMagics"]
+
+
+def test_help_and_bad_usage_are_one_line(ip: InteractiveShell, capsys: pytest.CaptureFixture[str]) -> None:
+    ip.run_line_magic("ranktable", "help")
+    assert "%%ranktable job" in capsys.readouterr().out
+    with pytest.raises(UsageError, match="unknown subcommand"):
+        ip.run_line_magic("ranktable", "frobnicate")
+    with pytest.raises(UsageError, match="only `%%ranktable job` is a cell magic"):
+        ip.run_cell_magic("ranktable", "jobs", "x")
+    with pytest.raises(UsageError, match="the following arguments are required: name"):
+        ip.run_line_magic("ranktable", "stop")
+
+
+def test_job_cell_shows_validation_and_yaml_without_a_cluster(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = ip.run_cell_magic(
+        "ranktable", "job --name bert --image bert:v1 --nodes 4 --npus 4 --no-layout", "python train.py"
+    )
+    errors = {i["field"].removeprefix("spec.") for i in out["issues"] if i["severity"] == "error"}
+    assert "npus_per_node" in errors
+    assert out["spec"]["command"] == ["/bin/bash", "-c", "python train.py"]
+    assert "kind: Job" in out["yaml"]
+    with pytest.raises(UsageError, match="needs --name and --image"):
+        ip.run_cell_magic("ranktable", "job --nodes 2", "true")
+
+
+def test_submit_list_logs_layout_and_stop_on_the_simulated_pool(
+    ip: InteractiveShell, sim_pool: SimPoolHandle, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ip.run_line_magic("ranktable", f"cluster --kubeconfig {sim_pool.kubeconfig} --context {sim_pool.context}")
+    out = ip.run_cell_magic("ranktable", "job --name mag4 --image bert:v1 --nodes 4 --submit", COMMAND)
+    assert out["submitted"]["name"] == "mag4"
+    assert out["layout"]["servers"] == 4  # the planned layout preview on the pool's topology
+    with pytest.raises(UsageError, match="already exists"):
+        ip.run_cell_magic(
+            "ranktable", "job --name mag4 --image bert:v1 --nodes 4 --submit --no-layout", COMMAND
+        )
+
+    waited = ip.run_line_magic("ranktable", "wait mag4 --timeout 60")
+    assert waited["report"]["status"] == "valid"
+    jobs = ip.run_line_magic("ranktable", "jobs")
+    assert [j["name"] for j in jobs] == ["mag4"]
+    deadline = time.monotonic() + 30
+    lines: list[str] = []
+    while sum("step 3" in line for line in lines) < 4:
+        assert time.monotonic() < deadline
+        lines = ip.run_line_magic("ranktable", "logs mag4")
+        time.sleep(0.5)
+    ranks = {line.split()[0] for line in lines if line.endswith("step 1")}
+    assert ranks == {"[0", "[1", "[2", "[3"}  # one "[rank pod] step 1" line per pod
+    report = ip.run_line_magic("ranktable", "layout mag4")
+    assert report["planned"]["crossings_per_tier"][0] <= report["given"]["crossings_per_tier"][0]
+    capacity = ip.run_line_magic("ranktable", "cluster")
+    assert sum(capacity["per_leaf"].values()) == 64 - 32
+    assert ip.run_line_magic("ranktable", "stop mag4") == ["job/mag4", "configmap/configmap1980-mag4"]
+    with pytest.raises(UsageError, match="not found"):
+        ip.run_line_magic("ranktable", "stop mag4")
+
+
+def test_connect_and_sync_with_progress(
+    ip: InteractiveShell, sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    magics(ip).manager = sshd_profile.manager
+    assert ip.run_line_magic("ranktable", "connect box") == "ok"
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "a.py").write_text("A = 1\n")
+    result = ip.run_line_magic("ranktable", f"sync box {project}")
+    assert result == {"uploaded": ["a.py"], "conflicts": []}
+    assert (sshd_profile.remote_dir / "a.py").read_text() == "A = 1\n"
+    with pytest.raises(UsageError, match="no SSH profile named 'ghost'"):
+        ip.run_line_magic("ranktable", "connect ghost")

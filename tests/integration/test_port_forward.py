@@ -1,0 +1,191 @@
+"""Port forwarding to a web app on the instance through the profile's transport (ProxyJump included),
+from the registry, the CLI, the magic and the REST API; bound to 127.0.0.1 only. Real sshd."""
+
+from __future__ import annotations
+
+import asyncio
+import http.server
+import os
+import signal
+import socket
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ranktable.cli import main
+from ranktable.errors import ConflictError, InputError, NotFoundError
+from ranktable.remote import ConnectionManager, Profile, ProfileStore
+from ranktable.remote.errors import SshError
+from ranktable.remote.forwards import ForwardRegistry
+from ranktable.remote.manager import default_manager
+from tests.integration.fixtures.sshd import SshdProfile
+from tests.integration.server_helpers import call
+
+
+@pytest.fixture
+def web_app(tmp_path: Path) -> Iterator[int]:
+    """A web app listening on the instance's loopback (the sshd runs on this machine)."""
+    (tmp_path / "www").mkdir()
+    (tmp_path / "www" / "index.html").write_text("<h1>TensorBoard</h1>")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, directory=str(tmp_path / "www"), **kwargs)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield int(server.server_address[1])
+    server.shutdown()
+    server.server_close()
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read().decode()
+
+
+def refused(port: int, host: str = "127.0.0.1") -> bool:
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+    except OSError:
+        return True
+    return False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_forward_through_a_jump_host_bound_to_loopback_only(sshd_profile: SshdProfile, web_app: int) -> None:
+    store = ProfileStore(sshd_profile.home)
+    server = sshd_profile.server
+    store.add(
+        Profile(
+            name="inner",
+            host="127.0.0.1",
+            port=server.port,
+            user=server.user,
+            key_file=str(server.client_key),
+            jump="box",
+        )
+    )
+    manager = ConnectionManager(store)
+    registry = ForwardRegistry(manager)
+    try:
+        forward = registry.open("inner", web_app)
+        assert fetch(forward.url) == "<h1>TensorBoard</h1>"
+        assert manager.get("inner").jump is manager.get("box")  # it went through the jump host
+        assert manager.get("box").is_connected
+        assert refused(forward.local_port, "127.0.0.2")  # 127.0.0.1 only, not the whole loopback net
+        assert [f.id for f in registry.list()] == [forward.id]
+        second = registry.open("inner", web_app)  # several forwards, separate local ports
+        assert second.local_port != forward.local_port and fetch(second.url).startswith("<h1>")
+        registry.close(forward.id)
+        assert refused(forward.local_port)
+        assert [f.id for f in registry.list()] == [second.id]
+        with pytest.raises(NotFoundError):
+            registry.close(forward.id)
+    finally:
+        registry.close_all()
+        manager.close()
+
+
+def test_forward_errors_are_clear(sshd_profile: SshdProfile, web_app: int) -> None:
+    registry = ForwardRegistry(sshd_profile.manager)  # type: ignore[arg-type]
+    try:
+        with pytest.raises(SshError, match="nothing accepts connections on port"):
+            registry.open("box", _free_port())
+        with pytest.raises(InputError, match="port number"):
+            registry.open("box", 70000)
+        with pytest.raises(InputError, match="port number"):
+            registry.open("box", "6006")
+        taken = registry.open("box", web_app)
+        with pytest.raises(ConflictError, match="already in use"):
+            registry.open("box", web_app, taken.local_port)
+    finally:
+        registry.close_all()
+
+
+def test_cli_forward_runs_until_interrupted(
+    sshd_profile: SshdProfile, web_app: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    local = _free_port()
+    seen: list[str] = []
+
+    def use_then_interrupt() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and refused(local):
+            time.sleep(0.1)
+        seen.append(fetch(f"http://127.0.0.1:{local}/"))
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=use_then_interrupt, daemon=True).start()
+    try:
+        code = main(["ssh", "forward", "box", str(web_app), "--local-port", str(local)])
+    finally:
+        default_manager().close()
+    assert code == 0
+    assert seen == ["<h1>TensorBoard</h1>"]
+    out = capsys.readouterr().out
+    assert f"forwarding http://127.0.0.1:{local}/ -> box:{web_app}" in out and "forward closed" in out
+    assert refused(local)
+
+
+def test_magic_forward_open_list_close(sshd_profile: SshdProfile, web_app: int) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.extension_manager.load_extension("ranktable")
+    try:
+        magics = shell.magics_manager.registry["RanktableMagics"]
+        magics.manager = sshd_profile.manager
+        link = shell.run_line_magic("ranktable", f"forward box {web_app}")
+        forward = magics.forwards.list()[0]
+        assert f'href="{forward.url}"' in link.data
+        assert fetch(forward.url) == "<h1>TensorBoard</h1>"
+        assert forward.url in shell.run_line_magic("ranktable", "forward --list").data
+        shell.run_line_magic("ranktable", f"forward --close {forward.id}")
+        assert refused(forward.local_port)
+    finally:
+        shell.extension_manager.unload_extension("ranktable")
+        InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def jp_server_config(ranktable_home: Path) -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
+        "Ranktable": {"state_dir": str(ranktable_home), "kubeconfig": "/nonexistent"},
+    }
+
+
+async def test_rest_forward_open_list_close(jp_fetch: Any, sshd_profile: SshdProfile, web_app: int) -> None:
+    body = {"profile": "box", "remote_port": web_app}
+    opened = await call(jp_fetch, "ranktable", "forwards", method="POST", body=body, expect=201)
+    assert opened["bind"] == "127.0.0.1" and opened["url"] == f"http://127.0.0.1:{opened['local_port']}/"
+    assert await asyncio.to_thread(fetch, opened["url"]) == "<h1>TensorBoard</h1>"
+    listed = await call(jp_fetch, "ranktable", "forwards")
+    assert [f["id"] for f in listed["forwards"]] == [opened["id"]]
+    await call(jp_fetch, "ranktable", "forwards", opened["id"], method="DELETE")
+    assert refused(opened["local_port"])
+    assert (await call(jp_fetch, "ranktable", "forwards"))["forwards"] == []
+    bad = await call(
+        jp_fetch,
+        "ranktable",
+        "forwards",
+        method="POST",
+        body={"profile": "box", "remote_port": 0},
+        expect=400,
+    )
+    assert bad["field"] == "remote_port"
+    await call(jp_fetch, "ranktable", "forwards", "fwd-99", method="DELETE", expect=404)

@@ -1,0 +1,204 @@
+"""The jobs endpoints and the jobs/logs streams against the simulated pool (real kubernetes client)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.server_helpers import call
+from tests.integration.test_server_api import response_schema
+
+SCRIPT = "for i in 1 2 3; do echo \"step $i loss 0.$i\"; sleep 0.3; done; echo 'RuntimeError: fake'; sleep 60"
+
+
+@pytest.fixture
+def jp_server_config(sim_pool: SimPoolHandle, tmp_path: Path) -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
+        "Ranktable": {
+            "kubeconfig": str(sim_pool.kubeconfig),
+            "context": sim_pool.context,
+            "state_dir": str(tmp_path / "state"),
+            "log_batch_seconds": 0.05,
+        },
+    }
+
+
+def spec(name: str, nodes: int = 4) -> dict[str, Any]:
+    return {
+        "name": name,
+        "image": "bert_pretrain_mindspore:v1",
+        "nodes": nodes,
+        "npus_per_node": 8,
+        "command": ["/bin/bash", "-c", SCRIPT],
+    }
+
+
+async def until(check: Any, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.3)
+
+
+async def read(ws: Any, timeout: float = 30.0) -> dict[str, Any]:
+    message = await asyncio.wait_for(ws.read_message(), timeout)
+    assert message is not None, "websocket closed"
+    return json.loads(message)
+
+
+async def test_submit_watch_logs_layout_and_stop_a_4_node_job(jp_fetch: Any, jp_ws_fetch: Any) -> None:
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        ws.write_message(json.dumps({"op": "subscribe", "id": "jobs", "channel": "jobs"}))
+        first = await read(ws)
+        assert first["id"] == "jobs" and first["data"]["event"] == "snapshot"
+
+        submitted = await call(
+            jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec("bert4")}, expect=201
+        )
+        assert submitted["name"] == "bert4" and submitted["namespace"] == "default"
+
+        # the watch reports the job reaching Running
+        phases = []
+        while "Running" not in phases:
+            msg = await read(ws, 60)
+            if msg["id"] == "jobs" and msg["data"].get("job", {}).get("name") == "bert4":
+                phases.append(msg["data"]["job"]["phase"])
+        listing = await call(jp_fetch, "ranktable", "jobs")
+        assert [j["name"] for j in listing["jobs"]] == ["bert4"]
+        assert listing["jobs"][0]["rank_table"] in ("initializing", "completed")
+        Draft202012Validator(response_schema("/ranktable/jobs", "get", 200)).validate(listing)
+
+        # logs from every pod, tagged with pod and node rank; an error line comes through verbatim
+        ws.write_message(json.dumps({"op": "subscribe", "id": "logs", "channel": "logs", "job": "bert4"}))
+        pods: dict[str, set[str]] = {}
+        while len(pods) < 4 or any(len(texts) < 4 for texts in pods.values()):
+            msg = await read(ws, 60)
+            if msg["id"] != "logs":
+                continue
+            assert msg["type"] == "data", msg
+            for line in msg["data"]["lines"]:
+                assert line["ts"] and line["rank"] == int(line["pod"].rsplit("-", 1)[1])
+                pods.setdefault(line["pod"], set()).add(line["text"])
+        assert sorted(int(p.rsplit("-", 1)[1]) for p in pods) == [0, 1, 2, 3]
+        assert all(p.startswith("bert4-") for p in pods)
+        assert all("RuntimeError: fake" in texts for texts in pods.values())
+
+        # resuming from a point drops what was already delivered
+        since = {pod: "9999-01-01T00:00:00Z" for pod in pods}
+        ws.write_message(json.dumps({"op": "unsubscribe", "id": "logs"}))
+        ws.write_message(
+            json.dumps({"op": "subscribe", "id": "again", "channel": "logs", "job": "bert4", "since": since})
+        )
+
+        # the rank table completes and validates; describe shows pods with nodes and leaves
+        table = await until(lambda: rank_table_done(jp_fetch))
+        assert table["ok"] and table["status"] == "valid"
+        described = await call(jp_fetch, "ranktable", "jobs", "default", "bert4")
+        assert len(described["pods"]) == 4 and all(p["node"] and p["leaf"] for p in described["pods"])
+        assert described["rank_table_status"] == "completed"
+        Draft202012Validator(response_schema("/ranktable/jobs/{namespace}/{name}", "get", 200)).validate(
+            described
+        )
+
+        layout = await call(jp_fetch, "ranktable", "jobs", "default", "bert4", "layout")
+        assert layout["report"]["servers"] == 4 and "<svg" in layout["svg"]
+        Draft202012Validator(
+            response_schema("/ranktable/jobs/{namespace}/{name}/layout", "get", 200)
+        ).validate(layout)
+        assert (
+            layout["report"]["planned"]["crossings_per_tier"][0]
+            <= layout["report"]["given"]["crossings_per_tier"][0]
+        )
+
+        stopped = await call(jp_fetch, "ranktable", "jobs", "default", "bert4", method="DELETE")
+        assert "job/bert4" in stopped["deleted"]
+
+        # after a resume point in the future nothing is repeated; the follow ends when the job is gone
+        while True:
+            msg = await read(ws, 60)
+            if msg["id"] == "again":
+                assert msg["type"] in ("end", "error") or msg["data"]["lines"] == [], msg
+                if msg["type"] != "data":
+                    break
+            elif msg["id"] == "jobs" and msg["data"]["event"] == "delete":
+                pass
+    finally:
+        ws.close()
+
+
+async def rank_table_done(jp_fetch: Any) -> Any:
+    data = await call(jp_fetch, "ranktable", "jobs", "default", "bert4", "ranktable")
+    return data if data["table_status"] == "completed" else None
+
+
+async def test_submit_refuses_an_invalid_spec_with_the_field(jp_fetch: Any) -> None:
+    bad = {**spec("bad"), "npus_per_node": 4}
+    data = await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": bad}, expect=400)
+    assert data["field"].removeprefix("spec.") == "npus_per_node"
+
+
+async def test_submitting_twice_is_a_conflict(jp_fetch: Any) -> None:
+    await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec("twice", 1)}, expect=201)
+    data = await call(
+        jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec("twice", 1)}, expect=409
+    )
+    assert "already exists" in data["message"]
+    await call(jp_fetch, "ranktable", "jobs", "default", "twice", method="DELETE")
+
+
+async def test_unknown_job_is_a_404(jp_fetch: Any) -> None:
+    data = await call(jp_fetch, "ranktable", "jobs", "default", "nope", expect=404)
+    assert data["message"]
+
+
+async def test_layout_preview_of_a_composed_job(jp_fetch: Any) -> None:
+    data = await call(
+        jp_fetch, "ranktable", "layout", "preview", method="POST", body={"spec": spec("prev", 4)}
+    )
+    assert data["report"]["servers"] == 4 and "<svg" in data["svg"]
+    assert data["warnings"][0].startswith("preview:")
+    too_big = await call(
+        jp_fetch, "ranktable", "layout", "preview", method="POST", body={"spec": spec("big", 64)}, expect=400
+    )
+    assert too_big["field"] == "spec.nodes"
+
+
+async def test_logs_of_an_unknown_job_end_with_an_error(jp_ws_fetch: Any) -> None:
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        ws.write_message(json.dumps({"op": "subscribe", "id": "l", "channel": "logs", "job": "ghost"}))
+        msg = await read(ws)
+        assert msg["id"] == "l" and msg["type"] == "error"
+        ws.write_message(json.dumps({"op": "subscribe", "id": "m", "channel": "logs"}))
+        msg = await read(ws)
+        assert msg["type"] == "error" and msg["error"]["field"] == "job"
+    finally:
+        ws.close()
+
+
+async def test_resubmit_replaces_the_job_with_the_same_spec(jp_fetch: Any) -> None:
+    first = await call(
+        jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec("again", 1)}, expect=201
+    )
+    second = await call(
+        jp_fetch, "ranktable", "jobs", "default", "again", "resubmit", method="POST", body={}, expect=201
+    )
+    assert second["name"] == "again" and second["uid"] != first["uid"]
+    described = await call(jp_fetch, "ranktable", "jobs", "default", "again")
+    assert described["job"]["nodes"] == 1
+    await call(jp_fetch, "ranktable", "jobs", "default", "again", method="DELETE")
+    await call(
+        jp_fetch, "ranktable", "jobs", "default", "again", "resubmit", method="POST", body={}, expect=404
+    )

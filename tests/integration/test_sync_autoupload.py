@@ -1,0 +1,132 @@
+"""Automatic upload: a save through Jupyter's Contents API, and edits made outside Jupyter (watchdog)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ranktable.remote import Connection
+from ranktable.remote.autoupload import AutoUploader, post_save_hook, register_uploader, unregister_uploader
+from ranktable.remote.sync import Syncer
+from tests.integration.fixtures.sshd import SshdProfile
+
+
+def _conn(sp: SshdProfile) -> Connection:
+    return sp.manager.get(sp.name)  # type: ignore[attr-defined,no-any-return]
+
+
+def _wait_for(check: Callable[[], bool], timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+@pytest.fixture
+def jp_server_config() -> dict[str, Any]:
+    return {"FileContentsManager": {"post_save_hook": "ranktable.remote.autoupload.post_save_hook"}}
+
+
+@pytest.fixture
+def explicit_uploader(sshd_profile: SshdProfile, jp_root_dir: Path) -> Iterator[AutoUploader]:
+    uploader = AutoUploader(Syncer(_conn(sshd_profile), jp_root_dir), "explicit", debounce=0.2).start()
+    register_uploader(uploader)
+    try:
+        yield uploader
+    finally:
+        unregister_uploader(uploader)
+        uploader.stop()
+
+
+async def test_save_through_contents_api_is_uploaded_after_the_request(
+    jp_fetch: Any, explicit_uploader: AutoUploader, sshd_profile: SshdProfile, jp_root_dir: Path
+) -> None:
+    body = {"type": "file", "format": "text", "content": "print('saved in jupyter')\n"}
+    response = await jp_fetch("api", "contents", "train.py", method="PUT", body=json.dumps(body))
+    assert response.code in (200, 201)
+    remote = sshd_profile.remote_dir / "train.py"
+    assert _wait_for(lambda: remote.exists() and remote.read_text() == "print('saved in jupyter')\n")
+    assert _wait_for(lambda: explicit_uploader.status()["syncs"] >= 1)  # the file lands before sync() returns
+    assert explicit_uploader.status()["last_error"] is None
+    # Outside edits are not uploaded in "explicit" mode.
+    (jp_root_dir / "other.py").write_text("x = 1\n")
+    explicit_uploader.notify_external(str(jp_root_dir / "other.py"))
+    time.sleep(0.6)
+    assert not (sshd_profile.remote_dir / "other.py").exists()
+
+
+def test_hook_never_raises_and_ignores_paths_outside(tmp_path: Path) -> None:
+    post_save_hook(model=None, os_path=str(tmp_path / "nowhere.py"), contents_manager=None)
+    post_save_hook()
+
+
+def test_external_edits_are_watched_in_always_mode(sshd_profile: SshdProfile, tmp_path: Path) -> None:
+    local = tmp_path / "work"
+    local.mkdir()
+    (local / "keep.py").write_text("a = 1\n")
+    results: list[object] = []
+    uploader = AutoUploader(
+        Syncer(_conn(sshd_profile), local),
+        "always",
+        debounce=0.3,
+        on_result=lambda r, e: results.append(r or e),
+    ).start()
+    try:
+        assert uploader.status()["watching"]
+        remote = sshd_profile.remote_dir
+        (local / "pkg").mkdir()
+        (local / "pkg" / "mod.py").write_text("from terminal\n")  # like `echo > file` in a terminal
+        assert _wait_for(lambda: (remote / "pkg/mod.py").exists())
+        # vim-style save: write a swap file, then rename it over the original
+        swap = local / ".keep.py.swp-new"
+        swap.write_text("a = 2  # vim\n")
+        os.replace(swap, local / "keep.py")
+        assert _wait_for(
+            lambda: (remote / "keep.py").exists() and (remote / "keep.py").read_text() == "a = 2  # vim\n"
+        )
+        # Ignored files never go up.
+        (local / "__pycache__").mkdir()
+        (local / "__pycache__" / "x.pyc").write_bytes(b"\0")
+        (local / ".~keep.py").write_text("jupyter backup")
+        time.sleep(0.8)
+        assert not (remote / "__pycache__").exists() and not (remote / ".~keep.py").exists()
+        assert not [r for r in results if isinstance(r, BaseException)]
+    finally:
+        uploader.stop()
+
+
+def test_burst_of_changes_is_debounced_into_few_syncs(sshd_profile: SshdProfile, tmp_path: Path) -> None:
+    local = tmp_path / "burst"
+    local.mkdir()
+    uploader = AutoUploader(Syncer(_conn(sshd_profile), local), "explicit", debounce=0.5).start()
+    try:
+        for i in range(40):
+            path = local / f"f{i}.txt"
+            path.write_text(str(i))
+            uploader.notify_save(str(path))
+        assert _wait_for(lambda: len(list(sshd_profile.remote_dir.glob("f*.txt"))) == 40)
+        assert uploader.syncs <= 2
+    finally:
+        uploader.stop()
+
+
+def test_never_mode_uploads_nothing(sshd_profile: SshdProfile, tmp_path: Path) -> None:
+    local = tmp_path / "never"
+    local.mkdir()
+    uploader = AutoUploader(Syncer(_conn(sshd_profile), local), "never", debounce=0.1).start()
+    try:
+        (local / "a.txt").write_text("a")
+        uploader.notify_save(str(local / "a.txt"))
+        uploader.notify_external(str(local / "a.txt"))
+        time.sleep(0.4)
+        assert uploader.syncs == 0 and not (sshd_profile.remote_dir / "a.txt").exists()
+    finally:
+        uploader.stop()

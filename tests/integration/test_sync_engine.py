@@ -1,0 +1,344 @@
+"""Sync against a real sshd: ignore rules, change detection, conflicts, deletes, interruption, download."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from ranktable.errors import ConflictError, InputError
+from ranktable.remote import Connection, SyncSettings
+from ranktable.remote.errors import ConnectionLost, RemotePathError
+from ranktable.remote.sync import IgnoreRules, ProgressEvent, Syncer
+from tests.integration.fixtures.sshd import SshdProfile
+
+
+def _tree(root: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def _remote_files(remote: Path) -> dict[str, bytes]:
+    return {p.relative_to(remote).as_posix(): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
+
+
+def _conn(sp: SshdProfile) -> Connection:
+    return sp.manager.get(sp.name)  # type: ignore[attr-defined,no-any-return]
+
+
+@pytest.fixture
+def local(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    _tree(
+        root,
+        {
+            "train.py": b"print('train')\n",
+            "pkg/model.py": b"W = 1\n",
+            "pkg/__pycache__/model.cpython-311.pyc": b"\0pyc",
+            "data/big.bin": os.urandom(300_000),
+            ".git/HEAD": b"ref: refs/heads/main\n",
+            "notes.ipynb": b"{}",
+            ".~notes.ipynb": b"{}",
+            ".ipynb_checkpoints/notes-checkpoint.ipynb": b"{}",
+            "logs/run.log": b"log",
+            "logs/keep.log": b"keep",
+            "build/out.txt": b"x",
+            ".gitignore": b"*.log\n!keep.log\nbuild/\n",
+            ".ranktableignore": b"secret.txt\n",
+            "secret.txt": b"token",
+        },
+    )
+    return root
+
+
+EXPECTED = {
+    "train.py",
+    "pkg/model.py",
+    "data/big.bin",
+    "notes.ipynb",
+    "logs/keep.log",
+    ".gitignore",
+    ".ranktableignore",
+}
+
+
+def test_ignore_rules_follow_gitignore_semantics(tmp_path: Path) -> None:
+    rules = IgnoreRules(["*.log", "!keep.log", "build/", "/top.txt", "docs/**/*.tmp"])
+    assert rules.ignored("a/b.log") and not rules.ignored("a/keep.log")
+    assert rules.ignored("build", is_dir=True) and not rules.ignored("build")  # dir/ matches directories only
+    assert rules.ignored("top.txt") and not rules.ignored("sub/top.txt")  # anchored
+    assert rules.ignored("docs/x/y/z.tmp")
+    assert rules.ignored_path("build/keep.log")  # cannot re-include under an excluded directory
+
+
+@pytest.mark.parametrize("method", ["tar", "sftp"])
+def test_first_sync_uploads_what_is_not_ignored_then_noop(
+    sshd_profile: SshdProfile, local: Path, method: str
+) -> None:
+    syncer = Syncer(_conn(sshd_profile), local, method=method)
+    events: list[ProgressEvent] = []
+    result = syncer.sync(progress=events.append)
+    assert set(result.uploaded) == EXPECTED
+    assert result.method == method
+    remote = _remote_files(sshd_profile.remote_dir)
+    assert set(remote) == EXPECTED
+    assert remote["data/big.bin"] == (local / "data/big.bin").read_bytes()
+    assert int((sshd_profile.remote_dir / "train.py").stat().st_mtime) == int(
+        (local / "train.py").stat().st_mtime
+    )
+    assert events[-1].phase == "done"
+    assert events[-1].files_done == len(EXPECTED) and events[-1].bytes_done == events[-1].bytes_total
+    assert events[-1].rate > 0
+    again = syncer.sync()
+    assert again.uploaded == [] and again.unchanged == len(EXPECTED) and again.method == "none"
+
+
+def test_change_detection_uses_size_mtime_then_hash(sshd_profile: SshdProfile, local: Path) -> None:
+    syncer = Syncer(_conn(sshd_profile), local)
+    syncer.sync()
+    future = time.time() + 5
+    os.utime(local / "train.py", (future, future))  # touched only: same content
+    (local / "pkg/model.py").write_bytes(b"W = 2\n")  # same size, new content
+    os.utime(local / "pkg/model.py", (future, future))
+    (local / "pkg/new.py").write_bytes(b"new\n")
+    dry = syncer.sync(dry_run=True)
+    assert sorted(dry.uploaded) == ["pkg/model.py", "pkg/new.py"] and dry.dry_run
+    assert not (sshd_profile.remote_dir / "pkg/new.py").exists()
+    result = syncer.sync()
+    assert sorted(result.uploaded) == ["pkg/model.py", "pkg/new.py"]
+    assert (sshd_profile.remote_dir / "pkg/model.py").read_bytes() == b"W = 2\n"
+    assert syncer.sync().uploaded == []
+
+
+def test_conflict_is_reported_not_overwritten_then_forced_or_downloaded(
+    sshd_profile: SshdProfile, local: Path
+) -> None:
+    syncer = Syncer(_conn(sshd_profile), local)
+    syncer.sync()
+    remote_file = sshd_profile.remote_dir / "train.py"
+    remote_file.write_bytes(b"print('edited on the instance')\n")
+    os.utime(remote_file, (time.time() + 10, time.time() + 10))
+    (local / "train.py").write_bytes(b"print('edited locally')\n")
+    result = syncer.sync()
+    assert [c.path for c in result.conflicts] == ["train.py"]
+    assert "train.py" not in result.uploaded
+    assert remote_file.read_bytes() == b"print('edited on the instance')\n"
+    assert "conflict" in result.summary()
+
+    syncer.download_conflict("train.py")
+    assert (local / "train.py").read_bytes() == b"print('edited on the instance')\n"
+    assert syncer.sync().conflicts == []
+
+    (local / "train.py").write_bytes(b"print('mine again')\n")
+    remote_file.write_bytes(b"print('theirs again!')\n")
+    assert [c.path for c in syncer.sync().conflicts] == ["train.py"]
+    forced = syncer.sync(force=True)
+    assert forced.uploaded == ["train.py"] and remote_file.read_bytes() == b"print('mine again')\n"
+
+
+def test_unknown_remote_file_identical_is_adopted_different_is_conflict(
+    sshd_profile: SshdProfile, local: Path
+) -> None:
+    _tree(sshd_profile.remote_dir, {"train.py": b"print('train')\n", "pkg/model.py": b"W = 9\n"})
+    result = Syncer(_conn(sshd_profile), local).sync()
+    assert result.adopted == ["train.py"]
+    assert [c.path for c in result.conflicts] == ["pkg/model.py"]
+    assert (sshd_profile.remote_dir / "pkg/model.py").read_bytes() == b"W = 9\n"
+
+
+def test_delete_mode_only_removes_files_we_uploaded(sshd_profile: SshdProfile, local: Path) -> None:
+    syncer = Syncer(_conn(sshd_profile), local)
+    syncer.sync()
+    (sshd_profile.remote_dir / "results").mkdir()
+    (sshd_profile.remote_dir / "results/ckpt.bin").write_bytes(b"remote-made")
+    (local / "notes.ipynb").unlink()
+    kept = syncer.sync()
+    assert kept.kept_remote == ["notes.ipynb"] and (sshd_profile.remote_dir / "notes.ipynb").exists()
+    deleting = Syncer(_conn(sshd_profile), local, SyncSettings(delete_remote=True))
+    result = deleting.sync()
+    assert result.deleted == ["notes.ipynb"]
+    assert not (sshd_profile.remote_dir / "notes.ipynb").exists()
+    assert (sshd_profile.remote_dir / "results/ckpt.bin").read_bytes() == b"remote-made"
+    # A remote change to a locally deleted file is a conflict, not a silent delete.
+    (local / "train.py").unlink()
+    (sshd_profile.remote_dir / "train.py").write_bytes(b"changed remotely, longer")
+    result = deleting.sync()
+    assert [c.path for c in result.conflicts] == ["train.py"]
+    assert (sshd_profile.remote_dir / "train.py").exists()
+
+
+@pytest.mark.parametrize("method", ["tar", "sftp"])
+def test_interrupted_sync_leaves_no_partial_file_and_next_sync_completes(
+    sshd_profile: SshdProfile, tmp_path: Path, method: str
+) -> None:
+    root = tmp_path / "many"
+    files = {f"d{i % 7}/f{i}.bin": os.urandom(40_000 + i) for i in range(60)}
+    _tree(root, files)
+    syncer = Syncer(_conn(sshd_profile), root, method=method, workers=3)
+    killed: list[int] = []
+
+    def kill_midway(event: ProgressEvent) -> None:
+        if not killed and event.bytes_done > event.bytes_total // 3:
+            killed.append(sshd_profile.server.kill_connections())
+
+    with pytest.raises(ConnectionLost) as info:
+        syncer.sync(progress=kill_midway)
+    assert killed and killed[0] >= 1
+    assert "run the sync again" in info.value.message
+    partial = _remote_files(sshd_profile.remote_dir)
+    final = {rel: data for rel, data in partial.items() if ".ranktable-" not in rel}
+    for rel, data in final.items():  # a file at its final name is always complete
+        assert rel in files and data == files[rel], f"half-written or stray file {rel}"
+    assert len(final) < len(files)
+
+    result = syncer.sync()
+    assert not result.conflicts
+    assert _remote_files(sshd_profile.remote_dir) == files  # complete, and no staging/temporary leftovers
+    assert [p.name for p in sshd_profile.remote_dir.iterdir() if p.name.startswith(".")] == []
+
+
+def test_download_files_and_folders_confined_to_remote_root(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    _tree(sshd_profile.remote_dir, {"out/a.txt": b"A", "out/sub/b.txt": b"B" * 100_000, "log.txt": b"L"})
+    (tmp_path / "outside.txt").write_text("secret")
+    syncer = Syncer(_conn(sshd_profile), tmp_path)
+    dest = tmp_path / "fetched"
+    written = syncer.download("out", dest)
+    assert sorted(p.relative_to(dest).as_posix() for p in written) == ["a.txt", "sub/b.txt"]
+    assert (dest / "sub/b.txt").read_bytes() == b"B" * 100_000
+    dest.mkdir(exist_ok=True)
+    syncer.download(str(sshd_profile.remote_dir / "log.txt"), dest)
+    assert (dest / "log.txt").read_bytes() == b"L"
+    for bad in ("../outside.txt", "/etc/passwd", "out/../../outside.txt"):
+        with pytest.raises(RemotePathError):
+            syncer.download(bad, tmp_path / "nope")
+    with pytest.raises(InputError):
+        syncer.download_conflict("../outside.txt")
+    assert not list(dest.rglob("*.ranktable-tmp-*"))
+
+
+def test_tar_upload_without_remote_python_applies_with_mv(sshd_profile: SshdProfile, tmp_path: Path) -> None:
+    from ranktable.remote.sync.progress import Meter
+    from ranktable.remote.sync.transfer import UploadItem, upload_tar
+
+    root = tmp_path / "src"
+    _tree(root, {"a b/c.txt": b"spaces", "x'y.txt": b"quote", "deep/er/z.bin": os.urandom(5000)})
+    (sshd_profile.remote_dir / "old.txt").write_bytes(b"old")
+    done: dict[str, object] = {}
+    items = [UploadItem(rel, root / rel) for rel in ("a b/c.txt", "x'y.txt", "deep/er/z.bin")]
+    meter = Meter("upload", 3, 0, None)
+    upload_tar(
+        _conn(sshd_profile),
+        str(sshd_profile.remote_dir),
+        items,
+        ["old.txt"],
+        meter,
+        done.__setitem__,
+        python=False,
+    )
+    assert _remote_files(sshd_profile.remote_dir) == {
+        rel: (root / rel).read_bytes() for rel in ("a b/c.txt", "x'y.txt", "deep/er/z.bin")
+    }
+    assert sorted(done) == ["a b/c.txt", "deep/er/z.bin", "x'y.txt"]
+
+
+def test_unusable_remote_directory_is_a_clear_error(sshd_profile: SshdProfile, tmp_path: Path) -> None:
+    from ranktable.remote import ConnectionManager, ProfileStore
+    from ranktable.remote.errors import SshError
+
+    store = ProfileStore(sshd_profile.home)
+    store.add(sshd_profile.server.profile("bad", "/etc/passwd/not-a-dir"))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.txt").write_text("a")
+    manager = ConnectionManager(store)
+    with pytest.raises(SshError) as info:
+        Syncer(manager.get("bad"), tmp_path / "src").sync()
+    assert "/etc/passwd/not-a-dir" in info.value.message and "--remote-dir" in info.value.message
+    manager.close()
+
+
+def test_nested_ignore_files_apply_relative_to_their_folder(tmp_path: Path) -> None:
+    _tree(
+        tmp_path,
+        {
+            ".gitignore": b"*.log\n/data/\n",
+            "a/.gitignore": b"!keep.log\n/local.txt\ncache/\n",
+            "a/b/.ranktableignore": b"keep.log\n*.txt\n!public.txt\n",
+            "c/.gitignore": b"!*.log\n",
+        },
+    )
+    rules = IgnoreRules.for_folder(tmp_path)
+    assert rules.ignored("x.log") and rules.ignored("a/x.log")  # the root rule still reaches down
+    assert not rules.ignored("a/keep.log")  # a deeper file overrides a shallower one
+    assert rules.ignored("a/b/keep.log")  # ... and the deepest has the last word
+    assert rules.ignored("a/local.txt") and not rules.ignored("local.txt")  # anchored to its own folder
+    assert not rules.ignored("a/d/local.txt")  # "/local.txt" in a/ does not match a/d/local.txt
+    assert rules.ignored("a/b/notes.txt") and not rules.ignored("a/b/public.txt")
+    assert rules.ignored("a/b/cache", is_dir=True) and not rules.ignored("cache", is_dir=True)
+    assert not rules.ignored("c/run.log")  # re-included by c/.gitignore
+    # A file under an excluded directory cannot be re-included, even by an ignore file inside it.
+    _tree(tmp_path, {"data/.gitignore": b"!*\n", "data/x.csv": b"1"})
+    assert rules.ignored_path("data/x.csv") and rules.ignored_path("a/cache/keep.log")
+    assert not rules.ignored_path("c/deep/run.log")
+    # Each folder's ignore files are read once and cached, not re-read per path.
+    (tmp_path / "a/.gitignore").write_bytes(b"")
+    assert not rules.ignored("a/keep.log") and rules.ignored("a/local.txt")
+    # Without a root folder only the given lines apply.
+    assert not IgnoreRules(["*.log", "!keep.log"]).ignored("a/b/keep.log")
+
+
+def test_scan_prunes_nested_ignored_folders_and_sync_keeps_them_local(
+    sshd_profile: SshdProfile, local: Path
+) -> None:
+    _tree(
+        local,
+        {
+            "pkg/.gitignore": b"scratch/\n/draft.py\n",
+            "pkg/scratch/tmp.py": b"x",
+            "pkg/draft.py": b"draft",
+            "pkg/sub/draft.py": b"kept",
+            "logs/.ranktableignore": b"!run.log\n",
+        },
+    )
+    syncer = Syncer(_conn(sshd_profile), local)
+    result = syncer.sync()
+    expected = EXPECTED | {"pkg/.gitignore", "pkg/sub/draft.py", "logs/.ranktableignore", "logs/run.log"}
+    assert set(result.uploaded) == expected
+    assert set(_remote_files(sshd_profile.remote_dir)) == expected
+
+
+def _many(root: Path, count: int) -> None:
+    _tree(root, {f"src/f{i:02d}.py": f"x = {i}\n".encode() for i in range(count)})
+
+
+def test_bulk_deletion_stops_before_deleting_anything_until_forced(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    local = tmp_path / "many"
+    _many(local, 20)
+    remote = sshd_profile.remote_dir
+    syncer = Syncer(_conn(sshd_profile), local, SyncSettings(delete_remote=True))
+    syncer.sync()
+    for i in range(10):  # half, but not more than half: allowed
+        (local / f"src/f{i:02d}.py").unlink()
+    assert len(syncer.sync().deleted) == 10
+    _many(local, 20)
+    syncer.sync()
+    for i in range(11):  # 11 of 20: stopped
+        (local / f"src/f{i:02d}.py").unlink()
+    (local / "src/f19.py").write_bytes(b"changed = True\n")
+    assert len(syncer.sync(dry_run=True).deleted) == 11  # a dry run shows what would happen
+    with pytest.raises(ConflictError, match=r"delete 11 of the 20 remote files.*--force"):
+        syncer.sync()
+    assert len(_remote_files(remote)) == 20  # nothing deleted, nothing uploaded
+    assert (remote / "src/f19.py").read_bytes() == b"x = 19\n"
+    kept = Syncer(_conn(sshd_profile), local).sync()  # without delete mode nothing is in danger
+    assert len(kept.kept_remote) == 11 and kept.uploaded == ["src/f19.py"]
+    forced = syncer.sync(force=True)
+    assert len(forced.deleted) == 11 and forced.uploaded == []
+    assert sorted(_remote_files(remote)) == [f"src/f{i:02d}.py" for i in range(11, 20)]
