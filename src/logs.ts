@@ -18,7 +18,7 @@ export interface ILogFilter {
 
 /** HCCL / CANN error codes and Python failures worth a red line. */
 const ERROR_RE =
-  /(Traceback \(most recent call last\)|\b[A-Z][A-Za-z]*(Error|Exception)\b|\[ERROR\]|\bERROR\b|\bE[A-Z]\d{4}\b|HCCL.*(fail|error|timeout)|\bFATAL\b|Segmentation fault|core dumped)/i;
+  /(Traceback \(most recent call last\)|\b[A-Z][A-Za-z]*(Error|Exception)\b|\[ERROR\]|\bERROR\b|\bE[A-Z]\d{4}\b|HCCL.*(fail|error|timeout)|\bFATAL\b|Segmentation fault|core dumped|can't open file|\[Errno \d+\]|out of memory|OOMKilled|Watchdog caught|link (is )?down|exitcode\s*:\s*-?\d+)/i;
 
 export function isErrorLine(text: string): boolean {
   return ERROR_RE.test(text);

@@ -131,16 +131,28 @@ class LogStream:
             thread.start()
 
     def __iter__(self) -> Iterator[LogLine]:
+        for batch in self.batches():
+            yield from batch
+
+    def batches(self, idle: float | None = None) -> Iterator[list[LogLine]]:
+        """Lines as they arrive, one pod's batch at a time; with ``idle``, an empty list after that many
+        quiet seconds (so a consumer can re-check silent ranks)."""
         remaining = len(self._threads)
+        quiet = 0.0
         while remaining and not self._stop.is_set():
             try:
                 batch = self._queue.get(timeout=0.5)
             except queue.Empty:
+                quiet += 0.5
+                if idle is not None and quiet >= idle:
+                    quiet = 0.0
+                    yield []
                 continue
+            quiet = 0.0
             if batch is _DONE:
                 remaining -= 1
                 continue
-            yield from batch
+            yield batch
 
     def close(self) -> None:
         self._stop.set()

@@ -85,6 +85,11 @@ def _info(namespace: str, job: str, uid: str, meta: dict[str, Any]) -> RunInfo:
     )
 
 
+def run_meta(root: Path, run: RunInfo) -> dict[str, Any]:
+    """The whole meta.json of a run (layout, npus_per_pod and whatever the writer stored)."""
+    return _read_meta(run_dir(root, run.namespace, run.job, run.uid)) or {}
+
+
 def list_runs(root: Path, namespace: str, job: str) -> list[RunInfo]:
     """Archived runs of a job, newest first."""
     base = job_dir(root, namespace, job)

@@ -19,6 +19,13 @@ describe('logs', () => {
     expect(isErrorLine('RuntimeError: HCCL init failed')).toBe(true);
     expect(isErrorLine('[ERROR] HCCL(123) EI0006 timeout')).toBe(true);
     expect(isErrorLine('step 10 loss 1.23')).toBe(false);
+    expect(
+      isErrorLine(
+        "/usr/bin/python3: can't open file '/root/train.py': [Errno 2] No such file or directory"
+      )
+    ).toBe(true);
+    expect(isErrorLine('container OOMKilled (exit 137)')).toBe(true);
+    expect(isErrorLine('rank 3 step 4 loss 2.1 lr 1e-4')).toBe(false);
   });
   it('filters by pod, rank, search and errors', () => {
     const l = line('job-w-1', 't', 'loss 0.5', 1);

@@ -1,0 +1,282 @@
+"""The cluster side of observability: where each rank runs, pod exits, pending reasons, and a follower
+that archives a run's logs while feeding the core's RunObserver.
+
+A run is one Volcano job uid. Its archive (``<state>/logs/<namespace>/<job>/<uid>/``) also stores the
+rank layout, so a stopped or deleted job stays triageable.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ranktable.errors import NotFoundError, RanktableError
+from ranktable.hccl import parse_rank_table
+from ranktable.home import ranktable_home
+from ranktable.compose.manifests import NPU_RESOURCE, RANK_TABLE_KEY, configmap_name
+from ranktable.cluster.results import pod_index
+from ranktable.observe import ObserveSettings, RankLayout, RankPlace, RunObserver
+from ranktable.observe.archive import RunArchive, RunInfo, find_run, read_run, run_meta
+from ranktable.observe.pending import pending_reason
+from ranktable.observe.text import kube_time
+from ranktable.plan import plan_routes
+from ranktable.topology import topology_from_tor_file
+
+if TYPE_CHECKING:
+    from ranktable.cluster.client import ClusterClient
+
+TOR_KEY = "ranktable_tor.json"
+
+
+def archive_root(state_dir: str | Path | None = None) -> Path:
+    return Path(state_dir) / "logs" if state_dir else ranktable_home() / "logs"
+
+
+def job_uid(job: dict[str, Any]) -> str:
+    return str((job.get("metadata") or {}).get("uid") or "")
+
+
+def npus_per_pod(job: dict[str, Any]) -> int:
+    try:
+        container = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
+        return int(str(((container.get("resources") or {}).get("requests") or {}).get(NPU_RESOURCE, 1)))
+    except (KeyError, IndexError, ValueError, TypeError):
+        return 1
+
+
+def pod_names(name: str, job: dict[str, Any]) -> list[tuple[str, int]]:
+    task = job["spec"]["tasks"][0]
+    return [(f"{name}-{task['name']}-{i}", i) for i in range(int(task.get("replicas") or 1))]
+
+
+def rank_layout(
+    client: ClusterClient, name: str, job: dict[str, Any], pods: list[dict[str, Any]]
+) -> RankLayout:
+    """Rank -> node rank, pod, server, NPU and leaf, from the completed (and, when routed, planned) rank
+    table; pods numbered in order when the table is not complete yet."""
+    npus = npus_per_pod(job)
+    fallback = RankLayout.uniform(pod_names(name, job), npus)
+    try:
+        data = client.get_configmap(configmap_name(name)).get("data") or {}
+        table = parse_rank_table(data.get(RANK_TABLE_KEY) or "", f"{configmap_name(name)}/{RANK_TABLE_KEY}")
+    except RanktableError:
+        return fallback
+    if not table.completed:
+        return fallback
+    topology = None
+    if TOR_KEY in data:
+        try:
+            topology = topology_from_tor_file(data[TOR_KEY])
+        except RanktableError:
+            topology = None
+    planned = client.planned_node_ranks(name, job)  # {} unless the job routes
+    if planned and topology is not None:
+        table = plan_routes(table, topology).planned
+    node_leaf = {} if topology is not None else client.node_leaves()
+    by_host = {}
+    for pod in pods:
+        host = (pod.get("status") or {}).get("hostIP")
+        if host:
+            by_host[str(host)] = pod
+    places = []
+    for index, server in enumerate(table.servers):
+        owner = by_host.get(server.server_id) or by_host.get(str(server.host_ip))
+        if owner is None:
+            continue
+        pod_name = str(owner["metadata"]["name"])
+        node_rank = planned.get(pod_name, pod_index(owner) if not planned else index)
+        node = str((owner.get("spec") or {}).get("nodeName") or "")
+        for device in server.devices:
+            leaf = topology.leaf_of(server.server_id, device.device_id) if topology is not None else None
+            places.append(
+                RankPlace(
+                    device.rank_id,
+                    node_rank,
+                    pod_name,
+                    server.server_id,
+                    device.device_id,
+                    leaf or node_leaf.get(node),
+                )
+            )
+    return RankLayout(places) if places else fallback
+
+
+def pod_exits(observer: RunObserver, pods: list[dict[str, Any]], node_ranks: dict[str, int]) -> None:
+    """Feed the pods' terminations (current or last) to the observer: exit 137/139/2, OOMKilled."""
+    for pod in pods:
+        name = str(pod["metadata"]["name"])
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            for term in (
+                (status.get("state") or {}).get("terminated"),
+                (status.get("lastState") or {}).get("terminated"),
+            ):
+                if term and term.get("exitCode") not in (None, 0):
+                    when = kube_time(str(term.get("finishedAt") or ""))
+                    observer.pod_exit(
+                        name,
+                        node_ranks.get(name, pod_index(pod)),
+                        int(term["exitCode"]),
+                        term.get("reason"),
+                        when,
+                    )
+
+
+def pending_info(
+    client: ClusterClient, job: dict[str, Any], pods: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Why the job waits (None when all its pods are placed)."""
+    phase = ((job.get("status") or {}).get("state") or {}).get("phase") or "Pending"
+    unplaced = [p for p in pods if not (p.get("spec") or {}).get("nodeName")]
+    if phase not in ("Pending", "Inqueue") and not unplaced:
+        return None
+    capacity = client.npu_capacity()
+    queue_name = str((job.get("spec") or {}).get("queue") or "default")
+    try:
+        queue = client.kube.call(
+            client.kube.custom.get_cluster_custom_object,
+            "scheduling.volcano.sh",
+            "v1beta1",
+            "queues",
+            queue_name,
+            what=f"queue {queue_name}",
+        )
+    except NotFoundError:
+        queue = None
+    jobs = (
+        client.kube.call(
+            client.kube.custom.list_namespaced_custom_object,
+            "batch.volcano.sh",
+            "v1alpha1",
+            client.namespace,
+            "jobs",
+            what="Volcano jobs",
+        ).get("items")
+        or []
+    )
+    return pending_reason(
+        job=job,
+        npus_per_pod=npus_per_pod(job),
+        free_per_node=capacity.per_node,
+        node_leaf=capacity.node_leaf,
+        queue=queue,
+        queue_jobs=jobs,
+    )
+
+
+class RunFollower:
+    """Follows one run's logs into its archive and a RunObserver (a thread; ``stop()`` ends it)."""
+
+    def __init__(
+        self,
+        client: ClusterClient,
+        name: str,
+        *,
+        state_dir: str | Path | None = None,
+        settings: ObserveSettings | None = None,
+        follow: bool = True,
+        on_update: Callable[[RunFollower], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.name = name
+        self.job = client.get_job(name)
+        self.uid = job_uid(self.job)
+        self.pods = client.job_pods(name)
+        self.layout = rank_layout(client, name, self.job, self.pods)
+        self.observer = RunObserver(self.layout, settings)
+        self.follow = follow
+        self.on_update = on_update
+        self.root = archive_root(state_dir)
+        self.archive = RunArchive(
+            self.root,
+            client.namespace,
+            name,
+            self.uid or "unknown",
+            dict(pod_names(name, self.job)),
+            extra={
+                "layout": [p.to_json() for p in self.layout.by_rank.values()],
+                "npus_per_pod": npus_per_pod(self.job),
+            },
+        )
+        self._resume = self.archive.last_stamps()
+        self._replay()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.done = threading.Event()
+        self.error: str | None = None
+
+    def _replay(self) -> None:
+        """What an earlier follower archived for this run feeds the observer first."""
+        feed_archive(self.observer, self.root, self.archive.info())
+
+    def run(self) -> None:
+        """Read the logs (until they end when following), archiving and observing each batch."""
+        try:
+            with self.client.logs(self.name, follow=self.follow) as stream:
+                self._stream = stream
+                for batch in stream.batches(idle=1.0):
+                    if self._stop.is_set():
+                        break
+                    if batch:
+                        self._take(batch)
+                    if self.on_update is not None:
+                        self.on_update(self)
+        except RanktableError as exc:
+            self.error = str(exc)
+        finally:
+            self.archive.flush()
+            self.done.set()
+
+    def _take(self, batch: list[Any]) -> None:
+        pod, node_rank = batch[0].pod, batch[0].node_rank
+        since = self._resume.get(pod)
+        lines = [(line.timestamp, line.text) for line in batch if since is None or line.timestamp > since]
+        if not lines:
+            return
+        self._resume.pop(pod, None)
+        self.archive.append(pod, node_rank, lines)
+        self.observer.feed(pod, node_rank, lines)
+
+    def start(self) -> RunFollower:
+        self._thread = threading.Thread(target=self.run, name=f"observe-{self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        stream = getattr(self, "_stream", None)
+        if stream is not None:
+            stream.close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self.archive.close()
+
+    def refresh_pods(self) -> list[dict[str, Any]]:
+        self.pods = self.client.job_pods(self.name)
+        return self.pods
+
+
+def feed_archive(observer: RunObserver, root: Path, run: RunInfo) -> None:
+    """Feed an archived run's lines to an observer, pod by pod in batches."""
+    batch: list[tuple[str, str]] = []
+    current: tuple[str, int] | None = None
+    for pod, node_rank, stamp, text in read_run(root, run):
+        if (current != (pod, node_rank) or len(batch) >= 500) and batch and current:
+            observer.feed(current[0], current[1], batch)
+            batch = []
+        current = (pod, node_rank)
+        batch.append((stamp, text))
+    if batch and current:
+        observer.feed(current[0], current[1], batch)
+
+
+def archived_observer(root: Path, run: RunInfo, settings: ObserveSettings | None = None) -> RunObserver:
+    """A RunObserver fed from an archived run (its stored layout locates the ranks)."""
+    places = [RankPlace(**p) for p in run_meta(root, run).get("layout") or [] if isinstance(p, dict)]
+    observer = RunObserver(RankLayout(places), settings)
+    feed_archive(observer, root, run)
+    return observer
+
+
+__all__ = ["RunFollower", "archive_root", "archived_observer", "find_run", "pending_info", "rank_layout"]
