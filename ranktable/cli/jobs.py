@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,8 +75,40 @@ def register(sub: Any) -> None:
     p.add_argument("-f", "--follow", action="store_true")
     p.add_argument("--rank", type=int, help="only this node rank (pod index)")
     p.add_argument("--timestamps", action="store_true", help="show each line's timestamp")
+    p.add_argument("--run", help="an archived run (job uid or a prefix; `--runs` lists them)")
+    p.add_argument("--runs", action="store_true", help="list the job's archived runs")
+    p.add_argument("--errors", action="store_true", help="only lines the error catalogue recognises")
+    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
     _cluster_flags(p)
     p.set_defaults(handler=_logs)
+
+    p = group.add_parser("metrics", help="loss, step time, throughput, lr, grad norm per rank, from the logs")
+    p.add_argument("name")
+    p.add_argument("--run", help="an archived run (job uid or a prefix)")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument(
+        "--json", action="store_true", help='{"ranks": {"<rank>": {"step": [...], ...}}, "alerts": [...]}'
+    )
+    out.add_argument("--csv", action="store_true", help="one row per rank and step")
+    p.add_argument("--svg", help="write loss / step-time / throughput charts to FILE")
+    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
+    _cluster_flags(p)
+    p.set_defaults(handler=_metrics)
+
+    p = group.add_parser(
+        "diagnose",
+        help="first failing rank (NPU, server, leaf, pod), errors per rank, stragglers, hangs, pending",
+    )
+    p.add_argument("name")
+    p.add_argument("--run", help="an archived run (job uid or a prefix)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--straggler-factor", type=float, help="median step time >= F x the job's (default 1.2)")
+    p.add_argument(
+        "--hang-floor", type=float, help="seconds of silence before a rank counts as hung (default 120)"
+    )
+    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
+    _cluster_flags(p)
+    p.set_defaults(handler=_diagnose)
 
     p = group.add_parser(
         "wait-ranktable", help="wait until the job's rank table is completed, then validate it"
@@ -285,6 +318,8 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
+    if args.run or args.runs:
+        return _archived_logs(args)
     stream = _client(args).logs(args.name, follow=args.follow, rank=args.rank)
     try:
         for line in stream:
@@ -296,6 +331,161 @@ def _logs(args: argparse.Namespace) -> int:
     for problem in stream.stats.problems:
         print(f"ranktable job logs: {problem}", file=sys.stderr)
     return 1 if stream.stats.problems else 0
+
+
+def _archived_logs(args: argparse.Namespace) -> int:
+    from ranktable.jobs.observing import archive_root
+    from ranktable.observe import catalogue
+    from ranktable.observe.archive import find_run, list_runs, read_run
+
+    root = archive_root(args.state_dir)
+    namespace = args.namespace or "default"
+    if args.runs:
+        runs = list_runs(root, namespace, args.name)
+        rows = [["Run", "Created", "Phase", "Pods", "Size"]] + [
+            [r.uid, _iso(r.created), r.phase or "?", str(len(r.pods)), f"{r.bytes / 2**20:.1f} MiB"]
+            for r in runs
+        ]
+        print(_table(rows) if runs else f"no archived runs of {args.name} in {namespace}")
+        return 0
+    run = find_run(root, namespace, args.name, args.run)
+    errors = catalogue() if args.errors else None
+    for pod, node_rank, stamp, text in read_run(root, run):
+        if args.rank is not None and node_rank != args.rank:
+            continue
+        if errors is not None and errors.classify(text) is None:
+            continue
+        prefix = f"{stamp} " if args.timestamps else ""
+        sys.stdout.write(f"{prefix}[{node_rank} {pod}] {text}\n")
+    return 0
+
+
+def _iso(when: float) -> str:
+    from ranktable.observe.triage import iso
+
+    return iso(when) or "?"
+
+
+def _observe_settings(args: argparse.Namespace) -> Any:
+    from ranktable.observe import ObserveSettings
+
+    values = {}
+    if getattr(args, "straggler_factor", None) is not None:
+        values["straggler_factor"] = args.straggler_factor
+    if getattr(args, "hang_floor", None) is not None:
+        values["hang_floor_s"] = args.hang_floor
+    return ObserveSettings.from_mapping(values, where="flags")
+
+
+def _observation(args: argparse.Namespace) -> Any:
+    from ranktable.jobs.observing import observe_run
+
+    settings = _observe_settings(args)
+    return observe_run(_client(args), args.name, run=args.run, state_dir=args.state_dir, settings=settings)
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from ranktable.observe.export import metrics_csv
+    from ranktable.observe.plot import metrics_svg
+
+    observation = _observation(args)
+    data = observation.metrics()
+    if args.svg:
+        Path(args.svg).write_text(metrics_svg(data))
+        print(f"wrote {args.svg}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(data, indent=1))
+        return 0
+    if args.csv:
+        sys.stdout.write(metrics_csv(data))
+        return 0
+    ranks = data["ranks"]
+    if not ranks:
+        print(f"no metric lines in the logs of {args.name} (run {observation.uid}) yet")
+        return 0
+    rows = [["Rank", "Steps", "Last step", "Loss", "Step time (s)", "Throughput", "LR", "Grad norm"]]
+    for rank, series in ranks.items():
+        last = _last_value(series)
+        rows.append(
+            [
+                rank,
+                str(len(series["step"])),
+                last("step"),
+                last("loss"),
+                last("step_time_s"),
+                last("throughput"),
+                last("lr"),
+                last("grad_norm"),
+            ]
+        )
+    print(f"job {args.name} run {observation.uid} ({observation.source})")
+    print(_table(rows))
+    for alert in data["alerts"]:
+        print(f"alert: {alert['message']}" + (f" (x{alert['count']})" if alert["count"] > 1 else ""))
+    return 0
+
+
+def _last_value(series: dict[str, Any]) -> Callable[[str], str]:
+    def last(key: str) -> str:
+        values = [v for v in series.get(key) or [] if v is not None]
+        if not values:
+            return "-"
+        return f"{values[-1]:.4g}" if isinstance(values[-1], float | int) else str(values[-1])
+
+    return last
+
+
+def _where(entry: dict[str, Any]) -> str:
+    return f"node rank {entry['node_rank']}, server {entry['server']}, leaf {entry['leaf']}"
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    observation = _observation(args)
+    result = observation.diagnosis()
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"job {args.name} run {observation.uid} ({observation.source}): {result['summary']}")
+    first = result["first_failure"]
+    if first:
+        where = ", ".join(
+            f"{label} {first[key]}"
+            for key, label in (
+                ("node_rank", "node rank"),
+                ("pod", "pod"),
+                ("server", "server"),
+                ("device", "NPU"),
+                ("leaf", "leaf"),
+            )
+            if first.get(key) is not None
+        )
+        print(f"first failure: rank {first['rank']} ({where}) at {first['time']}")
+        print(f"  {first['code']}: {first['title']}")
+        print(f"  line: {first['line']}")
+        print(f"  why: {first['explanation']}")
+        print(f"  fix: {first['fix']}")
+    for hint in result["advice"]:
+        print(f"advice: {hint}")
+    if result["errors"]:
+        rows = [["Rank", "Node rank", "Pod", "Leaf", "Time", "Code"]]
+        rows += [
+            [str(e["rank"]), str(e["node_rank"]), e["pod"], e["leaf"] or "-", e["time"] or "-", e["code"]]
+            for e in result["errors"][:50]
+        ]
+        print("first error per rank:")
+        print(_table(rows))
+        if len(result["errors"]) > 50:
+            print(f"... {len(result['errors']) - 50} more (--json shows all)")
+    for s in result["stragglers"]:
+        print(f"straggler: rank {s['rank']} ({_where(s)}) {s['ratio']:.2f}x the job's median step time")
+    for h in result["hung"]:
+        print(
+            f"hung: rank {h['rank']} ({_where(h)}) silent for {h['silent_s']:.0f} s "
+            f"after step {h['last_step']}"
+        )
+    if result["pending"]:
+        print(f"pending: {result['pending']['reason']}")
+    return 0
 
 
 def _wait_and_report(client: ClusterClient, name: str, timeout: float, show: bool) -> int:

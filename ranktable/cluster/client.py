@@ -435,7 +435,12 @@ class ClusterClient:
 
     # -- logs ------------------------------------------------------------------------------------
     def logs(
-        self, name: str, follow: bool = False, rank: int | None = None, queue_size: int = 64
+        self,
+        name: str,
+        follow: bool = False,
+        rank: int | None = None,
+        queue_size: int = 64,
+        previous: bool = False,
     ) -> LogStream:
         """Every pod's log, one stream per pod, lines tagged with pod, node rank and timestamp."""
         job = self.get_job(name)
@@ -458,6 +463,7 @@ class ClusterClient:
             pods,
             follow=follow,
             queue_size=queue_size,
+            previous=previous,
             rank_of=(lambda pod: self.planned_node_ranks(name, job).get(pod))
             if routed and not planned
             else None,

@@ -106,6 +106,7 @@ class LogStream:
         follow: bool = True,
         queue_size: int = 64,
         rank_of: Callable[[str], int | None] | None = None,
+        previous: bool = False,
     ) -> None:
         self.kube = kube
         self._rank_of = rank_of  # the planned node rank of a pod, once its rank table is complete
@@ -123,6 +124,7 @@ class LogStream:
         self._threads: list[threading.Thread] = []
         self._restarts_seen: dict[str, tuple[str, int]] = {}
         self._backoffs: dict[str, Backoff] = {pod: Backoff() for pod, _ in pods}
+        self._previous = previous  # also read the log of a restarted pod's previous container, once
 
     def start(self) -> None:
         for pod, _ in self.pods:
@@ -235,7 +237,11 @@ class LogStream:
         started = any({"running", "terminated"} & set(c.get("state") or {}) for c in statuses)
         restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
         phase = (state.get("status") or {}).get("phase")
+        if self._previous and restarts and pod not in self._restarts_seen and not cursor.stamp:
+            self._read_quietly(pod, self._ranks[pod], cursor, previous=True)  # e.g. a crash-looping pod
         if not started and phase not in ENDED:
+            if self._previous and restarts:
+                self._restarts_seen[pod] = (str((state.get("metadata") or {}).get("uid")), restarts)
             return self.follow
         if self._rank_of is not None and pod not in self._resolved:
             planned = self._rank_of(pod)

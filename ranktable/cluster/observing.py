@@ -74,7 +74,7 @@ def rank_layout(
     planned = client.planned_node_ranks(name, job)  # {} unless the job routes
     if planned and topology is not None:
         table = plan_routes(table, topology).planned
-    node_leaf = {} if topology is not None else client.node_leaves()
+    node_leaf = client.node_leaves()  # the names the layout view and `job describe` use
     by_host = {}
     for pod in pods:
         host = (pod.get("status") or {}).get("hostIP")
@@ -89,16 +89,11 @@ def rank_layout(
         node_rank = planned.get(pod_name, pod_index(owner) if not planned else index)
         node = str((owner.get("spec") or {}).get("nodeName") or "")
         for device in server.devices:
-            leaf = topology.leaf_of(server.server_id, device.device_id) if topology is not None else None
+            leaf = node_leaf.get(node)  # the names the layout view and `job describe` use
+            if leaf is None and topology is not None:  # else the platform's ToR address
+                leaf = topology.leaf_of(server.server_id, device.device_id)
             places.append(
-                RankPlace(
-                    device.rank_id,
-                    node_rank,
-                    pod_name,
-                    server.server_id,
-                    device.device_id,
-                    leaf or node_leaf.get(node),
-                )
+                RankPlace(device.rank_id, node_rank, pod_name, server.server_id, device.device_id, leaf)
             )
     return RankLayout(places) if places else fallback
 
@@ -108,10 +103,10 @@ def pod_exits(observer: RunObserver, pods: list[dict[str, Any]], node_ranks: dic
     for pod in pods:
         name = str(pod["metadata"]["name"])
         for status in (pod.get("status") or {}).get("containerStatuses") or []:
-            for term in (
-                (status.get("state") or {}).get("terminated"),
-                (status.get("lastState") or {}).get("terminated"),
-            ):
+            current = (status.get("state") or {}).get("terminated")
+            if current:
+                observer.pod_ended(name, kube_time(str(current.get("finishedAt") or "")))
+            for term in (current, (status.get("lastState") or {}).get("terminated")):
                 if term and term.get("exitCode") not in (None, 0):
                     when = kube_time(str(term.get("finishedAt") or ""))
                     observer.pod_exit(
@@ -213,7 +208,7 @@ class RunFollower:
     def run(self) -> None:
         """Read the logs (until they end when following), archiving and observing each batch."""
         try:
-            with self.client.logs(self.name, follow=self.follow) as stream:
+            with self.client.logs(self.name, follow=self.follow, previous=True) as stream:
                 self._stream = stream
                 for batch in stream.batches(idle=1.0):
                     if self._stop.is_set():
@@ -280,3 +275,56 @@ def archived_observer(root: Path, run: RunInfo, settings: ObserveSettings | None
 
 
 __all__ = ["RunFollower", "archive_root", "archived_observer", "find_run", "pending_info", "rank_layout"]
+
+
+# -- use cases: one observation of a run, live or archived ---------------------------------------------
+class Observation:
+    """A run's observer plus what the cluster says about it (phase, pending reason)."""
+
+    def __init__(
+        self,
+        name: str,
+        uid: str,
+        phase: str,
+        observer: RunObserver,
+        source: str,
+        pending: dict[str, Any] | None,
+    ) -> None:
+        self.name, self.uid, self.phase, self.observer = name, uid, phase, observer
+        self.source, self.pending = source, pending
+
+    def metrics(self) -> dict[str, Any]:
+        return {"job": self.name, "run": self.uid, "source": self.source, **self.observer.metrics_json()}
+
+    def diagnosis(self) -> dict[str, Any]:
+        result = self.observer.diagnose(self.phase, pending=self.pending)
+        return {"job": self.name, "run": self.uid, "source": self.source, **result}
+
+
+def observe_run(
+    client: ClusterClient,
+    name: str,
+    *,
+    run: str | None = None,
+    state_dir: str | Path | None = None,
+    settings: ObserveSettings | None = None,
+) -> Observation:
+    """Read the job's current logs (archiving them) when ``run`` is its current run, else the archive."""
+    root = archive_root(state_dir)
+    try:
+        job: dict[str, Any] | None = client.get_job(name)
+    except NotFoundError:
+        job = None
+    if job is not None and (run is None or job_uid(job).startswith(run)):
+        follower = RunFollower(client, name, state_dir=state_dir, settings=settings, follow=False)
+        follower.run()
+        phase = str(((job.get("status") or {}).get("state") or {}).get("phase") or "Pending")
+        node_ranks = {p.pod: p.node_rank for p in follower.layout.by_rank.values()}
+        pod_exits(follower.observer, follower.pods, node_ranks)
+        pending = pending_info(client, job, follower.pods)
+        follower.archive.set_phase(phase)
+        follower.archive.close()
+        return Observation(name, follower.uid, phase, follower.observer, "live", pending)
+    info = find_run(root, client.namespace, name, run)
+    observer = archived_observer(root, info, settings)
+    return Observation(name, info.uid, info.phase or "Deleted", observer, "archive", None)

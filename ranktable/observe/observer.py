@@ -52,6 +52,7 @@ class RunObserver:
         self.clock: float | None = None  # the newest log time seen
         self.lines = 0
         self._named: dict[str, int] = {}  # pod -> the rank its last rank-naming metric line named
+        self.pod_ends: dict[str, float] = {}  # pod -> when its container ended (any exit code)
 
     # -- feeding ------------------------------------------------------------------------------------
     def feed(self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]]) -> None:
@@ -135,6 +136,19 @@ class RunObserver:
             event.time = current.time if current.time is not None else event.time
             self.errors[rank] = event
 
+    def pod_ended(self, pod: str, when: float | None) -> None:
+        """A pod's container ended (any exit code): its ranks are not hung after that."""
+        if when is not None:
+            self.pod_ends[pod] = min(when, self.pod_ends.get(pod, when))
+
+    def _stopped(self) -> dict[int, float]:
+        """When each rank stopped for a known reason: its first error, or its pod's end."""
+        out = {rank: e.time for rank, e in self.errors.items() if e.time is not None}
+        for pod, when in self.pod_ends.items():
+            for place in self.layout.by_pod.get(pod, []):
+                out[place.rank] = min(when, out.get(place.rank, when))
+        return out
+
     def pod_exit(
         self, pod: str, node_rank: int, exit_code: int | None, reason: str | None, when: float | None
     ) -> None:
@@ -163,7 +177,7 @@ class RunObserver:
     ) -> dict[str, Any]:
         medians = {r: m for r, s in self.series.items() if (m := s.median_step_time()) is not None}
         job_median, slow = stragglers(medians, self.layout, self.settings.straggler_factor)
-        silent = hung(self.progress, job_median, self.layout, self.settings, now)
+        silent = hung(self.progress, job_median, self.layout, self.settings, now, self._stopped())
         first = first_failure(self.errors)
         ranks = max(len(self.layout), len(self.series), len(self.errors))
         errors = sorted(

@@ -140,17 +140,20 @@ def hung(
     layout: RankLayout,
     settings: ObserveSettings,
     now: float | None,
+    stopped: dict[int, float] | None = None,
 ) -> list[dict[str, Any]]:
     """Ranks silent longer than max(hang_factor x median step time, hang_floor_s) while another rank
-    progressed within that time."""
+    progressed within that time. A rank that failed or whose pod ended is silent only until then."""
     if len(last_progress) < 2:
         return []
     threshold = max(settings.hang_factor * (job_median or 0.0), settings.hang_floor_s)
     newest = max(t for t, _ in last_progress.values())
     clock = max(now or newest, newest)
     out = []
+    stopped = stopped or {}
     for rank, (when, step) in sorted(last_progress.items()):
-        if newest - when > threshold:
+        until = min(newest, stopped.get(rank, newest))
+        if until - when > threshold:
             out.append(
                 {
                     **_where(rank, layout),

@@ -1,0 +1,89 @@
+"""On the simulated pool: an 8-node job with a straggler, a hung rank and a first failure (EI0006) that
+`diagnose` names with its server and leaf; metrics and the archive outlive `job stop`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ranktable.jobs.cluster import ClusterClient
+from ranktable.jobs.compose import compose
+from ranktable.jobs.observing import observe_run
+from ranktable.jobs.spec import EntryPoint, JobSpec
+from ranktable.observe import ObserveSettings
+from ranktable.observe.archive import list_runs
+from tests.fixtures.simpool import SimPoolHandle
+
+TRAIN = str(Path(__file__).resolve().parents[1] / "examples" / "train.py")
+SLOW, HUNG, FIRST = 13, 6, 10  # rank ids; 2 NPUs per pod, so node ranks 6, 3 and 5
+
+
+@pytest.fixture
+def pool(sim_pool_factory: Callable[..., SimPoolHandle]) -> SimPoolHandle:
+    return sim_pool_factory(ranktable_delay=0.2)
+
+
+def scenario() -> JobSpec:
+    args = [
+        "--steps", "200", "--interval", "0.2",
+        "--slow-rank", str(SLOW), "--slow-factor", "1.5",
+        "--hang-rank", str(HUNG), "--hang-at", "8",
+        "--fail-rank", str(FIRST), "--fail-rank-at", "30",
+        "--victims-fail-at", "48",
+    ]  # fmt: skip
+    return JobSpec(name="diag", image="i", nodes=8, npus_per_node=2, entry=EntryPoint(TRAIN, args))
+
+
+def manifests() -> list[dict]:
+    docs = compose(scenario())
+    job = next(d for d in docs if d["kind"] == "Job")
+    job["spec"]["tasks"][0]["template"]["spec"]["restartPolicy"] = "Never"  # failed ranks stay failed
+    return docs
+
+
+def test_diagnose_names_straggler_hung_and_first_failing_rank(pool: SimPoolHandle, tmp_path: Path) -> None:
+    client = ClusterClient(str(pool.kubeconfig), pool.context, "default")
+    client.submit(manifests())
+    client.wait_rank_table("diag", timeout=60)
+    settings = ObserveSettings(hang_floor_s=3.0)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # every pod ends: its first rank to fail stops the other
+        pods = client.job_pods("diag")
+        if len(pods) == 8 and all(
+            (p.get("status") or {}).get("phase") in ("Succeeded", "Failed") for p in pods
+        ):
+            break
+        time.sleep(1)
+    observation = observe_run(client, "diag", state_dir=tmp_path, settings=settings)
+    result = observation.diagnosis()
+    described = {p.name: p for p in client.describe("diag").pods}
+    first = result["first_failure"]
+    assert first is not None, result["errors"]
+    assert (first["rank"], first["node_rank"], first["code"]) == (FIRST, 5, "EI0006"), first
+    pod = described[first["pod"]]
+    assert pod.index == 5 and first["server"] == pod.host_ip and first["leaf"] == pod.leaf and pod.leaf
+    assert first["device"] == 0
+    others = [e for e in result["errors"] if e["rank"] != FIRST]
+    assert others and all(e["code"] == "EI0006" and e["time"] > first["time"] for e in others)
+    assert [(s["rank"], s["node_rank"]) for s in result["stragglers"]] == [(SLOW, 6)]
+    assert 1.35 <= result["stragglers"][0]["ratio"] <= 1.7
+    assert result["stragglers"][0]["leaf"] == described["diag-diag-1-6"].leaf
+    assert [(h["rank"], h["node_rank"], h["last_step"]) for h in result["hung"]] == [(HUNG, 3, 7)]
+    assert result["summary"].startswith(
+        f"{result['phase']}: rank {FIRST} (diag-diag-1-5, server {pod.host_ip}"
+    )
+
+    metrics = observation.metrics()
+    assert set(metrics["ranks"]) == {str(r) for r in range(16)}
+    assert metrics["ranks"]["0"]["step"][:3] == [1, 2, 3] and metrics["ranks"]["0"]["loss"][0] > 2.4
+
+    uid = observation.uid
+    client.stop("diag")
+    archived = observe_run(client, "diag", state_dir=tmp_path, settings=settings)  # the job is gone
+    assert archived.source == "archive" and archived.uid == uid
+    again = archived.diagnosis()
+    assert again["first_failure"]["rank"] == FIRST and again["first_failure"]["leaf"] == pod.leaf
+    assert [r.uid for r in list_runs(tmp_path / "logs", "default", "diag")] == [uid]
