@@ -334,29 +334,29 @@ def _logs(args: argparse.Namespace) -> int:
 
 
 def _archived_logs(args: argparse.Namespace) -> int:
-    from ranktable.jobs.observing import archive_root
-    from ranktable.observe import catalogue
-    from ranktable.observe.archive import find_run, list_runs, read_run
+    from ranktable.usecases.observe import archived_lines, job_runs
 
-    root = archive_root(args.state_dir)
     namespace = args.namespace or "default"
     if args.runs:
-        runs = list_runs(root, namespace, args.name)
+        runs = job_runs(namespace, args.name, args.state_dir)
         rows = [["Run", "Created", "Phase", "Pods", "Size"]] + [
             [r.uid, _iso(r.created), r.phase or "?", str(len(r.pods)), f"{r.bytes / 2**20:.1f} MiB"]
             for r in runs
         ]
         print(_table(rows) if runs else f"no archived runs of {args.name} in {namespace}")
         return 0
-    run = find_run(root, namespace, args.name, args.run)
-    errors = catalogue() if args.errors else None
-    for pod, node_rank, stamp, text in read_run(root, run):
-        if args.rank is not None and node_rank != args.rank:
-            continue
-        if errors is not None and errors.classify(text) is None:
-            continue
-        prefix = f"{stamp} " if args.timestamps else ""
-        sys.stdout.write(f"{prefix}[{node_rank} {pod}] {text}\n")
+    lines = archived_lines(
+        namespace,
+        args.name,
+        args.run,
+        state_dir=args.state_dir,
+        node_rank=args.rank,
+        errors_only=args.errors,
+        limit=10**9,
+    )
+    for line in lines:
+        prefix = f"{line['timestamp']} " if args.timestamps else ""
+        sys.stdout.write(f"{prefix}[{line['node_rank']} {line['pod']}] {line['text']}\n")
     return 0
 
 
@@ -378,7 +378,7 @@ def _observe_settings(args: argparse.Namespace) -> Any:
 
 
 def _observation(args: argparse.Namespace) -> Any:
-    from ranktable.jobs.observing import observe_run
+    from ranktable.usecases.observe import observe_run
 
     settings = _observe_settings(args)
     return observe_run(_client(args), args.name, run=args.run, state_dir=args.state_dir, settings=settings)

@@ -12,13 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ranktable.cluster.results import pod_index
+from ranktable.compose.manifests import NPU_RESOURCE, RANK_TABLE_KEY, configmap_name
 from ranktable.errors import NotFoundError, RanktableError
 from ranktable.hccl import parse_rank_table
 from ranktable.home import ranktable_home
-from ranktable.compose.manifests import NPU_RESOURCE, RANK_TABLE_KEY, configmap_name
-from ranktable.cluster.results import pod_index
 from ranktable.observe import ObserveSettings, RankLayout, RankPlace, RunObserver
-from ranktable.observe.archive import RunArchive, RunInfo, find_run, read_run, run_meta
+from ranktable.observe.archive import RunArchive, RunInfo, read_run, run_meta
 from ranktable.observe.pending import pending_reason
 from ranktable.observe.text import kube_time
 from ranktable.plan import plan_routes
@@ -272,59 +272,3 @@ def archived_observer(root: Path, run: RunInfo, settings: ObserveSettings | None
     observer = RunObserver(RankLayout(places), settings)
     feed_archive(observer, root, run)
     return observer
-
-
-__all__ = ["RunFollower", "archive_root", "archived_observer", "find_run", "pending_info", "rank_layout"]
-
-
-# -- use cases: one observation of a run, live or archived ---------------------------------------------
-class Observation:
-    """A run's observer plus what the cluster says about it (phase, pending reason)."""
-
-    def __init__(
-        self,
-        name: str,
-        uid: str,
-        phase: str,
-        observer: RunObserver,
-        source: str,
-        pending: dict[str, Any] | None,
-    ) -> None:
-        self.name, self.uid, self.phase, self.observer = name, uid, phase, observer
-        self.source, self.pending = source, pending
-
-    def metrics(self) -> dict[str, Any]:
-        return {"job": self.name, "run": self.uid, "source": self.source, **self.observer.metrics_json()}
-
-    def diagnosis(self) -> dict[str, Any]:
-        result = self.observer.diagnose(self.phase, pending=self.pending)
-        return {"job": self.name, "run": self.uid, "source": self.source, **result}
-
-
-def observe_run(
-    client: ClusterClient,
-    name: str,
-    *,
-    run: str | None = None,
-    state_dir: str | Path | None = None,
-    settings: ObserveSettings | None = None,
-) -> Observation:
-    """Read the job's current logs (archiving them) when ``run`` is its current run, else the archive."""
-    root = archive_root(state_dir)
-    try:
-        job: dict[str, Any] | None = client.get_job(name)
-    except NotFoundError:
-        job = None
-    if job is not None and (run is None or job_uid(job).startswith(run)):
-        follower = RunFollower(client, name, state_dir=state_dir, settings=settings, follow=False)
-        follower.run()
-        phase = str(((job.get("status") or {}).get("state") or {}).get("phase") or "Pending")
-        node_ranks = {p.pod: p.node_rank for p in follower.layout.by_rank.values()}
-        pod_exits(follower.observer, follower.pods, node_ranks)
-        pending = pending_info(client, job, follower.pods)
-        follower.archive.set_phase(phase)
-        follower.archive.close()
-        return Observation(name, follower.uid, phase, follower.observer, "live", pending)
-    info = find_run(root, client.namespace, name, run)
-    observer = archived_observer(root, info, settings)
-    return Observation(name, info.uid, info.phase or "Deleted", observer, "archive", None)

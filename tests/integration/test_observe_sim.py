@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from ranktable.jobs.cluster import ClusterClient
-from ranktable.jobs.compose import compose
-from ranktable.jobs.observing import observe_run
-from ranktable.jobs.spec import EntryPoint, JobSpec
+from ranktable.cluster.client import ClusterClient
+from ranktable.compose.manifests import compose
+from ranktable.compose.spec import EntryPoint, JobSpec
 from ranktable.observe import ObserveSettings
 from ranktable.observe.archive import list_runs
-from tests.fixtures.simpool import SimPoolHandle
+from ranktable.usecases.observe import observe_run
+from tests.integration.fixtures.simpool import SimPoolHandle
 
-TRAIN = str(Path(__file__).resolve().parents[1] / "examples" / "train.py")
+TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "train.py")
 SLOW, HUNG, FIRST = 13, 6, 10  # rank ids; 2 NPUs per pod, so node ranks 6, 3 and 5
 
 

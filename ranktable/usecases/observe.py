@@ -1,0 +1,179 @@
+"""Observability use cases: metrics and diagnosis of a run (live or archived), archived runs and lines.
+
+``observe_run`` reads the job's logs once (archiving them) for the CLI and magics. ``LiveRuns`` keeps a
+follower per running job for the server, so the Job view's metrics and diagnosis are fresh without
+re-reading every log: a follower starts on first request and stops when the job ends or is not asked
+about for ``IDLE_STOP_S``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ranktable.errors import NotFoundError
+from ranktable.observe import ObserveSettings, RunObserver, catalogue
+from ranktable.observe.archive import RunInfo, find_run, list_runs, read_run
+
+if TYPE_CHECKING:
+    from ranktable.cluster.client import ClusterClient
+    from ranktable.cluster.observing import RunFollower
+
+IDLE_STOP_S = 300.0
+MAX_LINES = 100_000  # per archived-lines request
+
+
+class Observation:
+    """A run's observer plus what the cluster says about it (phase, pending reason)."""
+
+    def __init__(
+        self,
+        name: str,
+        uid: str,
+        phase: str,
+        observer: RunObserver,
+        source: str,
+        pending: dict[str, Any] | None,
+    ) -> None:
+        self.name, self.uid, self.phase, self.observer = name, uid, phase, observer
+        self.source, self.pending = source, pending
+
+    def metrics(self) -> dict[str, Any]:
+        return {"job": self.name, "run": self.uid, "source": self.source, **self.observer.metrics_json()}
+
+    def diagnosis(self) -> dict[str, Any]:
+        result = self.observer.diagnose(self.phase, pending=self.pending)
+        return {"job": self.name, "run": self.uid, "source": self.source, **result}
+
+
+def _phase(job: dict[str, Any]) -> str:
+    return str(((job.get("status") or {}).get("state") or {}).get("phase") or "Pending")
+
+
+def _finish(follower: RunFollower, client: ClusterClient, job: dict[str, Any]) -> Observation:
+    """Pod exits and the pending reason on top of what the logs said."""
+    from ranktable.cluster.observing import pending_info, pod_exits
+
+    pods = follower.refresh_pods()
+    node_ranks = {p.pod: p.node_rank for p in follower.layout.by_rank.values()}
+    pod_exits(follower.observer, pods, node_ranks)
+    phase = _phase(job)
+    follower.archive.set_phase(phase)
+    return Observation(
+        follower.name, follower.uid, phase, follower.observer, "live", pending_info(client, job, pods)
+    )
+
+
+def observe_run(
+    client: ClusterClient,
+    name: str,
+    *,
+    run: str | None = None,
+    state_dir: str | Path | None = None,
+    settings: ObserveSettings | None = None,
+) -> Observation:
+    """The current run (logs read once, archived) when ``run`` is it or None; else the archived run."""
+    from ranktable.cluster.observing import RunFollower, archive_root, archived_observer, job_uid
+
+    try:
+        job: dict[str, Any] | None = client.get_job(name)
+    except NotFoundError:
+        job = None
+    if job is not None and (run is None or job_uid(job).startswith(run)):
+        follower = RunFollower(client, name, state_dir=state_dir, settings=settings, follow=False)
+        follower.run()
+        try:
+            return _finish(follower, client, job)
+        finally:
+            follower.archive.close()
+    root = archive_root(state_dir)
+    info = find_run(root, client.namespace, name, run)
+    return Observation(
+        name, info.uid, info.phase or "Deleted", archived_observer(root, info, settings), "archive", None
+    )
+
+
+def job_runs(namespace: str, name: str, state_dir: str | Path | None = None) -> list[RunInfo]:
+    """Archived runs of a job, newest first (no cluster needed)."""
+    from ranktable.cluster.observing import archive_root
+
+    return list_runs(archive_root(state_dir), namespace, name)
+
+
+def archived_lines(
+    namespace: str,
+    name: str,
+    run: str | None,
+    *,
+    state_dir: str | Path | None = None,
+    node_rank: int | None = None,
+    errors_only: bool = False,
+    limit: int = MAX_LINES,
+) -> Iterator[dict[str, Any]]:
+    """Lines of an archived run as ``{pod, node_rank, timestamp, text}``, at most ``limit``."""
+    from ranktable.cluster.observing import archive_root
+
+    root = archive_root(state_dir)
+    info = find_run(root, namespace, name, run)
+    errors = catalogue() if errors_only else None
+    count = 0
+    for pod, rank, stamp, text in read_run(root, info):
+        if node_rank is not None and rank != node_rank:
+            continue
+        if errors is not None and errors.classify(text) is None:
+            continue
+        yield {"pod": pod, "node_rank": rank, "timestamp": stamp, "text": text}
+        count += 1
+        if count >= limit:
+            return
+
+
+class LiveRuns:
+    """One log follower per running job (server side): answers metrics/diagnosis without re-reading logs."""
+
+    def __init__(self, state_dir: str | Path | None = None, settings: ObserveSettings | None = None) -> None:
+        self.state_dir = state_dir
+        self.settings = settings or ObserveSettings()
+        self._followers: dict[tuple[str, str, str], tuple[RunFollower, float]] = {}
+        self._lock = threading.Lock()
+
+    def observation(self, client: ClusterClient, name: str, run: str | None = None) -> Observation:
+        from ranktable.cluster.observing import RunFollower, job_uid
+
+        try:
+            job = client.get_job(name)
+        except NotFoundError:
+            job = None
+        if job is None or (run is not None and not job_uid(job).startswith(run)):
+            return observe_run(client, name, run=run, state_dir=self.state_dir, settings=self.settings)
+        key = (client.namespace, name, job_uid(job))
+        self._reap()
+        with self._lock:
+            entry = self._followers.get(key)
+            if entry is None:
+                follower = RunFollower(client, name, state_dir=self.state_dir, settings=self.settings).start()
+            else:
+                follower = entry[0]
+            self._followers[key] = (follower, time.monotonic())
+        return _finish(follower, client, job)
+
+    def _reap(self) -> None:
+        """Stop followers of runs nobody asked about lately, or whose logs ended."""
+        now = time.monotonic()
+        with self._lock:
+            stale = [
+                k for k, (f, seen) in self._followers.items() if f.done.is_set() or now - seen > IDLE_STOP_S
+            ]
+            followers = [self._followers.pop(k)[0] for k in stale]
+        for follower in followers:
+            follower.stop()
+
+    def close(self) -> None:
+        with self._lock:
+            followers = [f for f, _ in self._followers.values()]
+            self._followers.clear()
+        for follower in followers:
+            follower.stop()
