@@ -12,6 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ranktable.errors import InputError
 from ranktable.hccl.io import read_bytes, read_rank_table_lenient
 from ranktable.hccl.model import (
@@ -125,7 +127,26 @@ def _check_servers(table: RankTable, add: Any) -> None:
             first[server.server_id] = i
 
 
+def _devices_look_fine(table: RankTable) -> bool:
+    """The common case checked in a few passes (no per-device bookkeeping); False sends the table to
+    the detailed check below, which names every problem."""
+    every_ip: list[str | None] = []
+    for server in table.servers:
+        ids = [d.device_id for d in server.devices]
+        if ids and (len(set(ids)) != len(ids) or min(ids) < 0 or max(ids) > MAX_DEVICE_ID):
+            return False
+        every_ip.extend([d.device_ip for d in server.devices])
+    present = [ip for ip in every_ip if ip]
+    if len(table.servers) > 1 and len(present) != len(every_ip):
+        return False
+    if len(set(present)) != len(present):
+        return False
+    return table.version != "1.2" or all(d.super_device_id for s in table.servers for d in s.devices)
+
+
 def _check_devices(table: RankTable, add: Any) -> None:
+    if _devices_look_fine(table):
+        return
     ip_first: dict[str, tuple[int, int]] = {}
     multi = len(table.servers) > 1
     needs_super = table.version == "1.2"
@@ -184,7 +205,23 @@ def _check_device_counts(table: RankTable, add: Any) -> None:
             )
 
 
+def _ranks_look_fine(table: RankTable) -> bool:
+    """Ranks exactly 0..N-1, each server's a contiguous block: checked with numpy in the common case."""
+    total = table.rank_size
+    if total == 0:
+        return True
+    ranks = np.fromiter((d.rank_id for s in table.servers for d in s.devices), dtype=np.int64, count=total)
+    if ranks.min() < 0 or ranks.max() >= total or np.bincount(ranks, minlength=total).max() != 1:
+        return False
+    counts = np.array([len(s.devices) for s in table.servers], dtype=np.int64)
+    starts = (np.cumsum(counts) - counts)[counts > 0]
+    spans = np.maximum.reduceat(ranks, starts) - np.minimum.reduceat(ranks, starts) + 1
+    return bool((spans == counts[counts > 0]).all())
+
+
 def _check_ranks(table: RankTable, add: Any) -> None:
+    if _ranks_look_fine(table):
+        return
     total = table.rank_size
     owner: dict[int, tuple[int, int]] = {}
     for i, server in enumerate(table.servers):

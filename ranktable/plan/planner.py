@@ -118,27 +118,35 @@ def renumber(table: RankTable, order: list[int]) -> tuple[RankTable, dict[str, i
     """The table with servers in `order`, ranks 0..N-1 contiguous per server, device order kept."""
     servers: list[Server] = []
     node_rank: dict[str, int] = {}
-    mapping: list[str] = []
+    old_ranks: list[int] = []
     rank = 0
     for node, index in enumerate(order):
         src = table.servers[index]
         devices = [
-            Device(d.device_id, rank + j, d.device_ip, d.device_port, d.super_device_id, d.extra.copy())
-            for j, d in enumerate(src.devices)
+            Device(
+                d.device_id,
+                new,
+                d.device_ip,
+                d.device_port,
+                d.super_device_id,
+                d.extra.copy() if d.extra else {},
+            )
+            for new, d in enumerate(src.devices, rank)
         ]
-        mapping.extend([f"{rank + j}-{d.rank_id}" for j, d in enumerate(src.devices)])
+        old_ranks.extend([d.rank_id for d in src.devices])
         rank += len(devices)
         servers.append(
             Server(src.server_id, devices, src.host_ip, src.container_ip, src.hardware_type, dict(src.extra))
         )
         node_rank[src.server_id] = node
+    mapping = ",".join(map("{}-{}".format, range(rank), old_ranks))
     super_pods = (
         None
         if table.super_pods is None
         else [SuperPod(p.super_pod_id, list(p.server_ids)) for p in table.super_pods]
     )
     planned = RankTable(table.status, table.version, servers, super_pods, dict(table.extra))
-    return planned, node_rank, ",".join(mapping)
+    return planned, node_rank, mapping
 
 
 def plan_routes(
