@@ -11,6 +11,7 @@ stage's data-parallel groups together. Each candidate is costed and the cheapest
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from ranktable.cost import CollectiveQuery, LinkModel, order_metrics
@@ -44,19 +45,24 @@ def _blocks(order: list[int], placement: Placement, tier: int) -> list[list[int]
     return runs
 
 
-def even_blocks_first(order: list[int], placement: Placement) -> list[int]:
-    """Inside every tier-2 block, leaf blocks of even size first (larger first), then odd ones: fold
-    pairs of H-D_R then start at even positions inside a leaf."""
+def leaf_blocks_sorted(
+    order: list[int], placement: Placement, key: Callable[[list[int]], tuple[int, int]]
+) -> list[int]:
+    """Leaf blocks reordered by `key` inside every tier-2 block (the ring stays optimal)."""
     if placement.tiers < 1:
         return list(order)
     parents = _blocks(order, placement, 2) if placement.tiers >= 2 else [list(order)]
     out: list[int] = []
     for parent in parents:
-        leaves = _blocks(parent, placement, 1)
-        leaves.sort(key=lambda block: (len(block) % 2, -len(block)))
-        for block in leaves:
+        for block in sorted(_blocks(parent, placement, 1), key=key):
             out.extend(block)
     return out
+
+
+def even_blocks_first(order: list[int], placement: Placement) -> list[int]:
+    """Leaf blocks of even size first (larger first), then odd ones: H-D_R's fold pairs then start
+    at even positions inside a leaf."""
+    return leaf_blocks_sorted(order, placement, lambda block: (len(block) % 2, -len(block)))
 
 
 def _candidates(order: list[int], placement: Placement, algorithm: str) -> list[tuple[str, list[int]]]:
