@@ -3,7 +3,7 @@
 Pools are generated (2-3 leaves of 1-3 servers, 1-2 spines, uplinks 1:1 to 4:1, 1 or 8 NPUs per
 server); every server order is tried (the first server fixed: rotations cost the same). The bounds
 asserted are what the planner reaches: optimal for ring, NHR, NB, AHC, pipeline and HCCL's default;
-within 10% for H-D_R (its fold pairs on non-power-of-2 counts; bench/bench_optimality.py prints the
+within 15% for H-D_R (its fold pairs on non-power-of-2 counts; bench/bench_optimality.py prints the
 measured worst gap).
 """
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.core.optimality import ALGORITHMS, Pool, planner_and_best
 
-BOUND = {algorithm: 1.0 for algorithm in ("default", *ALGORITHMS)} | {"H-D_R": 1.10}
+BOUND = {algorithm: 1.0 for algorithm in ("default", *ALGORITHMS)} | {"H-D_R": 1.15}
 
 
 @st.composite
