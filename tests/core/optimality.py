@@ -1,5 +1,5 @@
 """Exhaustive search over server orders on small trees: the least cost any order reaches on the model,
-to measure how far the planner's order is from it (tests/test_plan_optimality.py, bench)."""
+to measure how far the planner's order is from it (tests/core/test_plan_optimality.py, bench)."""
 
 from __future__ import annotations
 
