@@ -80,6 +80,13 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--nodes", metavar="NODELIST", help="`kubectl get nodes -o json` output (HyperNode, labels)"
     )
+    p.add_argument(
+        "--label-keys",
+        type=label_key_list,
+        metavar="LEAF[,SPINE[,CORE]]",
+        help="for --format labels: the node labels naming each tier's switch, tier 1 first (default: "
+        "network.topology.nvidia.com/{leaf,spine,core}, else topology.ranktable.io/{leaf,spine,core})",
+    )
     p.add_argument("-o", "--output", metavar="PLANNED.json", help="write the planned rank table here")
     p.add_argument("--svg", metavar="LAYOUT.svg", help="write the layout picture (given and planned) here")
     p.add_argument(
@@ -193,8 +200,21 @@ def _provided(module: str, name: str, where: str) -> Any:
     return found
 
 
-def _load_topology(path: str, fmt: str | None = None, nodes: str | None = None) -> Any:
-    return _provided("ranktable.topology", "load_topology", path)(path, fmt, nodes)
+def label_key_list(text: str) -> list[str]:
+    """`--label-keys a,b,c`: non-empty, distinct label keys, tier 1 first."""
+    keys = [k.strip() for k in text.split(",")]
+    if not all(keys) or len(set(keys)) != len(keys):
+        raise argparse.ArgumentTypeError(
+            f"expected distinct comma-separated label keys, tier 1 first, got {text!r}"
+        )
+    return keys
+
+
+def _load_topology(
+    path: str, fmt: str | None = None, nodes: str | None = None, label_keys: list[str] | None = None
+) -> Any:
+    load = _provided("ranktable.topology", "load_topology", path)
+    return load(path, fmt, nodes, label_keys=label_keys)
 
 
 def _load_previous(args: argparse.Namespace) -> RankTable | None:
@@ -327,7 +347,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         raise CliError("--group-bytes needs --parallel", fix="add --parallel tp=...,pp=...")
     previous = _load_previous(args)
     table = load_rank_table(args.ranktable)
-    topology = _load_topology(args.topology, args.format, args.nodes)
+    topology = _load_topology(args.topology, args.format, args.nodes, args.label_keys)
     if query.parallel is not None:
         query.parallel.resolved(table.rank_size)
     report = plan_report(

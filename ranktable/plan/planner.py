@@ -171,7 +171,7 @@ def _plan(table: RankTable, topology: Topology, previous: RankTable | None, stab
     placement = place(table, topology)
     codes = placement.tier_codes()
     full_order = topology_order(placement, topology.slice_ids)
-    warnings: list[str] = []
+    warnings: list[str] = list(topology.warnings)  # what the topology loader accepted with a caveat
     unknown = [table.servers[i].server_id for i in placement.unknown]
     if unknown:
         shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")

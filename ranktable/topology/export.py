@@ -117,7 +117,9 @@ def to_tor_info(topology: Topology) -> tuple[dict[str, Any], str]:
             for i, s in enumerate(servers)
         ]
         tors.append(entry)
-    return {"version": "1.0", "tor_count": len(tors), "server_list": tors}, level
+    # tor_count is MindCluster's servers per ToR (its slice count), not the number of ToRs
+    per_tor = max((len(t["server"]) for t in tors), default=0)
+    return {"version": "1.0", "tor_count": per_tor, "server_list": tors}, level
 
 
 def to_tor_configmap(topology: Topology) -> dict[str, Any]:

@@ -98,6 +98,7 @@ class _Resolver:
         self.hypernodes = hypernodes
         self.nodes = nodes
         self.by_name = {n.name: n for n in nodes or []}
+        self.warnings: list[str] = []
         self.by_address = {a: n.name for n in nodes or [] for a in n.addresses}
 
     def node_members(self, how: str, match: Field, member: Field) -> list[str]:
@@ -129,16 +130,23 @@ class _Resolver:
     def hypernode_members(self, how: str, match: Field) -> list[str]:
         if how == "labelMatch":
             raise match.error("labelMatch applies to members of type Node only")
+        # Volcano accepts a member that names no HyperNode (yet): it contributes nothing. So do we, saying so.
         if how == "exactMatch":
             name = match.key("name").text()
             if name not in self.hypernodes:
-                raise match.child("name", name).error(f"HyperNode {name!r} is not defined")
+                self.warn(
+                    match.child("name", name), f"HyperNode {name!r} is not defined; the member is empty"
+                )
+                return []
             return [name]
         pattern = _pattern(match)
         found = sorted(n for n in self.hypernodes if pattern.search(n))
         if not found:
-            raise match.error(f"pattern {pattern.pattern!r} matches no HyperNode")
+            self.warn(match, f"pattern {brief(pattern.pattern)} matches no HyperNode; the member is empty")
         return found
+
+    def warn(self, at: Field, message: str) -> None:
+        self.warnings.append(f"{location(at.source, at.path)}: {message}")
 
 
 def _find_cycle(hypernodes: dict[str, _HyperNode]) -> tuple[list[str], Field] | None:
@@ -235,7 +243,7 @@ def topology_from_hypernodes(
                 raise member.error(f"HyperNode {child!r} is a member of both {other!r} and {hn.name!r}")
             parent_of[child] = hn.name
 
-    topo = Topology(source=source)
+    topo = Topology(source=source, warnings=list(resolver.warnings))
     for hn in sorted(by_name.values(), key=lambda h: (-h.tier, h.name)):
         topo.switches[hn.name] = Switch(
             hn.name, hn.tier, parent_of.get(hn.name), hn.uplink_gbps, hn.oversubscription

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ranktable.errors import InputError
@@ -111,11 +111,14 @@ def load_topology(
     path: str | os.PathLike[str],
     fmt: str | None = None,
     nodes: str | os.PathLike[str] | None = None,
+    *,
+    label_keys: Sequence[str] | None = None,
 ) -> Topology:
     """Read a topology file of any supported format (detected from content when ``fmt`` is None).
 
     ``nodes`` is a NodeList file (``kubectl get nodes -o json``): it resolves HyperNode members, and
     for every format it adds node names and addresses as aliases of the servers they name.
+    ``label_keys`` (tier 1 first) are the node labels naming each tier's switch for the labels format.
     """
     source = os.fspath(path)
     if fmt is not None and fmt not in FORMATS:
@@ -131,13 +134,19 @@ def load_topology(
                 fmt = detect_format(text)
             except InputError as err:
                 raise InputError(err.reason, where=source, fix=err.fix) from None
+    if label_keys is not None and fmt != "labels":
+        raise InputError(
+            f"label keys apply to the labels format, but {source} is {fmt}",
+            where="--label-keys",
+            fix="drop --label-keys, or give a NodeList with --format labels",
+        )
     node_list = read_nodes(nodes) if nodes is not None else None
     nodes_source = os.fspath(nodes) if nodes is not None else "nodes"
     readers: dict[str, Callable[[], Topology]] = {
         "tor-json": lambda: load_tor_info_text(text, source),
         "hypernode": lambda: load_hypernodes_text(text, source, node_list, nodes_source),
         "slurm": lambda: topology_from_slurm(text, source),
-        "labels": lambda: load_labels_text(text, source),
+        "labels": lambda: load_labels_text(text, source, label_keys),
         "tor-file": lambda: topology_from_tor_file(decode_tor_file(raw, source), source),
         "yaml": lambda: load_yaml_topology(text, source),
     }

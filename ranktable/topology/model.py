@@ -44,6 +44,9 @@ class Topology:
     # within a leaf.
     tier_names: dict[int, str] = field(default_factory=dict)
     slice_ids: dict[str, int] = field(default_factory=dict)
+    # What a loader accepted but the user should know (a HyperNode naming an undefined member, a
+    # MindCluster tor_count that does not match); the planner reports them with its own warnings.
+    warnings: list[str] = field(default_factory=list)
 
     # -- building -------------------------------------------------------------------------------
     def add_switch(self, switch: Switch) -> None:

@@ -117,18 +117,15 @@ def topology_from_slurm(text: str, source: str = "topology.conf") -> Topology:
     if not lines:
         raise InputError("defines no switch (expected lines like SwitchName=s0 Nodes=n[01-16])", where=source)
 
-    parent: dict[str, str] = {}
+    parents: dict[str, list[str]] = {}
     node_leaf: dict[str, str] = {}
     for line in lines.values():
         where = f"{source}:{line.number}"
         for child in line.switches:
             if child not in lines:
                 raise InputError(f"switch {line.switch!r} lists {child!r}, which is not defined", where=where)
-            if child in parent and parent[child] != line.switch:
-                raise InputError(
-                    f"switch {child!r} is under both {parent[child]!r} and {line.switch!r}", where=where
-                )
-            parent[child] = line.switch
+            if line.switch not in parents.setdefault(child, []):
+                parents[child].append(line.switch)  # several parents: a fat tree, merged below
         for node in line.nodes:
             if node in node_leaf and node_leaf[node] != line.switch:
                 raise InputError(
@@ -164,10 +161,52 @@ def topology_from_slurm(text: str, source: str = "topology.conf") -> Topology:
 
     for name in lines:
         tier_of(name, [])
+    group = _merge_parallel_switches(parents, tiers)
     topo = Topology(source=source)
-    for name, line in lines.items():
-        topo.switches[name] = Switch(name, tiers[name], parent.get(name), line.link_speed)
+    for members in sorted(set(group.values())):
+        name = "+".join(members)
+        above = {group[p] for m in members for p in parents.get(m, [])}
+        speeds = {lines[m].link_speed for m in members}
+        parent = "+".join(next(iter(above))) if above else None
+        topo.switches[name] = Switch(
+            name, tiers[members[0]], parent, speeds.pop() if len(speeds) == 1 else None
+        )
+        if len(members) > 1:
+            topo.warnings.append(
+                f"{source}: switches {', '.join(members)} share the switches below them (a fat tree); "
+                f"planned as one logical switch {name}"
+            )
     for node, leaf in node_leaf.items():
-        topo.attach_server(node, leaf)
+        topo.attach_server(node, "+".join(group[leaf]))
     topo.validate()
     return topo
+
+
+def _merge_parallel_switches(
+    parents: dict[str, list[str]], tiers: dict[str, int]
+) -> dict[str, tuple[str, ...]]:
+    """Each switch's group: switches that share a child (a fat tree's parallel spines) become one.
+
+    Merging goes tier by tier upwards, so the parents of merged spines are merged in turn; the result
+    is the tree the planner needs, with one logical switch per group of parallel switches.
+    """
+    root = {name: name for name in tiers}
+
+    def find(name: str) -> str:
+        while root[name] != name:
+            root[name] = root[root[name]]
+            name = root[name]
+        return name
+
+    for tier in sorted(set(tiers.values())):
+        groups: dict[str, set[str]] = {}
+        for child in (n for n, t in tiers.items() if t == tier):
+            groups.setdefault(find(child), set()).update(find(p) for p in parents.get(child, []))
+        for above in groups.values():
+            first, *rest = sorted(above) or [""]
+            for other in rest:
+                root[find(other)] = find(first)
+    members: dict[str, list[str]] = {}
+    for name in tiers:
+        members.setdefault(find(name), []).append(name)
+    return {name: tuple(sorted(members[find(name)])) for name in tiers}

@@ -1,7 +1,10 @@
 """MindCluster's ``basic-tor-node-cm`` (kube-system): ``tor_info`` JSON plus ``tor_level``.
 
 ``tor_info`` lists ToRs (tier 1, named by ``tor_ip``, else ``tor-<tor_id>``) and the servers under each
-(``server_ip``, which matches a node address and a rank table's ``server_id``). ``tor_level``:
+(``server_ip``, which matches a node address and a rank table's ``server_id``). ``tor_count`` is the
+number of servers under one ToR (the "net slice" count the Ascend scheduler plugin transposes ToRs by;
+MindCluster's `lld_to_cm.py --num`, default 4), not the number of ToRs; a ToR listing more servers, or
+a ``slice_id`` beyond it, is reported as a warning (the generator writes a fixed number). ``tor_level``:
 
 - ``single_layer``: the ToRs are the whole tree (tier 1 only);
 - ``double_layer``: the ToRs hang off a spine tier. The platform's JSON does not name spines, so all
@@ -16,7 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ranktable.topology._fields import Field, parse_document, parse_json
+from ranktable.errors import InputError
+from ranktable.limits import MAX_SERVERS, brief, load_yaml_all
+from ranktable.topology._fields import Field, location, parse_document, parse_json
 from ranktable.topology.model import Switch, Topology
 
 TOR_LEVELS = ("single_layer", "double_layer")
@@ -41,6 +46,27 @@ def _spine_name(tor: Field) -> str | None:
     return None
 
 
+def _parse_tor_info_text(text: str, source: str, path: str) -> tuple[Any, str | None]:
+    """The ``tor_info`` JSON; JSON with trailing commas (what MindCluster's own `lld_to_cm.py` writes
+    after every ``slice_id``) is read as YAML, with a warning: Volcano's Go JSON parser refuses it."""
+    try:
+        return parse_json(text, source, path), None
+    except InputError as strict:
+        if "not valid JSON" not in strict.reason:
+            raise
+        try:
+            docs = load_yaml_all(text, location(source, path))
+        except InputError:
+            raise strict from None
+        if len(docs) != 1 or not isinstance(docs[0], dict):
+            raise strict from None
+        note = (
+            f"{location(source, path)}: {strict.reason}; read leniently, but Volcano's JSON parser will "
+            "refuse it (remove the trailing commas)"
+        )
+        return docs[0], note
+
+
 def topology_from_tor_info(
     tor_info: dict[str, Any] | str,
     tor_level: str | None = None,
@@ -48,16 +74,16 @@ def topology_from_tor_info(
     path: str = "",
 ) -> Topology:
     """Build the topology from ``tor_info`` (parsed, or the JSON text the ConfigMap holds)."""
+    lenient_note = None
     if isinstance(tor_info, str):
-        tor_info = parse_json(tor_info, source, path)
+        tor_info, lenient_note = _parse_tor_info_text(tor_info, source, path)
     root = Field(tor_info, path, source)
     root.mapping()
     tors = list(root.key("server_list").items())
     if not tors:
         raise root.child("server_list", []).error("lists no ToR")
     count = root.opt("tor_count")
-    if count is not None and count.integer(minimum=0) != len(tors):
-        raise count.error(f"says {count.value} but server_list has {len(tors)} ToRs")
+    per_tor = count.integer(minimum=1, maximum=MAX_SERVERS) if count is not None else None
 
     spines = [_spine_name(tor) for tor in tors]
     named = [s for s in spines if s is not None]
@@ -75,6 +101,8 @@ def topology_from_tor_info(
         raise tors[index].error("has no spine_ip while other ToRs name theirs; give every ToR one or none")
 
     topo = Topology(source=source, tier_names={1: "tor"})
+    if lenient_note:
+        topo.warnings.append(lenient_note)
     if tor_level == "double_layer":
         topo.tier_names[2] = "spine"
         for name in named or [IMPLICIT_SPINE]:
@@ -89,7 +117,13 @@ def topology_from_tor_info(
             )
         parent = (spine or IMPLICIT_SPINE) if tor_level == "double_layer" else None
         topo.switches[name] = Switch(name, 1, parent)
-        for server in tor.key("server").items():
+        servers = list(tor.key("server").items())
+        if per_tor is not None and len(servers) > per_tor:
+            topo.warnings.append(
+                f"{source}: ToR {name} lists {len(servers)} servers but tor_count (servers per ToR) is "
+                f"{per_tor}; the Ascend scheduler uses only {per_tor} slices per ToR"
+            )
+        for server in servers:
             ip = server.key("server_ip").text()
             if ip in topo.server_leaf:
                 raise server.child("server_ip", ip).error(
@@ -100,7 +134,7 @@ def topology_from_tor_info(
                 npus.integer(minimum=0)
             slot = server.opt("slice_id")
             if slot is not None:
-                topo.slice_ids[ip] = slot.integer(minimum=0)
+                topo.slice_ids[ip] = slot.integer(minimum=0, maximum=MAX_SERVERS)
             topo.attach_server(ip, name)
     topo.validate()
     return topo
@@ -111,7 +145,7 @@ def topology_from_tor_configmap(configmap: dict[str, Any], source: str = "basic-
     root = Field(configmap, "", source)
     kind = root.opt("kind")
     if kind is not None and kind.text() != "ConfigMap":
-        raise kind.error(f"expected a ConfigMap, got {kind.value!r}")
+        raise kind.error(f"expected a ConfigMap, got {brief(kind.value)}")
     data = root.key("data")
     info = data.key("tor_info", fix="the MindCluster ConfigMap basic-tor-node-cm carries it")
     level = data.opt("tor_level")

@@ -438,16 +438,17 @@ LEGACY = {
 }
 
 
-def test_legacy_group_list_converts_to_1_0_sorted_by_pod_index() -> None:
+def test_legacy_group_list_converts_to_1_0_in_the_listed_order() -> None:
     table = parse_rank_table(LEGACY, "v0.json")
     assert table.version == "1.0" and table.completed
-    assert [s.server_id for s in table.servers] == ["10.0.0.2", "10.0.0.9", "10.0.0.10"]
+    # HCCL numbers ranks in the listed order: no re-sort by the pod names' trailing digits
+    assert [s.server_id for s in table.servers] == ["10.0.0.10", "10.0.0.2", "10.0.0.9"]
     assert [[d.rank_id for d in s.devices] for s in table.servers] == [[0, 1], [2, 3], [4, 5]]
-    assert table.servers[2].devices[1].device_ip == "29.0.10.1"
-    assert table.servers[0].extra == {"pod_name": "job-worker-2"}
+    assert table.servers[0].devices[1].device_ip == "29.0.10.1"
+    assert table.servers[1].extra == {"pod_name": "job-worker-2"}
     out = json.loads(dump_rank_table(table))
     assert out["version"] == "1.0" and out["server_count"] == "3"
-    assert out["server_list"][0]["device"][0] == {"device_id": "0", "device_ip": "29.0.2.0", "rank_id": "0"}
+    assert out["server_list"][0]["device"][0] == {"device_id": "0", "device_ip": "29.0.10.0", "rank_id": "0"}
     assert check_rank_table(table).status == "valid"
 
 
@@ -467,7 +468,7 @@ def test_check_file_reads_from_disk(tmp_path: Path) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(st.permutations(list(range(12))))
-def test_legacy_conversion_orders_any_instance_order_by_pod_index(order: list[int]) -> None:
+def test_legacy_conversion_keeps_any_listed_order(order: list[int]) -> None:
     instances = [
         {
             "pod_name": f"train-worker-{i}",
@@ -482,5 +483,5 @@ def test_legacy_conversion_orders_any_instance_order_by_pod_index(order: list[in
         "group_list": [{"group_name": "g", "instance_list": instances}],
     }
     table = parse_rank_table(data)
-    assert [s.server_id for s in table.servers] == [f"10.0.1.{i}" for i in range(12)]
+    assert [s.server_id for s in table.servers] == [f"10.0.1.{i}" for i in order]
     assert [s.devices[0].rank_id for s in table.servers] == list(range(12))

@@ -80,7 +80,7 @@ def test_tor_id_names_a_tor_without_ip() -> None:
             lambda d: d["server_list"][1]["server"][0].pop("server_ip"),
             ["server_list[1].server[0].server_ip", "required"],
         ),
-        (lambda d: d.update(tor_count=3), ["tor_count", "says 3 but server_list has 2"]),
+        (lambda d: d.update(tor_count=0), ["tor_count", "must be at least 1"]),
         (
             lambda d: d["server_list"][1]["server"].append({"server_ip": "192.168.0.11"}),
             ["server_list[1].server[2].server_ip", "already under ToR '10.200.0.1'"],

@@ -126,7 +126,8 @@ def tor_node_configmap(nodes: list[SimNode]) -> Obj:
     for n in nodes:
         tor = tors.setdefault(n.leaf_index, {"tor_id": n.leaf_index, "tor_ip": n.tor_ip, "server": []})
         tor["server"].append({"server_ip": n.ip, "npu_count": n.flavour.npus, "slice_id": n.slot})
-    info = {"version": "1.0", "tor_count": len(tors), "server_list": [tors[k] for k in sorted(tors)]}
+    per_tor = max((len(t["server"]) for t in tors.values()), default=0)  # MindCluster: servers per ToR
+    info = {"version": "1.0", "tor_count": per_tor, "server_list": [tors[k] for k in sorted(tors)]}
     return {
         "metadata": {"name": "basic-tor-node-cm", "namespace": "kube-system"},
         "data": {
