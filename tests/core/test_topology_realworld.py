@@ -17,7 +17,7 @@ from ranktable.topology.export import to_tor_info
 from ranktable.topology.synthetic import synthetic_topology
 from ranktable.topology.tor_info import topology_from_tor_info
 
-DATA = Path(__file__).parent / "data" / "realworld"
+DATA = Path(__file__).parents[1] / "data" / "realworld"
 
 
 # -- MindCluster basic-tor-node-cm --------------------------------------------------------------------------
