@@ -250,6 +250,8 @@ def _table(rows: list[list[str]]) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from ranktable.observe.health import health_text
+
     jobs = _client(args).list_jobs()
     if args.json:
         print(json.dumps([j.to_json() for j in jobs], indent=2))
@@ -267,18 +269,22 @@ def _list(args: argparse.Namespace) -> int:
             "Succeeded",
             "Failed",
             "Retries",
+            "Health",
         ]
     ]
     for j in jobs:
         rows.append(
             [j.name, _format_age(j.age_seconds), j.phase, j.queue, str(j.nodes), str(j.min_available),
-             str(j.pending), str(j.running), str(j.succeeded), str(j.failed), str(j.retries)]
+             str(j.pending), str(j.running), str(j.succeeded), str(j.failed), str(j.retries),
+             health_text(j.health) or "ok"]
         )  # fmt: skip
     print(_table(rows) if jobs else f"no jobs in {args.namespace or 'default'}")
     return 0
 
 
 def _describe(args: argparse.Namespace) -> int:
+    from ranktable.observe.health import health_text
+
     d = _client(args).describe(args.name)
     if args.json:
         print(json.dumps(d.to_json(), indent=2))
@@ -286,8 +292,10 @@ def _describe(args: argparse.Namespace) -> int:
     j = d.job
     print(f"Job {j.name} ({j.namespace}): {j.phase}, {j.nodes} node(s), queue {j.queue}, retries {j.retries}")
     print(f"Rank table: {d.rank_table_status}")
+    if j.health and health_text(j.health):
+        print(f"Health: {health_text(j.health)}")
     if d.pods:
-        rows = [["Pod", "Index", "Node", "Host IP", "Leaf", "Phase", "Restarts", "Devices"]]
+        rows = [["Pod", "Index", "Node", "Host IP", "Leaf", "Phase", "Restarts", "State", "Devices"]]
         for p in d.pods:
             devices = "yes" if p.has_devices else "no"
             rows.append(
@@ -299,6 +307,7 @@ def _describe(args: argparse.Namespace) -> int:
                     p.leaf or "-",
                     p.phase,
                     str(p.restarts),
+                    p.health or "ok",
                     devices,
                 ]
             )

@@ -37,6 +37,7 @@ from ranktable.compose.manifests import (
 from ranktable.errors import ConflictError, InputError, NotFoundError, RanktableError
 from ranktable.hccl import check_document, parse_rank_table
 from ranktable.launch.launcher import ROUTING_MIN_NODES, TOR_FILE
+from ranktable.observe.health import pod_health
 from ranktable.plan import plan_routes
 from ranktable.topology import topology_from_tor_file
 
@@ -241,13 +242,29 @@ class ClusterClient:
             ).get("items")
             or []
         )
-        return sorted((JobSummary.from_job(j) for j in items), key=lambda s: s.name)
+        pods = (
+            self._call(
+                self.kube.core.list_namespaced_pod,
+                self.namespace,
+                label_selector="volcano.sh/job-name",
+                what=f"pods in {self.namespace}",
+            ).get("items")
+            or []
+        )
+        by_job: dict[str, list[dict[str, Any]]] = {}
+        for pod in pods:
+            by_job.setdefault(
+                str(((pod.get("metadata") or {}).get("labels") or {}).get("volcano.sh/job-name")), []
+            ).append(pod)
+        summaries = (JobSummary.from_job(j, by_job.get(str(j["metadata"]["name"]), [])) for j in items)
+        return sorted(summaries, key=lambda s: s.name)
 
     def describe(self, name: str) -> JobDescription:
         job = self.get_job(name)
-        summary = JobSummary.from_job(job)
         pods = self.job_pods(name)
+        summary = JobSummary.from_job(job, pods)
         node_leaf = self.node_leaves()
+        healths = [pod_health(p) for p in pods]
         pod_infos = [
             PodInfo(
                 name=str(p["metadata"]["name"]),
@@ -261,8 +278,14 @@ class ClusterClient:
                     for c in (p.get("status") or {}).get("containerStatuses") or []
                 ),
                 has_devices=DEVICE_ANNOTATION in ((p.get("metadata") or {}).get("annotations") or {}),
+                state=h.state,
+                reason=h.reason,
+                exit_code=h.exit_code,
+                last_reason=h.last_reason,
+                last_exit_code=h.last_exit_code,
+                ready=h.ready,
             )
-            for p in pods
+            for p, h in zip(pods, healths, strict=True)
         ]
         names = {name, *(p.name for p in pod_infos)}
         events = [

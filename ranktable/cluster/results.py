@@ -9,6 +9,7 @@ from typing import Any
 
 from ranktable.cluster.describe import NpuCapacity
 from ranktable.hccl import ValidationReport
+from ranktable.observe.health import PodHealth, job_health
 
 
 def _age(created: str | None) -> float | None:
@@ -36,12 +37,15 @@ class JobSummary:
     queue: str
     created: str | None
     age_seconds: float | None
+    uid: str = ""
+    # pod health over the job's pods: {"restarts", "reasons", "exit_code", "ready", "total"} (observe.health)
+    health: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
-    def from_job(cls, job: dict[str, Any]) -> JobSummary:
+    def from_job(cls, job: dict[str, Any], pods: list[dict[str, Any]] | None = None) -> JobSummary:
         meta, spec, status = job.get("metadata") or {}, job.get("spec") or {}, job.get("status") or {}
         replicas = sum(int(t.get("replicas") or 0) for t in spec.get("tasks") or [])
         return cls(
@@ -58,6 +62,8 @@ class JobSummary:
             queue=str(spec.get("queue") or "default"),
             created=meta.get("creationTimestamp"),
             age_seconds=_age(meta.get("creationTimestamp")),
+            uid=str(meta.get("uid") or ""),
+            health=job_health(pods) if pods is not None else {},
         )
 
 
@@ -71,9 +77,29 @@ class PodInfo:
     phase: str
     restarts: int
     has_devices: bool
+    state: str = "unknown"  # waiting | running | terminated (the worst container)
+    reason: str | None = None  # CrashLoopBackOff, ImagePullBackOff, OOMKilled, Error, Completed...
+    exit_code: int | None = None
+    last_reason: str | None = None  # the previous termination (lastState), e.g. before a restart
+    last_exit_code: int | None = None
+    ready: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @property
+    def health(self) -> str:
+        """``CrashLoopBackOff (exit 2) x3``, or "" when healthy."""
+        return PodHealth(
+            self.state,
+            self.reason,
+            self.exit_code,
+            self.last_reason,
+            self.last_exit_code,
+            None,
+            self.restarts,
+            self.ready,
+        ).mark()
 
 
 @dataclass

@@ -179,6 +179,16 @@ def _program(spec: JobSpec, out: list[Issue]) -> None:
     if spec.entry is not None:
         if not spec.entry.script:
             out.append(Issue("entry.script", ERROR, "is empty", "name the training script, e.g. train.py"))
+        elif not spec.entry.script.startswith(("/", "$")):
+            out.append(
+                Issue(
+                    "entry.script",
+                    WARNING,
+                    f"{spec.entry.script!r} is relative: the container resolves it in its working dir, "
+                    "where synced code usually is not (the pod would crash-loop with `can't open file`)",
+                    "use its absolute path in the image or a mounted volume, e.g. /home/ma-user/train.py",
+                )
+            )
         if not 1 <= spec.entry.master_port <= 65535:
             out.append(
                 Issue("entry.master_port", ERROR, f"{spec.entry.master_port} is not a port", "e.g. 29500")

@@ -145,3 +145,17 @@ def test_cli_lists_errors_and_exits_non_zero(capsys: pytest.CaptureFixture[str])
 def test_cli_rejects_malformed_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["job", "compose", "--name", "j", "--image", "i", "--command", "x", "--env", "NOEQUALS"]) == 1
     assert "--env" in capsys.readouterr().err
+
+
+def test_relative_script_path_warns_before_it_crash_loops() -> None:
+    from ranktable.compose.spec import EntryPoint, JobSpec
+    from ranktable.compose.validate import WARNING, validate_spec
+
+    relative = [
+        i
+        for i in validate_spec(JobSpec(name="a", image="i", entry=EntryPoint("train.py")))
+        if i.field == "entry.script"
+    ]
+    assert [(i.severity, "is relative" in i.message) for i in relative] == [(WARNING, True)]
+    absolute = JobSpec(name="a", image="i", entry=EntryPoint("/home/ma-user/work/train.py"))
+    assert not [i for i in validate_spec(absolute) if i.field == "entry.script"]

@@ -87,3 +87,26 @@ def test_diagnose_names_straggler_hung_and_first_failing_rank(pool: SimPoolHandl
     again = archived.diagnosis()
     assert again["first_failure"]["rank"] == FIRST and again["first_failure"]["leaf"] == pod.leaf
     assert [r.uid for r in list_runs(tmp_path / "logs", "default", "diag")] == [uid]
+
+
+def test_crash_loop_from_a_relative_script_path_is_explained(pool: SimPoolHandle, tmp_path: Path) -> None:
+    client = ClusterClient(str(pool.kubeconfig), pool.context, "default")
+    client.submit(
+        compose(JobSpec(name="rel", image="i", nodes=1, npus_per_node=1, entry=EntryPoint("train.py")))
+    )
+    deadline = time.monotonic() + 60
+    summary = None
+    while time.monotonic() < deadline:
+        summary = next(j for j in client.list_jobs() if j.name == "rel")
+        if summary.health.get("exit_code") == 2:
+            break
+        time.sleep(0.5)
+    assert summary is not None and summary.health["exit_code"] == 2, summary
+    assert summary.health["reasons"] and summary.uid
+    pod = client.describe("rel").pods[0]
+    assert pod.last_exit_code == 2 or pod.exit_code == 2
+    assert pod.health.startswith(pod.reason or pod.last_reason or "")
+    result = observe_run(client, "rel", state_dir=tmp_path).diagnosis()
+    first = result["first_failure"]
+    assert first["code"] == "CANT_OPEN_FILE" and first["node_rank"] == 0
+    assert "absolute script path" in first["fix"]
