@@ -74,6 +74,16 @@ def register(sub: Any) -> None:
     forward.add_argument("--local-port", type=int, default=0, metavar="P", help="default: a free port")
     forward.set_defaults(handler=_forward)
 
+    agent = group.add_parser(
+        "agent",
+        help="the connection agent that lets CLI syncs reuse one connection: status or stop",
+        description="CLI syncs go through a per-user background agent holding each profile's verified "
+        "connection (like OpenSSH's ControlMaster); it exits after 10 idle minutes. RANKTABLE_AGENT=0 "
+        "turns it off.",
+    )
+    agent.add_argument("action", choices=("status", "stop"))
+    agent.set_defaults(handler=_agent)
+
     remove = group.add_parser("remove", help="remove a profile")
     remove.add_argument("name", metavar="NAME")
     remove.set_defaults(handler=_remove)
@@ -246,6 +256,20 @@ def _test(args: argparse.Namespace) -> int:
     return 0 if result.exit_status == 0 else 1
 
 
+def _agent(args: argparse.Namespace) -> int:
+    from ranktable.remote import agent
+
+    if args.action == "stop":
+        print("agent stopped" if agent.stop() else "no agent running")
+        return 0
+    try:
+        for reply in agent.request({"op": "ping"}, start=False):
+            print(f"agent running (pid {reply['result']['pid']}) on {agent.socket_path()}")
+    except (agent.AgentUnavailable, OSError) as exc:
+        print(f"no agent running ({exc})")
+    return 0
+
+
 def _forward(args: argparse.Namespace) -> int:
     from ranktable.remote.forwards import ForwardRegistry
 
@@ -307,6 +331,10 @@ def _sync(args: argparse.Namespace) -> int:
     from ranktable.remote.profiles import ProfileStore
     from ranktable.remote.sync import Syncer
 
+    if not args.watch:
+        result = _sync_through_agent(args)
+        if result is not None:
+            return _print_result(result)
     settings = ProfileStore().get(args.name).sync
     if args.delete:
         settings = replace(settings, delete_remote=True)
@@ -335,6 +363,36 @@ def _sync(args: argparse.Namespace) -> int:
     finally:
         uploader.stop()
     return 0
+
+
+def _sync_through_agent(args: argparse.Namespace) -> Any:
+    """The sync done by the user's connection agent (an established connection: no login per run);
+    None when the agent cannot be used (turned off, a key needing a passphrase, a host key to check):
+    then the CLI syncs itself, asking and explaining as usual."""
+    from ranktable.remote import agent
+
+    if not agent.enabled():
+        return None
+    from ranktable.remote.sync.progress import ProgressEvent
+    from ranktable.remote.sync.syncer import Conflict, SyncResult
+
+    show = _progress_printer()
+    message = {
+        "op": "sync",
+        "profile": args.name,
+        "local_dir": str(Path(args.local_dir).resolve()),
+        "dry_run": args.dry_run,
+        "force": args.force,
+        "delete": args.delete,
+        "progress": show is not None,
+    }
+    try:
+        data = agent.call(message, (lambda event: show(ProgressEvent(**event))) if show else None)
+    except (agent.AgentUnavailable, OSError):
+        return None
+    data.pop("summary", None)
+    data["conflicts"] = [Conflict(**c) for c in data["conflicts"]]
+    return SyncResult(**data)
 
 
 def _download(args: argparse.Namespace) -> int:

@@ -12,16 +12,19 @@ Configured from the kernelspec: ``metadata.kernel_provisioner.config = {"profile
 from __future__ import annotations
 
 import asyncio
+import shlex
 import signal
 import time
 from typing import Any, cast
 
 from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import KernelProvisionerBase
-from traitlets import Unicode
+from traitlets import Bool, Int, Unicode
 
 from ranktable.remote import kernel_remote as remote
 from ranktable.remote.kernel_link import KernelLink, open_link
+from ranktable.remote.kernel_output import DEFAULT_CAP, IopubRelay, Throttled
+from ranktable.remote.kernel_records import KernelRecords
 from ranktable.remote.kernel_remote import PORT_NAMES, RemoteFiles, RemoteKernelError
 from ranktable.remote.kernel_tunnel import PortForwarder
 
@@ -37,6 +40,13 @@ class SSHKernelProvisioner(KernelProvisionerBase):
 
     profile = Unicode("", config=True, help="ranktable SSH profile the kernel runs on")
     python = Unicode("python3", config=True, help="remote Python interpreter (needs ipykernel)")
+    keep_output = Bool(
+        True,
+        config=True,
+        help="record the kernel's output on the instance and replay what clients missed after a "
+        "disconnect or a Jupyter server restart",
+    )
+    output_log_bytes = Int(DEFAULT_CAP, config=True, help="bytes per IOPub log file on the instance (2 kept)")
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -50,6 +60,11 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         self._exit_code: int | None = None
         self._last_poll = 0.0
         self._fast_poll_until = 0.0
+        self._relay: IopubRelay | None = None
+        self._iopub_seq = 0  # IOPub log records delivered to local clients
+        self._detached = False  # handed over to a later Jupyter server: never touch the remote kernel
+        self._records = KernelRecords()
+        self._save_seq = Throttled(self._record_seq)
 
     # -- helpers ------------------------------------------------------------------------------------
     @property
@@ -75,19 +90,67 @@ class SSHKernelProvisioner(KernelProvisionerBase):
 
     def _ensure_forwarder(self, wanted: dict[str, int]) -> dict[str, int]:
         """Listeners on the wanted local ports (0 = any); kept as they are when they already match."""
-        if self._forwarder is not None and sorted(self._forwarder.ports) == sorted(wanted.values()):
-            return wanted
         if self._forwarder is not None:
+            current = self._forwarder.ports + ([self._relay.port] if self._relay is not None else [])
+            if sorted(current) == sorted(wanted.values()):
+                return wanted
             self._forwarder.close()
+            if self._relay is not None:  # free its port before binding again
+                self._relay.close()
+                self._relay = None
         forwarder = PortForwarder(self._open_forward, name=f"ranktable-kernel-{self.kernel_id}")
+        relay = None
         try:
-            ports = {name: forwarder.listen(wanted.get(name, 0)) for name in PORT_NAMES}
-        except OSError:
+            ports = {
+                name: forwarder.listen(wanted.get(name, 0))
+                for name in PORT_NAMES
+                if not (self.keep_output and name == "iopub_port")
+            }
+            if self.keep_output:  # IOPub comes from the remote log, not straight from the kernel
+                relay = self._new_relay(wanted.get("iopub_port", 0))
+                ports["iopub_port"] = relay.port
+        except (OSError, Exception):
             forwarder.close()
             raise
         forwarder.start()
         self._forwarder = forwarder
+        if self._relay is not None:
+            self._relay.close()
+        self._relay = relay
         return ports
+
+    def _clients_connected(self) -> bool:
+        """True unless we run in Jupyter Server and no websocket is connected to this kernel: then
+        the server only buffers output (lost if it stops), so it does not count as delivered."""
+        multi = getattr(self.parent, "parent", None)
+        connections = getattr(multi, "_kernel_connections", None)
+        return connections is None or connections.get(self.kernel_id, 0) > 0
+
+    def _new_relay(self, port: int) -> IopubRelay:
+        relay = IopubRelay(
+            lambda: self._ensure_link().connection.open_session(),
+            self.python,
+            "",
+            port=port,
+            after=self._iopub_seq,
+            on_progress=self._delivered,
+            name=f"ranktable-iopub-{self.kernel_id}",
+        )
+        return relay
+
+    def _start_relay(self) -> None:
+        if self._relay is not None and self._files is not None:
+            self._relay.log_path = self._files.iopub_log
+            self._relay.start()
+
+    def _delivered(self, seq: int) -> None:
+        if self._clients_connected():
+            self._save_seq(seq)
+
+    def _record_seq(self, seq: int) -> None:
+        self._iopub_seq = seq
+        if not self._detached:
+            self._records.update(str(self.kernel_id), iopub_seq=seq)
 
     def _open_forward(self, target: tuple[str, int], origin: tuple[str, int]) -> Any:
         return self._ensure_link().open_forward(target, origin)
@@ -100,7 +163,8 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         assert self._forwarder is not None
         local = self._local_ports()
         for name in PORT_NAMES:
-            self._forwarder.point(local[name], ("127.0.0.1", self.remote_ports[name]))
+            if name in local and local[name] in self._forwarder.ports:
+                self._forwarder.point(local[name], ("127.0.0.1", self.remote_ports[name]))
 
     # -- launch -------------------------------------------------------------------------------------
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
@@ -162,9 +226,74 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         info.update(self.remote_ports)
         info.update({"ip": "127.0.0.1", "transport": "tcp"})
         remote.write_connection_file(run, self._files, info)
-        self.pid = self._pgid = remote.launch(run, self.python, self.remote_dir, self._files)
+        iopub = self.remote_ports["iopub_port"] if self.keep_output else None
+        self.pid = self._pgid = remote.launch(
+            run, self.python, self.remote_dir, self._files, iopub_port=iopub, cap=self.output_log_bytes
+        )
         self._wait_until_listening()
+        if self.keep_output:
+            self._wait_until_recording()
         self._point_forwarder()  # only now: earlier, clients' connects would be refused (and logged)
+        self._start_relay()
+        self._save_record()
+
+    def _wait_until_recording(self, timeout: float = 10.0) -> None:
+        """Until the recorder has subscribed (ipykernel's welcome is its first record)."""
+        assert self._files is not None
+        deadline = time.monotonic() + timeout
+        test = f"test -s {shlex.quote(self._files.iopub_log)}"
+        while time.monotonic() < deadline:
+            if self._run_sync(test, None, 15.0)[0] == 0:
+                return
+            time.sleep(0.05)
+        self.log.warning(
+            "ranktable: the output recorder of %s did not start; output may be lost", self._where
+        )
+
+    def _state(self) -> dict[str, Any]:
+        """The provisioner's info as plain JSON (what a later server needs to take the kernel over)."""
+        info = {
+            key: (value.decode() if isinstance(value, bytes) else value)
+            for key, value in dict(self.connection_info or {}).items()
+        }
+        return {
+            "kernel_id": str(self.kernel_id),
+            "connection_info": info,
+            "profile": self.profile,
+            "python": self.python,
+            "pid": self.pid,
+            "remote_ports": dict(self.remote_ports),
+            "remote_dir": self.remote_dir,
+            "remote_files": None if self._files is None else [self._files.directory, self._files.kernel_id],
+            "keep_output": self.keep_output,
+            "iopub_seq": self._iopub_seq,
+        }
+
+    def _save_record(self) -> None:
+        km = self.parent
+        self._records.save(
+            str(self.kernel_id),
+            {
+                "kernel_name": getattr(km, "kernel_name", "") or "",
+                "profile": self.profile,
+                "started": time.time(),
+                "provisioner": self._state(),
+            },
+        )
+
+    def detach(self) -> None:
+        """The Jupyter server stops but the kernel keeps running: close our local ends only, and
+        record how far its output was delivered so the next server replays the rest."""
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
+        self._save_seq.flush()  # -> self._iopub_seq: the last message a client got
+        if self._forwarder is not None:
+            self._forwarder.close()
+            self._forwarder = None
+        self._records.update(str(self.kernel_id), iopub_seq=self._iopub_seq)
+        self._detached = True
+        self.pid = None  # Jupyter must not poll, signal or clean it up any more
 
     def _wait_until_listening(self) -> None:
         """Until the kernel's shell port listens; a kernel that dies meanwhile shows its log."""
@@ -250,11 +379,15 @@ class SSHKernelProvisioner(KernelProvisionerBase):
             self.log.debug("ranktable: signal %s found no remote process group %s", signum, self.pid)
 
     async def kill(self, restart: bool = False) -> None:
+        if self._detached:
+            return
         await self.send_signal(signal.SIGKILL)
         self._expect_exit()
         self._park_forwarder()
 
     async def terminate(self, restart: bool = False) -> None:
+        if self._detached:
+            return
         await self.send_signal(signal.SIGTERM)
         self._expect_exit()
         self._park_forwarder()
@@ -269,8 +402,14 @@ class SSHKernelProvisioner(KernelProvisionerBase):
     async def cleanup(self, restart: bool = False) -> None:
         """Leave nothing behind: stray processes of the kernel's group, remote files, and (unless
         restarting, which keeps the local ports) the forwarders and the connection."""
-        await asyncio.to_thread(self._cleanup_remote)
+        if self._detached:
+            return
+        await asyncio.to_thread(self._cleanup_remote, restart)
         if not restart:
+            self._records.remove(str(self.kernel_id))
+            if self._relay is not None:
+                self._relay.close()
+                self._relay = None
             if self._forwarder is not None:
                 self._forwarder.close()
                 self._forwarder = None
@@ -280,15 +419,15 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         elif self._forwarder is not None:
             self._forwarder.drop_connections()
 
-    def _cleanup_remote(self) -> None:
+    def _cleanup_remote(self, restart: bool = False) -> None:
         files, pgid = self._files, self._pgid
         if files is None and pgid is None:
             return  # nothing was created remotely (e.g. the host was unreachable)
         try:
             if pgid is not None and remote.group_alive(self._run_sync, pgid):
                 remote.signal_group(self._run_sync, pgid, signal.SIGKILL)
-            if files is not None:
-                remote.remove_files(self._run_sync, files)
+            if files is not None:  # a restart keeps the output log: the same clients follow it on
+                remote.remove_files(self._run_sync, files, keep_output=restart)
         except Exception as exc:  # unreachable host: the detached kernel is still there, say so
             self.log.warning(
                 "ranktable: could not clean up the remote kernel (pgid %s) on %s: %s", pgid, self.profile, exc
@@ -309,6 +448,8 @@ class SSHKernelProvisioner(KernelProvisionerBase):
                 "remote_files": None
                 if self._files is None
                 else [self._files.directory, self._files.kernel_id],
+                "keep_output": self.keep_output,
+                "iopub_seq": self._iopub_seq,
             }
         )
         return info
@@ -322,6 +463,8 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         self.remote_dir = provisioner_info.get("remote_dir")
         files = provisioner_info.get("remote_files")
         self._files = RemoteFiles(files[0], files[1]) if files else None
+        self.keep_output = bool(provisioner_info.get("keep_output", self.keep_output))
+        self._iopub_seq = int(provisioner_info.get("iopub_seq") or 0)
         self._last_poll = 0.0
 
     def _restore_forwarder(self) -> None:
@@ -330,6 +473,7 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         self._ensure_forwarder(wanted)
         if self.remote_ports:
             self._point_forwarder()
+            self._start_relay()
 
     def get_shutdown_wait_time(self, recommended: float = 5.0) -> float:
         return max(recommended, 5.0)

@@ -64,6 +64,11 @@ class RemoteFiles:
         return f"{self.directory}/kernel-{self.kernel_id}.log"
 
     @property
+    def iopub_log(self) -> str:
+        """The bounded IOPub log (``.iopub`` and its rotated ``.iopub.1``), see ``kernel_output``."""
+        return f"{self.directory}/kernel-{self.kernel_id}.iopub"
+
+    @property
     def pid_file(self) -> str:
         return f"{self.directory}/kernel-{self.kernel_id}.pid"
 
@@ -126,16 +131,30 @@ _LAUNCHER = (
     "with open(sys.argv[1] + '.tmp', 'w') as fh:\n"
     "    fh.write(str(os.getpid()))\n"
     "os.replace(sys.argv[1] + '.tmp', sys.argv[1])\n"
+    "if len(sys.argv) > 3 and os.fork() == 0:\n"  # the IOPub recorder: a child of the kernel (same pid)
+    "    signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+    "    os.execv(sys.executable, [sys.executable, '-c', sys.argv[3]] + sys.argv[4:])\n"
     "os.execv(sys.executable, [sys.executable, '-m', 'ipykernel_launcher', '-f', sys.argv[2]])\n"
 )
 
 
-def launch(run: Run, python: str, root: str, files: RemoteFiles) -> int:
-    """Start ipykernel detached (own session, SIGHUP ignored) in ``root``; returns its pid (= its pgid)."""
+def launch(
+    run: Run, python: str, root: str, files: RemoteFiles, *, iopub_port: int | None = None, cap: int = 0
+) -> int:
+    """Start ipykernel detached (own session, SIGHUP ignored) in ``root``; returns its pid (= its pgid).
+
+    With ``iopub_port``, the kernel's IOPub output is also recorded to ``files.iopub_log`` (bounded by
+    ``cap`` bytes per file) by a recorder in the kernel's process group.
+    """
+    from ranktable.remote.kernel_output import DEFAULT_CAP, RECORDER
+
     q = shlex.quote
+    recorder = ""
+    if iopub_port:
+        recorder = f" {q(RECORDER)} {q(files.iopub_log)} {int(iopub_port)} {int(cap or DEFAULT_CAP)}"
     script = (
         f"mkdir -p {q(root)} && cd {q(root)} && rm -f {q(files.pid_file)} && "
-        f"{{ {q(python)} -c {q(_LAUNCHER)} {q(files.pid_file)} {q(files.connection_file)} "
+        f"{{ {q(python)} -c {q(_LAUNCHER)} {q(files.pid_file)} {q(files.connection_file)}{recorder} "
         f"> {q(files.log_file)} 2>&1 < /dev/null & }} && "
         f"i=0; while [ ! -s {q(files.pid_file)} ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done; "
         f"cat {q(files.pid_file)}"
@@ -201,8 +220,10 @@ def log_tail(run: Run, files: RemoteFiles, lines: int = 20) -> str:
     return out.decode(errors="replace").strip() if code == 0 else ""
 
 
-def remove_files(run: Run, files: RemoteFiles, *, keep_log: bool = False) -> None:
+def remove_files(run: Run, files: RemoteFiles, *, keep_log: bool = False, keep_output: bool = False) -> None:
     paths = [files.connection_file, files.pid_file, f"{files.connection_file}.tmp"]
     if not keep_log:
         paths.append(files.log_file)
+    if not keep_output:
+        paths += [files.iopub_log, f"{files.iopub_log}.1"]
     run("rm -f " + " ".join(shlex.quote(p) for p in paths), None, 15.0)

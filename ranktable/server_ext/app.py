@@ -48,8 +48,18 @@ class RanktableApp(ExtensionApp):
 
         contents.post_save_hook = chained
 
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        """Re-attach the remote kernels a previous server left running (they kept their output)."""
+        if self.services.config.keep_remote_kernels:
+            await self.services.remote.usecases.attach_recorded_kernels(serverapp.kernel_manager)
+
     async def stop_extension(self) -> None:
-        """Stop watches, log follows, syncs and the auto-uploader so shutdown leaves nothing running."""
+        """Stop watches, log follows, syncs and the auto-uploader so shutdown leaves nothing running.
+
+        Runs before Jupyter shuts its kernels down: remote kernels are detached first, so they survive."""
         services = getattr(self, "services", None)
         if services is not None:
+            kernel_manager = getattr(self.serverapp, "kernel_manager", None)
+            if services.config.keep_remote_kernels and kernel_manager is not None:
+                services.remote.usecases.detach_kernels(kernel_manager)
             await services.close()

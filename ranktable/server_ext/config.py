@@ -52,3 +52,9 @@ class Ranktable(Configurable):
         2000, config=True, help="Events kept per background operation for late subscribers."
     )
     workers = Integer(16, config=True, help="Threads for blocking cluster/SSH work.")
+    keep_remote_kernels = Bool(
+        True,
+        config=True,
+        help="Remote (SSH) kernels keep running when the server stops and are re-attached when it starts "
+        "again; output printed meanwhile is replayed. False: they are shut down with the server.",
+    )

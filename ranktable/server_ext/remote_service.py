@@ -75,6 +75,9 @@ class RemoteService:
     def close_forward(self, forward_id: str) -> dict[str, Any]:
         return self.usecases.close_forward(forward_id)
 
+    def list_remote_kernels(self, kernel_manager: Any) -> dict[str, Any]:
+        return {"kernels": self.usecases.list_kernels(kernel_manager)}
+
     def install_kernel(self, profile: str, body: dict[str, Any]) -> dict[str, Any]:
         python = body.get("python")
         if python is not None and not isinstance(python, str):

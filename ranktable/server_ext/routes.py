@@ -153,6 +153,27 @@ class ForwardHandler(RanktableHandler):
         self.reply(await self.blocking(self.services.remote.close_forward, forward))
 
 
+class RemoteKernelsHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("read", resource="kernels")
+    async def get(self) -> None:
+        self.reply(await self.blocking(self.services.remote.list_remote_kernels, self.kernel_manager))
+
+
+class RemoteKernelHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("write", resource="kernels")
+    async def delete(self, kernel_id: str) -> None:
+        self.reply(await self.services.remote.usecases.shutdown_kernel(self.kernel_manager, kernel_id))
+
+
+class RemoteKernelAttachHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("write", resource="kernels")
+    async def post(self, kernel_id: str) -> None:
+        self.reply(await self.services.remote.usecases.attach_kernel(self.kernel_manager, kernel_id))
+
+
 class KernelHandler(RanktableHandler):
     @web.authenticated
     @authorized("write", resource="kernelspecs")
@@ -237,6 +258,9 @@ ROUTES: list[tuple[str, Any]] = [
     (r"/ranktable/profiles/" + NAME.format("name"), ProfileHandler),
     (r"/ranktable/profiles/" + NAME.format("name") + "/test", ProfileTestHandler),
     (r"/ranktable/kernels/" + NAME.format("profile"), KernelHandler),
+    (r"/ranktable/remote-kernels", RemoteKernelsHandler),
+    (r"/ranktable/remote-kernels/" + NAME.format("kernel_id"), RemoteKernelHandler),
+    (r"/ranktable/remote-kernels/" + NAME.format("kernel_id") + "/attach", RemoteKernelAttachHandler),
     (r"/ranktable/forwards", ForwardsHandler),
     (r"/ranktable/forwards/" + NAME.format("forward"), ForwardHandler),
     (r"/ranktable/sync", SyncHandler),

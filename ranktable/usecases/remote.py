@@ -161,6 +161,54 @@ class Remote:
     def close_forward(self, forward_id: str) -> dict[str, Any]:
         return dict(self.forwards.close(forward_id).to_json())
 
+    # -- remote kernels that outlive the Jupyter server ----------------------------------------------------
+    async def attach_recorded_kernels(self, kernel_manager: Any) -> list[str]:
+        """At server start: take back every recorded remote kernel that still runs."""
+        from ranktable.remote.kernel_attach import attach_recorded_kernels
+
+        return await attach_recorded_kernels(kernel_manager)
+
+    def detach_kernels(self, kernel_manager: Any) -> list[str]:
+        """At server stop: hand the remote kernels over instead of shutting them down."""
+        from ranktable.remote.kernel_attach import detach_remote_kernels
+
+        return detach_remote_kernels(kernel_manager)
+
+    def list_kernels(self, kernel_manager: Any) -> list[dict[str, Any]]:
+        from ranktable.remote.kernel_attach import list_remote_kernels
+
+        return list_remote_kernels(kernel_manager)
+
+    async def attach_kernel(self, kernel_manager: Any, kernel_id: str) -> dict[str, Any]:
+        from ranktable.errors import NotFoundError
+        from ranktable.remote.kernel_attach import attach_remote_kernel
+        from ranktable.remote.kernel_records import KERNEL_ID, KernelRecords
+
+        records = KernelRecords()
+        record = records.load(kernel_id) if KERNEL_ID.match(kernel_id) else None
+        if record is None:
+            raise NotFoundError(
+                f"no remote kernel {kernel_id!r}", where="kernel", fix="list the remote kernels"
+            )
+        if not await attach_remote_kernel(kernel_manager, record):
+            records.remove(kernel_id)
+            raise NotFoundError(
+                f"remote kernel {kernel_id} is no longer running", where="kernel", fix="start a new one"
+            )
+        return {"kernel_id": kernel_id, "attached": True}
+
+    async def shutdown_kernel(self, kernel_manager: Any, kernel_id: str) -> dict[str, Any]:
+        from ranktable.errors import NotFoundError
+        from ranktable.remote.kernel_attach import shutdown_remote_kernel
+        from ranktable.remote.kernel_records import KERNEL_ID
+
+        if not KERNEL_ID.match(kernel_id):
+            raise NotFoundError(
+                f"no remote kernel {kernel_id!r}", where="kernel", fix="list the remote kernels"
+            )
+        await shutdown_remote_kernel(kernel_manager, kernel_id)
+        return {"kernel_id": kernel_id, "shut_down": True}
+
     # -- sync ----------------------------------------------------------------------------------------------
     def syncer(self, profile_name: str, local: Path) -> Any:
         from ranktable.remote.sync import Syncer

@@ -271,9 +271,8 @@ def test_provisioner_info_lets_a_new_provisioner_take_over(
     old = km.provisioner
     info = asyncio.run(old.get_provisioner_info())
     pid = old.pid
-    # the old server goes away without stopping the kernel: its tunnel closes
-    old._forwarder.close()
-    old._forwarder = None
+    # the old server goes away without stopping the kernel: its tunnel and output relay close
+    old.detach()
     assert group_processes(pid)
 
     async def take_over() -> SSHKernelProvisioner:

@@ -56,7 +56,7 @@ def documented_operations() -> list[tuple[str, str]]:
     for path, item in doc["paths"].items():
         concrete = path.replace("{namespace}", "default").replace("{name}", "x")
         concrete = concrete.replace("{profile}", "x").replace("{operation}", "sync-1")
-        concrete = concrete.replace("{forward}", "x")
+        concrete = concrete.replace("{forward}", "x").replace("{kernel_id}", "x")
         for method in item:
             if method != "parameters":
                 out.append((method.upper(), concrete))
@@ -83,6 +83,9 @@ EXPECTED = {
     ("DELETE", "/ranktable/profiles/x"): ("write", "ranktable"),
     ("POST", "/ranktable/profiles/x/test"): ("write", "ranktable"),
     ("POST", "/ranktable/kernels/x"): ("write", "kernelspecs"),
+    ("GET", "/ranktable/remote-kernels"): ("read", "kernels"),
+    ("DELETE", "/ranktable/remote-kernels/x"): ("write", "kernels"),
+    ("POST", "/ranktable/remote-kernels/x/attach"): ("write", "kernels"),
     ("GET", "/ranktable/forwards"): ("read", "ranktable"),
     ("POST", "/ranktable/forwards"): ("execute", "ranktable"),
     ("DELETE", "/ranktable/forwards/x"): ("write", "ranktable"),
