@@ -208,6 +208,7 @@ class CollectiveQuery:
     parallel: ParallelSizes | None = None
     group_bytes: dict[str, int] = field(default_factory=dict)
     product: str | None = None  # None = from the rank table
+    parallel_where: str = "--parallel"  # the field named when the sizes don't fit the table
 
 
 def _links_for(product: str, links: LinkModel) -> ProductLinks:
@@ -335,7 +336,7 @@ def order_metrics(
                 fix="validate the rank table (`ranktable validate FILE`)",
             )
         groups = group_costs(
-            query.parallel.resolved(ranks),
+            query.parallel.resolved(ranks, query.parallel_where),
             places,
             product,
             timer,
@@ -412,7 +413,7 @@ def compare(
         given.rank_size,
         tiers,
         links,
-        query.parallel.resolved(given.rank_size) if query.parallel else None,
+        query.parallel.resolved(given.rank_size, query.parallel_where) if query.parallel else None,
         order_reason,
     )
 
@@ -460,7 +461,8 @@ def format_report(comparison: Comparison) -> str:
         rows.append(
             (
                 f"{row['kind']} groups ({row['count']} x {row['size']}, {row['operation']} "
-                f"{_size(int(row['message_bytes']))}, {row['algorithm']})",
+                f"{_size(int(row['message_bytes']))}"
+                + (")" if row["algorithm"] == row["operation"] else f", {row['algorithm']})"),
                 _seconds(row["given_seconds"]),
                 _seconds(row["planned_seconds"]),
             )

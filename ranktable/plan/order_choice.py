@@ -128,7 +128,7 @@ def choose_order(
     algorithm = _expected_algorithm(table, query, message_bytes)
     candidates = _candidates(result.server_order, placement, algorithm)
     if query.parallel is not None:
-        sizes = query.parallel.resolved(table.rank_size)
+        sizes = query.parallel.resolved(table.rank_size, query.parallel_where)
         per_server = {len(s.devices) for s in table.servers}
         interleaved = stage_interleaved(result.server_order, sizes.pp)
         stage_ranks = table.rank_size // sizes.pp

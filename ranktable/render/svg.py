@@ -179,7 +179,7 @@ def layout_svg(
     algorithm = _algorithm_line(comparison)
     group_rows = _group_rows(comparison)
     header_h = HEADER_H + (NOTE_H if aggregated else 0.0) + (NOTE_H if algorithm else 0.0)
-    head_h = PANEL_HEAD_H + GROUP_ROW_H * len(group_rows)
+    head_h = PANEL_HEAD_H + (GROUP_ROW_H * len(group_rows) + 6 if group_rows else 0)
     height = MARGIN + header_h + head_h + frame.height + LEGEND_H + MARGIN
     root = ET.Element(
         "svg",
@@ -280,10 +280,12 @@ def _group_lines(group: ET.Element, rows: list[dict[str, Any]], side: str, x: fl
     """One line per parallel group kind: its collective, HCCL's algorithm and the estimated time."""
     for row_index, row in enumerate(rows):
         seconds = row[f"{side}_seconds"]
-        text = (
-            f"{row['kind']} groups ({row['count']} x {row['size']}, {row['operation']}, "
-            f"{row['algorithm']}): {_seconds(seconds)}"
+        how = (
+            row["operation"]
+            if row["operation"] == row["algorithm"]
+            else f"{row['operation']}, {row['algorithm']}"
         )
+        text = f"{row['kind']} groups ({row['count']} x {row['size']}, {how}): {_seconds(seconds)}"
         attrs = {
             "class": "rt-figure rt-group",
             "x": _n(x),

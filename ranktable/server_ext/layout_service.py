@@ -69,13 +69,14 @@ class LayoutService:
 
     def plan(self, body: dict[str, Any]) -> dict[str, Any]:
         from ranktable.hccl.io import parse_rank_table
-        from ranktable.usecases.jobs import layout_json
+        from ranktable.usecases.layout import layout_json, query_from_fields
 
         size = message_bytes(body)
+        query = query_from_fields(body.get("algo"), body.get("parallel"), body.get("operation"))
         data, source = self._document(body, "ranktable")
         table = parse_rank_table(data, source)
         topology = self._topology(body)
-        return layout_json(table, topology, message_bytes=size, title=source)
+        return layout_json(table, topology, message_bytes=size, title=source, query=query)
 
 
 def message_bytes(body: dict[str, Any]) -> int | None:

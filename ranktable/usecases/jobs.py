@@ -142,6 +142,8 @@ class Jobs:
         else:
             topology = cluster_topology(client.kube, nodes)
         table = preview_rank_table(likely_nodes(nodes, spec), spec.npus_per_node)
+        from ranktable.usecases.layout import layout_json
+
         result = layout_json(
             table, topology, message_bytes=message_bytes, title=f"{spec.name} (preview)", spec=spec
         )
@@ -194,10 +196,11 @@ def job_layout(client: ClusterClient, name: str, topology_file: str | None = Non
     from ranktable.cluster.topology_source import cluster_topology
     from ranktable.hccl import parse_rank_table
     from ranktable.topology import add_node_aliases, load_topology
-    from ranktable.usecases.layout import plan_report
+    from ranktable.usecases.layout import plan_report, query_for_spec
 
     cm_name = configmap_name(name)
-    text = (client.get_configmap(cm_name).get("data") or {}).get(RANK_TABLE_KEY) or ""
+    cm = client.get_configmap(cm_name)
+    text = (cm.get("data") or {}).get(RANK_TABLE_KEY) or ""
     table = parse_rank_table(text, f"{cm_name}/{RANK_TABLE_KEY}")
     if not table.completed:
         raise RanktableError(
@@ -213,11 +216,22 @@ def job_layout(client: ClusterClient, name: str, topology_file: str | None = Non
     else:
         topology = cluster_topology(client.kube, nodes)
         source = topology.source
-    planned = plan_report(table, topology)
+    planned = plan_report(table, topology, query=query_for_spec(_running_spec(client, name, cm)))
     text_report = f"topology: {source}\n" + planned.text
     if planned.result.warnings:
         text_report += "\n" + "\n".join(f"warning: {w}" for w in planned.result.warnings)
     return JobLayout(name, source, text_report, planned.to_json(), planned.svg())
+
+
+def _running_spec(client: ClusterClient, name: str, configmap: dict[str, Any]) -> JobSpec | None:
+    """The job's own spec (its HCCL_ALGO and parallel sizes shape the estimate); None when the job
+    object is gone or was not composed by us (the layout is still shown, with HCCL's defaults)."""
+    from ranktable.compose.manifests import spec_from_manifests
+
+    try:
+        return spec_from_manifests([configmap, client.get_job(name)])
+    except RanktableError:
+        return None
 
 
 def likely_nodes(nodes: list[dict[str, Any]], spec: JobSpec) -> list[dict[str, Any]]:
@@ -241,28 +255,6 @@ def likely_nodes(nodes: list[dict[str, Any]], spec: JobSpec) -> list[dict[str, A
             fix="lower the node count or check the node selector",
         )
     return fitting[: spec.nodes]
-
-
-def layout_json(
-    table: Any, topology: Any, *, message_bytes: int | None, title: str, spec: JobSpec | None = None
-) -> dict[str, Any]:
-    """The layout use case's report as the panel and the magics show it; a job spec's HCCL_ALGO and
-    parallel sizes shape the estimate."""
-    from ranktable.usecases.layout import plan_report, query_for_spec
-
-    report = plan_report(
-        table, topology, message_bytes=message_bytes, title=title, query=query_for_spec(spec)
-    )
-    data = report.comparison.to_json()
-    return {
-        "report": data,
-        "svg": report.svg(),
-        "warnings": list(report.result.warnings),
-        "rank_mapping": report.result.rank_mapping,
-        "algorithm": data["algorithm"],
-        "algorithm_reason": data["algorithm_reason"],
-        "groups": data["groups"],
-    }
 
 
 def preview_rank_table(nodes: list[dict[str, Any]], npus: int) -> Any:

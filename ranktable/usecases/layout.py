@@ -72,6 +72,31 @@ def plan_report(
     return PlanReport(table, topology, result, comparison, title)
 
 
+OPERATIONS = ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall")
+
+
+def query_from_fields(algo: Any, parallel: Any, operation: Any) -> CollectiveQuery:
+    """A request's `algo` (HCCL_ALGO form), `parallel` ("tp=8,pp=4") and `operation`, checked."""
+    from ranktable.collectives.choice import parse_hccl_algo
+    from ranktable.collectives.groups import parse_parallel
+    from ranktable.errors import InputError
+
+    for name, value in (("algo", algo), ("parallel", parallel), ("operation", operation)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"must be a string; got {type(value).__name__}", where=name)
+    if operation is not None and operation not in OPERATIONS:
+        raise InputError(
+            f"unknown operation {operation!r}", where="operation", fix=f"use one of {', '.join(OPERATIONS)}"
+        )
+    return CollectiveQuery(
+        operation=operation or "allreduce",
+        settings=parse_hccl_algo(algo, "algo") if algo else None,
+        source="algo",
+        parallel=parse_parallel(parallel, "parallel") if parallel else None,
+        parallel_where="parallel",
+    )
+
+
 def query_for_spec(spec: Any) -> CollectiveQuery:
     """A job spec's HCCL choice: `hccl_algo` (or HCCL_ALGO in its env) and its parallel sizes."""
     from ranktable.collectives.choice import parse_hccl_algo
@@ -88,4 +113,30 @@ def query_for_spec(spec: Any) -> CollectiveQuery:
         settings=parse_hccl_algo(algo, "spec.hccl_algo") if algo else None,
         source="HCCL_ALGO",
         parallel=parallel,
+        parallel_where="spec.parallel",
     )
+
+
+def layout_json(
+    table: Any,
+    topology: Any,
+    *,
+    message_bytes: int | None,
+    title: str,
+    spec: Any = None,
+    query: CollectiveQuery | None = None,
+) -> dict[str, Any]:
+    """The layout use case's report as the panel and the magics show it; a job spec's HCCL_ALGO and
+    parallel sizes (or an explicit query) shape the estimate."""
+    query = query or query_for_spec(spec)
+    report = plan_report(table, topology, message_bytes=message_bytes, title=title, query=query)
+    data = report.comparison.to_json()
+    return {
+        "report": data,
+        "svg": report.svg(),
+        "warnings": list(report.result.warnings),
+        "rank_mapping": report.result.rank_mapping,
+        "algorithm": data["algorithm"],
+        "algorithm_reason": data["algorithm_reason"],
+        "groups": data["groups"],
+    }

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from importlib.resources import files
 from typing import Any
 
 import pytest
 
-from ranktable.compose.manifests import compose, spec_from_manifests
+from ranktable.compose.manifests import RANK_TABLE_KEY, compose, spec_from_manifests
 from ranktable.compose.spec import JobSpec, ParallelSpec
 from ranktable.compose.validate import validate_spec
-from ranktable.errors import InputError
+from ranktable.errors import InputError, NotFoundError
+from ranktable.usecases.jobs import job_layout
 from ranktable.usecases.layout import query_for_spec
 
 
@@ -67,3 +69,39 @@ def test_sizes_that_do_not_fit_the_npus_and_a_doubled_hccl_algo_are_issues() -> 
     assert any(i.field == "parallel" and "does not divide the 32 ranks" in i.message for i in issues)
     doubled = validate_spec(spec(hccl_algo="ring", env={"HCCL_ALGO": "level0:NA;level1:NHR"}))
     assert any(i.field == "env.HCCL_ALGO" and i.severity == "error" for i in doubled)
+
+
+class FakeCluster:
+    """Just what `job_layout` reads: the job's ConfigMap (with a completed table) and its Volcano job."""
+
+    def __init__(self, job: JobSpec, table_text: str, with_job: bool = True) -> None:
+        self.configmap, self.job = compose(job)
+        self.configmap["data"][RANK_TABLE_KEY] = table_text
+        self.with_job = with_job
+
+    def get_configmap(self, name: str) -> dict[str, Any]:
+        return self.configmap
+
+    def get_job(self, name: str) -> dict[str, Any]:
+        if not self.with_job:
+            raise NotFoundError("job llm is gone", where="job llm")
+        return self.job
+
+    def list_nodes(self) -> list[dict[str, Any]]:
+        return []
+
+
+def test_a_running_jobs_layout_uses_the_jobs_own_hccl_algo_and_groups() -> None:
+    examples = files("ranktable.examples")
+    table = examples.joinpath("jobstart_hccl.json").read_text()
+    topology = str(examples.joinpath("topology.yaml"))
+    job = spec(nodes=16, hccl_algo="level0:NA;level1:ring", parallel={"tp": 8, "pp": 2})
+    layout = job_layout(FakeCluster(job, table), "llm", topology)  # type: ignore[arg-type]
+    assert (
+        layout.report["algorithm"] == "ring"
+        and "HCCL_ALGO sets level1:ring" in layout.report["algorithm_reason"]
+    )
+    assert [g["kind"] for g in layout.report["groups"]] == ["tp", "dp", "pp"]
+    assert 'data-algorithm="ring"' in layout.svg
+    gone = job_layout(FakeCluster(job, table, with_job=False), "llm", topology)  # type: ignore[arg-type]
+    assert gone.report["algorithm"] == "pipeline" and gone.report["groups"] == []

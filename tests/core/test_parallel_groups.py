@@ -16,8 +16,8 @@ from ranktable.errors import InputError
 from ranktable.hccl import dump_rank_table
 from ranktable.plan import plan_routes
 from ranktable.topology import dump_topology_yaml
-from ranktable.usecases.jobs import layout_json as preview_report
-from ranktable.usecases.layout import plan_report
+from ranktable.usecases.layout import layout_json as preview_report
+from ranktable.usecases.layout import plan_report, query_from_fields
 from tests.core.test_plan import make_table, two_tier
 
 MIB = 1 << 20
@@ -163,3 +163,24 @@ def test_the_preview_answer_names_the_algorithm_and_the_groups_of_the_spec() -> 
     assert [g["kind"] for g in answer["groups"]] == ["tp", "dp", "pp"]
     assert 'data-algorithm="H-D_R"' in answer["svg"]
     assert parse_hccl_algo("H-D_R")["*"].level1 == "H-D_R"
+
+
+def test_the_plan_request_fields_shape_the_answer_and_bad_ones_name_the_field() -> None:
+    table, topo = pool()
+    query = query_from_fields("allgather=level0:NA;level1:NB", "tp=8,pp=2", "allgather")
+    answer = preview_report(table, topo, message_bytes=MIB, title="t", query=query)
+    assert answer["algorithm"] == "NB" and answer["report"]["operation"] == "allgather"
+    assert "algo sets level1:NB" in answer["algorithm_reason"]
+    for fields, where in (
+        (("level1:x", None, None), "algo"),
+        ((None, "tp=2;pp=2", None), "parallel"),
+        ((None, None, "allsum"), "operation"),
+        ((3, None, None), "algo"),
+    ):
+        with pytest.raises(InputError) as info:
+            query_from_fields(*fields)
+        assert info.value.where == where
+    misfit = query_from_fields(None, "tp=3", None)
+    with pytest.raises(InputError, match="does not divide") as info:
+        preview_report(table, topo, message_bytes=None, title="t", query=misfit)
+    assert info.value.where == "parallel"
