@@ -71,6 +71,9 @@ class JobsService:
             "warnings": list(layout.report.get("warnings") or []),
             "rank_mapping": layout.report.get("rank_mapping"),
             "source": layout.topology_source,
+            "algorithm": layout.report["algorithm"],
+            "algorithm_reason": layout.report["algorithm_reason"],
+            "groups": layout.report["groups"],
         }
 
     def layout_preview(self, body: dict[str, Any]) -> dict[str, Any]:
