@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "ranktable.cli.remote",
     "ranktable.cli.jobs",
     "ranktable.cli.sim",
+    "ranktable.cli.controller",
     "ranktable.cli.kernel",
     "ranktable.cli.demo",
 )

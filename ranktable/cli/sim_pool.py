@@ -11,6 +11,9 @@ from typing import Any
 
 from ranktable.errors import InputError
 
+STOP_TIMEOUT = 60.0
+REAL_START_TIMEOUT = 600.0  # etcd, kube-apiserver, Volcano on a loaded 2-core machine
+
 
 def _state_dir(args: argparse.Namespace) -> Path:
     from ranktable.sim.paths import default_state_dir
@@ -36,10 +39,18 @@ def _pool_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="where the pool keeps its kubeconfig, objects and pod logs (default: $RANKTABLE_HOME/sim)",
     )
+    parser.add_argument(
+        "--control-plane",
+        choices=("python", "real"),
+        default="python",
+        help="python: the light embedded API server (default); real: kube-apiserver, etcd and Volcano "
+        "built by `make controlplane`, with our kubelet and configmap1980 controllers",
+    )
 
 
 def _serve_args(args: argparse.Namespace) -> list[str]:
     out = ["--nodes", str(args.nodes), "--leaves", str(args.leaves), "--port", str(args.port)]
+    out += ["--control-plane", args.control_plane]
     if args.topology:
         out += ["--topology", str(Path(args.topology).expanduser().resolve())]
     return out
@@ -74,7 +85,12 @@ def _start(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     else:
-        running = start_background(state_dir, _serve_args(args))
+        if args.control_plane == "real":
+            from ranktable.sim.real.components import bin_dir
+
+            bin_dir()  # a clear error now if it is not built, rather than a start timeout
+        timeout = REAL_START_TIMEOUT if args.control_plane == "real" else None
+        running = start_background(state_dir, _serve_args(args), timeout=timeout)
     _print_access(running.kubeconfig, running.context, running.url)
     return 0
 
@@ -82,7 +98,7 @@ def _start(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     from ranktable.sim.control import stop_running
 
-    stopped = stop_running(_state_dir(args))
+    stopped = stop_running(_state_dir(args), timeout=STOP_TIMEOUT)
     if stopped is None:
         print("no simulated pool is running", file=sys.stderr)
     else:
@@ -102,7 +118,18 @@ def _serve(args: argparse.Namespace) -> int:
         topology=Path(args.topology).expanduser().resolve() if args.topology else None,
         resume=args.resume,
     )
-    pool = Pool(config).start()
+    if args.control_plane == "real":
+        if args.resume:
+            raise InputError(
+                "a real control plane cannot resume",
+                where="--resume",
+                fix="drop --resume with --control-plane real",
+            )
+        from ranktable.sim.real.plane import RealPool
+
+        pool: Pool | RealPool = RealPool(config).start()
+    else:
+        pool = Pool(config).start()
     keep_pods = {"value": False}
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:

@@ -73,8 +73,9 @@ def find_running(state_dir: Path) -> Running | None:
     return Running(pid, int(info["port"]), url, state_dir / "kubeconfig", str(info.get("context", CONTEXT)))
 
 
-def start_background(state_dir: Path, serve_args: list[str]) -> Running:
-    """Spawn `ranktable sim serve` detached and wait until it answers."""
+def start_background(state_dir: Path, serve_args: list[str], timeout: float | None = None) -> Running:
+    """Spawn `ranktable sim serve` detached and wait until it answers (within `timeout` seconds)."""
+    timeout = timeout or START_TIMEOUT
     state_dir.mkdir(parents=True, exist_ok=True)
     stuck = recorded_pid(state_dir)
     if stuck:
@@ -95,7 +96,7 @@ def start_background(state_dir: Path, serve_args: list[str]) -> Running:
         )
     finally:
         log.close()
-    deadline = time.monotonic() + START_TIMEOUT
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             tail = (state_dir / "serve.log").read_text(errors="replace").strip().splitlines()[-3:]
@@ -109,7 +110,7 @@ def start_background(state_dir: Path, serve_args: list[str]) -> Running:
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGTERM)
     raise RanktableError(
-        f"the simulated pool did not answer within {START_TIMEOUT:.0f}s",
+        f"the simulated pool did not answer within {timeout:.0f}s",
         where=str(state_dir / "serve.log"),
         fix="see the log for why",
     )

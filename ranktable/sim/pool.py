@@ -19,7 +19,7 @@ from typing import Any
 
 from ranktable.sim.admission import volcano_admitter
 from ranktable.sim.controllers.cluster import bootstrap
-from ranktable.sim.controllers.exec import exec_target, run_exec
+from ranktable.sim.controllers.exec import serve_exec
 from ranktable.sim.controllers.kubelet import BACKOFF_SECONDS, Kubelet
 from ranktable.sim.controllers.logs import DEFAULT_LIMIT_BYTES, ensure_dir
 from ranktable.sim.controllers.manager import ControllerManager
@@ -148,34 +148,7 @@ class Pool:
         self, pod: dict[str, Any], query: dict[str, list[str]], ws: WebSocket, protocol: str
     ) -> None:
         assert self.kubelet is not None
-        try:
-            container = exec_target(pod, (query.get("container") or [""])[0] or None)
-        except ValueError as exc:
-            ws.send_channel(
-                3,
-                json.dumps(
-                    {
-                        "metadata": {},
-                        "status": "Failure",
-                        "reason": "BadRequest",
-                        "message": str(exc),
-                        "code": 400,
-                    }
-                ).encode(),
-            )
-            ws.close()
-            return
-        env, cwd = self.kubelet.exec_context(pod, container)
-        flag = lambda name: (query.get(name) or ["false"])[0] in ("1", "true", "True")  # noqa: E731
-        run_exec(
-            ws,
-            self.kubelet.exec_argv(pod, query.get("command") or ["sh"]),
-            env,
-            cwd,
-            tty=flag("tty"),
-            stdin=flag("stdin"),
-            v5=protocol.startswith("v5"),
-        )
+        serve_exec(self.kubelet, pod, query, ws, protocol)
 
     def _save_loop(self) -> None:
         while not self._stop.wait(SAVE_SECONDS):

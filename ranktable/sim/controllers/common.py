@@ -6,11 +6,14 @@ import contextlib
 import hashlib
 import re
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ranktable.sim.k8s import errors
 from ranktable.sim.k8s.resources import BY_KEY, ResourceType
-from ranktable.sim.k8s.store import Store, now_rfc3339
+from ranktable.sim.k8s.store import now_rfc3339
+
+if TYPE_CHECKING:
+    from ranktable.sim.controllers.api import ObjectStore
 
 Obj = dict[str, Any]
 
@@ -77,7 +80,12 @@ def owner_reference(owner: Obj, controller: bool = True) -> Obj:
 
 
 def record_event(
-    store: Store, involved: Obj, reason: str, message: str, type_: str = "Normal", component: str = "volcano"
+    store: ObjectStore,
+    involved: Obj,
+    reason: str,
+    message: str,
+    type_: str = "Normal",
+    component: str = "volcano",
 ) -> None:
     """Create or bump (count + 1) an Event, keyed like the real recorder by object, reason and message."""
     meta = involved["metadata"]
@@ -99,7 +107,7 @@ def record_event(
 
 
 def _create_event(
-    store: Store,
+    store: ObjectStore,
     rtype: ResourceType,
     namespace: str,
     name: str,

@@ -2,8 +2,12 @@
 
 `jobstart_hccl.json` (version 1.0) stays `initializing` until every pod of the job is annotated and
 running; a short while later it is written `completed`, servers in pod-index order, devices by id,
-rank ids sequential. When pods change, surviving servers keep their rank ids and new devices take the
-smallest free ones. Switch data goes to `ranktable_tor.json` (gzip + base64).
+rank ids sequential. It goes back to `initializing` only while a replacement pod is on its way (a
+restart), never because pods finished. When pods change, surviving servers keep their rank ids and new
+devices take the smallest free ones. Switch data goes to `ranktable_tor.json` (gzip + base64).
+
+The controller works through `ObjectStore`, so it runs in the Python pool, on a real control plane and,
+via `ranktable controller configmap1980`, on a self-hosted Volcano cluster.
 """
 
 from __future__ import annotations
@@ -14,11 +18,11 @@ import json
 import time
 from typing import Any
 
+from ranktable.sim.controllers.api import ObjectStore
 from ranktable.sim.controllers.cluster import INDEX_ANNOTATION, TOR_IP_ANNOTATION
 from ranktable.sim.controllers.common import DEVICES_ANNOTATION, JOB_NAME, TASK_INDEX, Obj, record_event
 from ranktable.sim.fabric import LEAF_LABEL
 from ranktable.sim.k8s.resources import BY_KEY
-from ranktable.sim.k8s.store import Store
 
 PODS = BY_KEY["pods"]
 NODES = BY_KEY["nodes"]
@@ -41,7 +45,7 @@ def encode_tor(doc: dict[str, Any]) -> str:
 
 
 class RankTablePlugin:
-    def __init__(self, store: Store, delay: float = 0.5) -> None:
+    def __init__(self, store: ObjectStore, delay: float = 0.5) -> None:
         self.store = store
         self.delay = delay
         self._ready_since: dict[str, float] = {}

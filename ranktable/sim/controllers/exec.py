@@ -18,7 +18,7 @@ import subprocess
 import termios
 import threading
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from ranktable.sim.controllers.common import Obj
 from ranktable.sim.k8s.websocket import WebSocket
@@ -189,3 +189,44 @@ def exec_target(pod: Obj, container: str | None) -> str:
     if "running" not in (statuses.get(name, {}).get("state") or {}):
         raise ValueError(f'unable to upgrade connection: container not found ("{name}")')
     return name
+
+
+class ExecHost(Protocol):
+    """What `serve_exec` needs of a kubelet (`Kubelet` has it)."""
+
+    def exec_context(self, pod: Obj, container: str) -> tuple[dict[str, str], str]: ...
+
+    def exec_argv(self, pod: Obj, argv: list[str]) -> list[str]: ...
+
+
+def serve_exec(
+    kubelet: ExecHost, pod: Obj, query: dict[str, list[str]], ws: WebSocket, protocol: str
+) -> None:
+    """Run an exec request (`command`, `container`, `stdin`, `tty` query parameters) on an open WebSocket."""
+    try:
+        container = exec_target(pod, (query.get("container") or [""])[0] or None)
+    except ValueError as exc:
+        status = {
+            "metadata": {},
+            "status": "Failure",
+            "reason": "BadRequest",
+            "message": str(exc),
+            "code": 400,
+        }
+        ws.send_channel(ERROR, json.dumps(status).encode())
+        ws.close()
+        return
+    env, cwd = kubelet.exec_context(pod, container)
+
+    def flag(name: str) -> bool:
+        return (query.get(name) or ["false"])[0] in ("1", "true", "True")
+
+    run_exec(
+        ws,
+        kubelet.exec_argv(pod, query.get("command") or ["sh"]),
+        env,
+        cwd,
+        tty=flag("tty"),
+        stdin=flag("stdin"),
+        v5=protocol.startswith("v5"),
+    )

@@ -15,17 +15,18 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ranktable.sim.controllers.api import ObjectStore
 from ranktable.sim.controllers.common import Obj, record_event
 from ranktable.sim.controllers.logs import DEFAULT_LIMIT_BYTES, LogPump, ensure_dir, parse_ts, read_log
 from ranktable.sim.controllers.sandbox import Sandboxes, expand
 from ranktable.sim.k8s import errors
 from ranktable.sim.k8s.resources import BY_KEY, ResourceType
-from ranktable.sim.k8s.store import Store, now_rfc3339
+from ranktable.sim.k8s.store import now_rfc3339
 
 PODS = BY_KEY["pods"]
 NODES = BY_KEY["nodes"]
@@ -78,13 +79,15 @@ def crash_backoff(restart: int, base: float) -> float:
 class Kubelet:
     def __init__(
         self,
-        store: Store,
+        store: ObjectStore,
         state_dir: Path,
         log_limit: int = DEFAULT_LIMIT_BYTES,
         backoff_seconds: float = BACKOFF_SECONDS,
+        ready_to_start: Callable[[Obj], bool] | None = None,
     ) -> None:
         self.store = store
         self.backoff_seconds = backoff_seconds
+        self.ready_to_start = ready_to_start or (lambda pod: True)  # e.g. devices not yet assigned
         self.root = ensure_dir(state_dir / "pods")
         self.log_limit = log_limit
         self.runs: dict[tuple[str, str, str], Run] = {}  # (uid, container) ... keyed by uid+container+restart
@@ -287,6 +290,8 @@ class Kubelet:
                 self._terminate(pod)
                 continue
             if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            if not self.ready_to_start(pod):
                 continue
             box = self.sandboxes.get(pod)
             self.sandboxes.sync_files(pod, box, configmaps)

@@ -14,10 +14,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ranktable.sim.controllers.api import ObjectStore
 from ranktable.sim.controllers.common import DEVICES_ANNOTATION, JOB_NAME, Obj
 from ranktable.sim.controllers.logs import ensure_dir
 from ranktable.sim.k8s.resources import BY_KEY
-from ranktable.sim.k8s.store import Store
 
 CONFIGMAPS = BY_KEY["configmaps"]
 SECRETS = BY_KEY["secrets"]
@@ -102,7 +102,7 @@ def write_npu_smi(bin_dir: Path, pod: Obj) -> None:
 class Sandboxes:
     """Sandboxes of the pods this kubelet runs, under `root`."""
 
-    def __init__(self, store: Store, root: Path) -> None:
+    def __init__(self, store: ObjectStore, root: Path) -> None:
         self.store = store
         self.root = root
         self._boxes: dict[str, PodSandbox] = {}

@@ -1,0 +1,410 @@
+"""A real Kubernetes + Volcano control plane on 127.0.0.1 with our controllers (`--control-plane real`).
+
+Order (each step gated on readiness): etcd -> kube-apiserver -> kube-controller-manager (garbage collector,
+namespaces) -> Volcano CRDs + webhook configurations -> vc-webhook-manager -> vc-controller-manager and
+vc-scheduler -> our virtual kubelet (nodes, leases, pods, kubelet API) and the configmap1980 controller.
+It offers the Python pool's interface (`start`, `wait`, `request_stop`, `stop`) and writes the same
+`kubeconfig` and `server.json`, so `ranktable sim start|stop`, the CLI, the panel and kubectl do not
+care which control plane runs. Logs of every process are in `<state>/logs/`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+from kubernetes import config as kube_config
+
+from ranktable.errors import RanktableError
+from ranktable.sim.controllers.cluster import hypernode_objects, tor_node_configmap
+from ranktable.sim.controllers.logs import ensure_dir
+from ranktable.sim.k8s import errors
+from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.kubeconfig import write_kubeconfig
+from ranktable.sim.paths import CONTEXT
+from ranktable.sim.pool import PoolConfig, _write_private
+from ranktable.sim.real import components
+from ranktable.sim.real.agents import RankTableController, VirtualKubelet
+from ranktable.sim.real.kube_store import KubeStore
+from ranktable.sim.real.kubelet_server import KubeletServer
+from ranktable.sim.tls import ensure_certificate
+
+STEP_TIMEOUT = 180.0
+PR_SET_PDEATHSIG = 1
+STOP_SECONDS = 10.0
+SCHEDULER_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+  - name: network-topology-aware
+"""
+
+
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the supervising `sim serve` process dies, however it dies."""
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(what: str, check: Any, log: Path | None, timeout: float = STEP_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if check():
+                return
+        time.sleep(0.3)
+    tail = ""
+    if log is not None and log.is_file():
+        tail = " | ".join(log.read_text(errors="replace").strip().splitlines()[-3:])
+    raise RanktableError(f"{what} was not ready within {timeout:.0f}s: {tail}", where=str(log or ""))
+
+
+class RealPool:
+    """The real control plane and our controllers, owned by this process (see the module docstring)."""
+
+    def __init__(self, config: PoolConfig) -> None:
+        self.config = config
+        self.state_dir = ensure_dir(Path(config.state_dir))
+        self.kubeconfig = self.state_dir / "kubeconfig"
+        self.context = CONTEXT
+        self.logs = ensure_dir(self.state_dir / "logs")
+        self.port = 0
+        self.token = ""
+        self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self.store: KubeStore | None = None
+        self.kubelet: VirtualKubelet | None = None
+        self.ranktable: RankTableController | None = None
+        self.kubelet_api: KubeletServer | None = None
+        self._stop_requested = threading.Event()
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    # -- processes ---------------------------------------------------------------------------------------
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        with open(self.logs / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
+        self.procs.append((name, proc))
+        return proc
+
+    def _alive(self, name: str, proc: subprocess.Popen[bytes]) -> None:
+        if proc.poll() is not None:
+            raise RanktableError(
+                f"{name} exited with code {proc.returncode}", where=str(self.logs / f"{name}.log")
+            )
+
+    def _https_ok(self, path: str) -> bool:
+        context = ssl.create_default_context(cafile=str(self.state_dir / "server.crt"))
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}", timeout=2, context=context) as resp:  # noqa: S310
+                return bool(resp.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    # -- start ---------------------------------------------------------------------------------------------
+    def start(self) -> RealPool:
+        bins = components.bin_dir()
+        module = components.volcano_module_dir()
+        for stale in ("etcd", "pods", "server.crt", "server.key"):
+            path = self.state_dir / stale
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+        cert, key = ensure_certificate(self.state_dir)
+        self.token = secrets.token_urlsafe(32)
+        tokens = self.state_dir / "tokens.csv"
+        _write_private(tokens, f'{self.token},ranktable-admin,ranktable-admin,"system:masters"\n')
+        self.port = self.config.port or free_port()
+        try:
+            self._start_processes(bins, module, cert, key, tokens)
+            self._start_controllers(cert, key)
+        except BaseException:
+            self.stop()
+            raise
+        _write_private(
+            self.state_dir / "server.json",
+            json.dumps(
+                {
+                    "port": self.port,
+                    "token": self.token,
+                    "pid": os.getpid(),
+                    "url": self.url,
+                    "context": self.context,
+                    "control_plane": "real",
+                }
+            ),
+        )
+        return self
+
+    def _start_processes(self, bins: Path, module: Path, cert: Path, key: Path, tokens: Path) -> None:
+        client_port, peer_port = free_port(), free_port()
+        etcd = self._spawn(
+            "etcd",
+            [
+                str(bins / "etcd"),
+                "--name=ranktable",
+                f"--data-dir={self.state_dir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{client_port}",
+                f"--advertise-client-urls=http://127.0.0.1:{client_port}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-cluster=ranktable=http://127.0.0.1:{peer_port}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+        )
+
+        def etcd_ready() -> bool:
+            self._alive("etcd", etcd)
+            with urllib.request.urlopen(f"http://127.0.0.1:{client_port}/health", timeout=2) as resp:
+                return b'"true"' in resp.read()
+
+        _wait_for("etcd", etcd_ready, self.logs / "etcd.log")
+        apiserver = self._spawn(
+            "kube-apiserver",
+            [
+                str(bins / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{client_port}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={self.port}",
+                f"--cert-dir={self.state_dir / 'pki'}",
+                f"--tls-cert-file={cert}",
+                f"--tls-private-key-file={key}",
+                f"--token-auth-file={tokens}",
+                "--authorization-mode=RBAC",
+                "--service-cluster-ip-range=10.0.0.0/24",
+                f"--service-account-issuer=https://127.0.0.1:{self.port}",
+                f"--service-account-key-file={key}",
+                f"--service-account-signing-key-file={key}",
+                "--allow-privileged=false",
+                # no serviceaccount token controller, no node-lifecycle controller: our kubelet stands in
+                "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+                # kubectl's exec WebSocket goes through to our kubelet as is (it does not speak SPDY)
+                "--feature-gates=TranslateStreamCloseWebsocketRequests=false",
+                "--kubelet-preferred-address-types=ExternalIP,InternalIP,Hostname",
+                f"--kubelet-client-certificate={cert}",
+                f"--kubelet-client-key={key}",
+                "--enable-priority-and-fairness=false",
+                "--endpoint-reconciler-type=none",
+                "--profiling=false",
+            ],
+        )
+
+        def api_ready() -> bool:
+            self._alive("kube-apiserver", apiserver)
+            return self._https_ok("/readyz")
+
+        _wait_for("kube-apiserver", api_ready, self.logs / "kube-apiserver.log")
+        write_kubeconfig(self.kubeconfig, self.url, self.token, cert.read_bytes(), self.context)
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(bins / "kube-controller-manager"),
+                f"--kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                "--controllers=garbage-collector-controller,namespace-controller,pod-garbage-collector-controller",
+                "--secure-port=0",
+            ],
+        )
+        api = self._api_client()
+        store = KubeStore(api)
+        self._install_volcano(store, module)
+        webhook_port = free_port()
+        self._spawn(
+            "vc-webhook-manager",
+            [
+                str(bins / "vc-webhook-manager"),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--tls-cert-file={cert}",
+                f"--tls-private-key-file={key}",
+                f"--ca-cert-file={cert}",
+                "--listen-address=127.0.0.1",
+                f"--port={webhook_port}",
+                f"--webhook-url=https://127.0.0.1:{webhook_port}",
+                f"--enabled-admission={','.join(components.ADMISSION_PATHS)}",
+            ],
+        )
+        conf = self.state_dir / "scheduler.conf"
+        conf.write_text(SCHEDULER_CONF)
+        self._spawn(
+            "vc-controller-manager",
+            [str(bins / "vc-controller-manager"), f"--kubeconfig={self.kubeconfig}", "--leader-elect=false"],
+        )
+        self._spawn(
+            "vc-scheduler",
+            [
+                str(bins / "vc-scheduler"),
+                f"--kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                f"--scheduler-conf={conf}",
+                "--schedule-period=500ms",
+                "--cache-dumper=false",
+            ],
+        )
+        self._wait_webhook(store, module, webhook_port)
+        queues = BY_KEY["scheduling.volcano.sh/queues"]
+        _wait_for(
+            "the default queue",
+            lambda: store.find(queues, None, "default") is not None,
+            self.logs / "vc-scheduler.log",
+        )
+
+    def _api_client(self) -> client.ApiClient:
+        configuration = client.Configuration()
+        kube_config.load_kube_config(
+            config_file=str(self.kubeconfig), context=self.context, client_configuration=configuration
+        )
+        return client.ApiClient(configuration)
+
+    def _install_volcano(self, store: KubeStore, module: Path) -> None:
+        crd_path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        names = []
+        for crd in components.crds(module):
+            with contextlib.suppress(errors.ApiError):
+                store.call("POST", crd_path, crd)
+            names.append(crd["metadata"]["name"])
+
+        def established() -> bool:
+            for name in names:
+                conds = (store.call("GET", f"{crd_path}/{name}").get("status") or {}).get("conditions") or []
+                if not any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                    return False
+            return True
+
+        _wait_for("Volcano's CRDs", established, None)
+
+    def _wait_webhook(self, store: KubeStore, module: Path, port: int) -> None:
+        """Create the webhook configurations, then wait until a dry-run Job passes the webhooks."""
+        ca = base64.b64encode((self.state_dir / "server.crt").read_bytes()).decode()
+        url = f"https://127.0.0.1:{port}"
+        for doc in components.webhook_configurations(module, url, ca):
+            plural = doc["kind"].lower() + "s"
+            with contextlib.suppress(errors.ApiError):
+                store.call("POST", f"/apis/admissionregistration.k8s.io/v1/{plural}", doc)
+        probe = {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "webhook-probe", "namespace": "default"},
+            "spec": {
+                "minAvailable": 1,
+                "tasks": [
+                    {
+                        "name": "t",
+                        "replicas": 1,
+                        "template": {
+                            "spec": {"containers": [{"name": "c", "image": "x", "command": ["true"]}]}
+                        },
+                    }
+                ],
+            },
+        }
+
+        def admitted() -> bool:
+            self._alive("vc-webhook-manager", dict(self.procs)["vc-webhook-manager"])
+            result = store.call(
+                "POST", "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs", probe, [("dryRun", "All")]
+            )
+            return bool(result.get("spec", {}).get("schedulerName"))  # set by /jobs/mutate
+
+        _wait_for("vc-webhook-manager", admitted, self.logs / "vc-webhook-manager.log")
+
+    def _start_controllers(self, cert: Path, key: Path) -> None:
+        store = KubeStore(
+            self._api_client(), watched=("pods", "nodes", "configmaps", "batch.volcano.sh/jobs")
+        )
+        store.start()
+        self.store = store
+        nodes = self.config.fabric()
+        errors_log = self.state_dir / "controller-errors.log"
+        self.kubelet = VirtualKubelet(store, errors_log, nodes, self.state_dir)
+        self.kubelet_api = KubeletServer(self.kubelet.kubelet, store, cert, key, cert)
+        self.kubelet.kubelet_port = self.kubelet_api.port
+        self.kubelet_api.start()
+        self.kubelet.register()
+        hypernodes = BY_KEY["topology.volcano.sh/hypernodes"]
+        for hn in hypernode_objects(nodes):
+            hn.pop("status", None)
+            with contextlib.suppress(errors.ApiError):
+                store.create(hypernodes, hn)
+        with contextlib.suppress(errors.ApiError):
+            store.create(BY_KEY["configmaps"], tor_node_configmap(nodes))
+        self.kubelet.start()
+        self.ranktable = RankTableController(store, errors_log, self.config.ranktable_delay)
+        self.ranktable.start()
+
+    # -- run / stop ----------------------------------------------------------------------------------------
+    def request_stop(self) -> None:
+        self._stop_requested.set()
+
+    def wait(self) -> None:
+        while not self._stop_requested.wait(0.5):
+            for name, proc in self.procs:
+                if proc.poll() is not None:
+                    with open(self.state_dir / "controller-errors.log", "a") as fh:
+                        fh.write(f"{name} exited with code {proc.returncode}; stopping the pool\n")
+                    return
+
+    def stop(self, kill_pods: bool = True) -> None:
+        """Stop our controllers, then every process in reverse order (SIGTERM, then SIGKILL)."""
+        del kill_pods  # pods of a real control plane do not outlive it: etcd's data goes with it
+        if self.ranktable is not None:
+            self.ranktable.stop()
+        if self.kubelet is not None:
+            self.kubelet.stop_all(kill_pods=True)
+        if self.kubelet_api is not None:
+            self.kubelet_api.stop()
+        if self.store is not None:
+            self.store.stop()
+        for _, proc in reversed(self.procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_SECONDS
+        for _, proc in reversed(self.procs):
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        self.procs.clear()
+        shutil.rmtree(self.state_dir / "etcd", ignore_errors=True)
