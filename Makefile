@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := openssh-server openssh-client rsync chromium
 
-.PHONY: demo test lint pytest system-deps env clean bench labextension jest ui-test
+.PHONY: demo test lint pytest system-deps env clean bench labextension jest ui-test controlplane conformance
 
 # System packages the tests need (real sshd, rsync for the sync benchmark, Chromium for browser tests).
 system-deps:
@@ -74,6 +74,15 @@ test: system-deps env lint pytest jest ui-test
 demo: env
 	$(BIN)/ranktable demo
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m ranktable.server_ext.demo
+
+# The real control plane (kube-apiserver, kube-controller-manager, etcd, Volcano) built from the Go modules
+# pinned in controlplane/, into a per-machine cache keyed by their hash (docs/control-plane.md).
+controlplane:
+	nice -n 10 controlplane/build.sh
+
+# One scenario suite on the Python pool and on the real control plane (docs/conformance.md).
+conformance: env controlplane
+	RANKTABLE_CONFORMANCE=1 $(BIN)/pytest -q tests/conformance
 
 bench: env system-deps
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

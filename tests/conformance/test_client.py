@@ -1,0 +1,151 @@
+"""The official Python client: watch resume, 410 Gone, paging, patch types, dry-run."""
+
+from __future__ import annotations
+
+import uuid
+
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+from tests.conformance.jobs import shell_job
+from tests.conformance.planes import Plane, conform, raw
+
+NS = "default"
+
+
+def _cm(name: str, **data: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def test_watch_resumes_from_a_resource_version(plane: Plane) -> None:
+    core = client.CoreV1Api(plane.api())
+    name = f"w-{uuid.uuid4().hex[:6]}"
+
+    def scenario() -> None:
+        rv = core.list_namespaced_config_map(NS).metadata.resource_version
+        core.create_namespaced_config_map(NS, _cm(name, a="1"))
+        core.patch_namespaced_config_map(name, NS, {"data": {"a": "2"}})
+        seen = []
+        for event in watch.Watch().stream(
+            core.list_namespaced_config_map, NS, resource_version=rv, timeout_seconds=5
+        ):
+            if event["object"].metadata.name == name:
+                seen.append((event["type"], event["object"].data["a"]))
+            if len(seen) == 2:
+                break
+        assert seen == [("ADDED", "1"), ("MODIFIED", "2")], seen
+
+    try:
+        conform(plane, "client-watch-resume", scenario)
+    finally:
+        core.delete_namespaced_config_map(name, NS)
+
+
+def test_watch_from_an_expired_version_is_410(plane: Plane) -> None:
+    def scenario() -> None:
+        status, body = raw(
+            plane,
+            "GET",
+            f"/api/v1/namespaces/{NS}/configmaps",
+            query=[("watch", "true"), ("resourceVersion", "1"), ("timeoutSeconds", "2")],
+        )
+        if status == 410:
+            return
+        first = body.splitlines()[0] if isinstance(body, str) else body
+        import json
+
+        event = json.loads(first) if isinstance(first, str) else first
+        assert event["type"] == "ERROR" and event["object"]["code"] == 410, event
+
+    conform(plane, "client-watch-410", scenario)
+
+
+def test_paging_with_limit_and_continue(plane: Plane) -> None:
+    core = client.CoreV1Api(plane.api())
+    names = [f"p-{uuid.uuid4().hex[:6]}" for _ in range(3)]
+    for n in names:
+        core.create_namespaced_config_map(NS, _cm(n))
+
+    def scenario() -> None:
+        first = core.list_namespaced_config_map(NS, limit=2)
+        assert len(first.items) == 2 and first.metadata._continue, first.metadata
+        rest = core.list_namespaced_config_map(NS, limit=100, _continue=first.metadata._continue)
+        everything = [i.metadata.name for i in first.items + rest.items]
+        assert len(everything) == len(set(everything)) and set(names) <= set(everything)
+        assert rest.metadata.remaining_item_count in (None, 0)
+
+    try:
+        conform(plane, "client-paging", scenario)
+    finally:
+        for n in names:
+            core.delete_namespaced_config_map(n, NS)
+
+
+def test_patch_types(plane: Plane) -> None:
+    name = f"pt-{uuid.uuid4().hex[:6]}"
+    job = shell_job(name, "sleep 60")
+    custom = client.CustomObjectsApi(plane.api())
+    custom.create_namespaced_custom_object("batch.volcano.sh", "v1alpha1", NS, "jobs", job)
+    path = f"/apis/batch.volcano.sh/v1alpha1/namespaces/{NS}/jobs/{name}"
+
+    def scenario() -> None:
+        status, _ = raw(
+            plane,
+            "PATCH",
+            path,
+            {"metadata": {"labels": {"merge": "yes"}}},
+            content_type="application/merge-patch+json",
+        )
+        assert status == 200
+        status, _ = raw(
+            plane,
+            "PATCH",
+            path,
+            [{"op": "add", "path": "/metadata/labels/json", "value": "yes"}],
+            content_type="application/json-patch+json",
+        )
+        assert status == 200
+        status, body = raw(
+            plane,
+            "PATCH",
+            path,
+            {"metadata": {"labels": {"smp": "yes"}}},
+            content_type="application/strategic-merge-patch+json",
+        )
+        assert status == 415, (status, body)
+        labels = custom.get_namespaced_custom_object("batch.volcano.sh", "v1alpha1", NS, "jobs", name)[
+            "metadata"
+        ]["labels"]
+        assert labels["merge"] == "yes" and labels["json"] == "yes" and "smp" not in labels
+
+    try:
+        conform(plane, "client-patch-types", scenario)
+    finally:
+        custom.delete_namespaced_custom_object("batch.volcano.sh", "v1alpha1", NS, "jobs", name)
+
+
+def test_dry_run_all(plane: Plane) -> None:
+    core = client.CoreV1Api(plane.api())
+    name = f"dr-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_config_map(NS, _cm(name, a="1"))
+
+    def scenario() -> None:
+        ghost = f"{name}-ghost"
+        core.create_namespaced_config_map(NS, _cm(ghost), dry_run="All")
+        try:
+            core.read_namespaced_config_map(ghost, NS)
+            raise AssertionError("a dry-run create made the object")
+        except ApiException as exc:
+            assert exc.status == 404
+        core.patch_namespaced_config_map(name, NS, {"data": {"a": "2"}}, dry_run="All")
+        core.replace_namespaced_config_map(name, NS, _cm(name, a="3"), dry_run="All")
+        assert core.read_namespaced_config_map(name, NS).data == {"a": "1"}, (
+            "a dry-run write changed the object"
+        )
+        core.delete_namespaced_config_map(name, NS, dry_run="All")
+        assert core.read_namespaced_config_map(name, NS).data == {"a": "1"}, "a dry-run delete deleted it"
+
+    try:
+        conform(plane, "client-dry-run", scenario)
+    finally:
+        core.delete_namespaced_config_map(name, NS)
