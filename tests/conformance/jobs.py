@@ -8,9 +8,9 @@ from typing import Any
 
 import yaml
 
-from tests.sim_helpers import volcano_job
+from tests.integration.sim_helpers import volcano_job
 
-REFERENCE = Path(__file__).resolve().parents[1] / "data" / "volcano" / "lite-volcano-job.yaml"
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "reference" / "lite-volcano-job.yaml"
 
 
 def reference_manifest(name: str) -> list[dict[str, Any]]:

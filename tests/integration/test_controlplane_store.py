@@ -12,8 +12,8 @@ from ranktable.sim.controllers import devices
 from ranktable.sim.k8s import errors
 from ranktable.sim.k8s.resources import BY_KEY
 from ranktable.sim.real.kube_store import KubeStore
-from tests.fixtures.simpool import SimPoolHandle
-from tests.sim_helpers import eventually
+from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.sim_helpers import eventually
 
 CONFIGMAPS, PODS = BY_KEY["configmaps"], BY_KEY["pods"]
 

@@ -1,0 +1,1 @@
+"""A real Kubernetes + Volcano control plane and our controllers on it (docs/control-plane.md)."""
