@@ -102,6 +102,44 @@ class JobResubmitHandler(RanktableHandler):
         self.reply(await self.blocking(self.services.jobs.resubmit, namespace, name), status=201)
 
 
+class JobMetricsHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("read")
+    async def get(self, namespace: str, name: str) -> None:
+        run = self.get_query_argument("run", None)
+        fmt = self.get_query_argument("format", "json")
+        data = await self.blocking(self.services.observe.metrics, namespace, name, run, fmt)
+        if isinstance(data, str):
+            self.set_header("Content-Type", "text/csv; charset=utf-8")
+            self.set_header("Content-Disposition", f'attachment; filename="{name}-metrics.csv"')
+            web.RequestHandler.finish(self, data)  # APIHandler.finish would force application/json
+            return
+        self.reply(data)
+
+
+class JobDiagnosisHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("read")
+    async def get(self, namespace: str, name: str) -> None:
+        run = self.get_query_argument("run", None)
+        self.reply(await self.blocking(self.services.observe.diagnosis, namespace, name, run))
+
+
+class JobRunsHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("read")
+    async def get(self, namespace: str, name: str) -> None:
+        self.reply(await self.blocking(self.services.observe.runs, namespace, name))
+
+
+class JobRunLogsHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("read")
+    async def get(self, namespace: str, name: str, run: str) -> None:
+        args = (self.get_query_argument(k, None) for k in ("node_rank", "errors", "limit"))
+        self.reply(await self.blocking(self.services.observe.run_logs, namespace, name, run, *args))
+
+
 class ProfilesHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
@@ -254,6 +292,10 @@ ROUTES: list[tuple[str, Any]] = [
     (_job("/layout"), JobLayoutHandler),
     (_job("/ranktable"), JobRankTableHandler),
     (_job("/resubmit"), JobResubmitHandler),
+    (_job("/metrics"), JobMetricsHandler),
+    (_job("/diagnosis"), JobDiagnosisHandler),
+    (_job("/runs"), JobRunsHandler),
+    (_job("/runs/") + NAME.format("run") + "/logs", JobRunLogsHandler),
     (r"/ranktable/profiles", ProfilesHandler),
     (r"/ranktable/profiles/" + NAME.format("name"), ProfileHandler),
     (r"/ranktable/profiles/" + NAME.format("name") + "/test", ProfileTestHandler),

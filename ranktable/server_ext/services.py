@@ -21,6 +21,7 @@ from ranktable.server_ext.config import Ranktable
 from ranktable.server_ext.hub import Hub
 from ranktable.server_ext.jobs_service import JobsService
 from ranktable.server_ext.layout_service import LayoutService
+from ranktable.server_ext.observe_service import ObserveService
 from ranktable.server_ext.paths import confined
 from ranktable.server_ext.remote_service import RemoteService
 
@@ -39,6 +40,7 @@ class Services:
         self.layout = LayoutService(self)
         self.jobs = JobsService(self)
         self.remote = RemoteService(self)
+        self.observe = ObserveService(self)
 
     async def run_blocking(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -90,4 +92,5 @@ class Services:
     async def close(self) -> None:
         await self.hub.close()
         await self.run_blocking(self.remote.close)  # uploaders, port forwards, SSH transports
+        await self.run_blocking(self.observe.close)  # log followers
         self.executor.shutdown(wait=False, cancel_futures=True)

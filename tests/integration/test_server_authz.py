@@ -56,7 +56,7 @@ def documented_operations() -> list[tuple[str, str]]:
     for path, item in doc["paths"].items():
         concrete = path.replace("{namespace}", "default").replace("{name}", "x")
         concrete = concrete.replace("{profile}", "x").replace("{operation}", "sync-1")
-        concrete = concrete.replace("{forward}", "x").replace("{kernel_id}", "x")
+        concrete = concrete.replace("{forward}", "x").replace("{kernel_id}", "x").replace("{run}", "x")
         for method in item:
             if method != "parameters":
                 out.append((method.upper(), concrete))
@@ -77,6 +77,10 @@ EXPECTED = {
     ("GET", "/ranktable/jobs/default/x/layout"): ("read", "ranktable"),
     ("GET", "/ranktable/jobs/default/x/ranktable"): ("read", "ranktable"),
     ("POST", "/ranktable/jobs/default/x/resubmit"): ("write", "ranktable"),
+    ("GET", "/ranktable/jobs/default/x/metrics"): ("read", "ranktable"),
+    ("GET", "/ranktable/jobs/default/x/diagnosis"): ("read", "ranktable"),
+    ("GET", "/ranktable/jobs/default/x/runs"): ("read", "ranktable"),
+    ("GET", "/ranktable/jobs/default/x/runs/x/logs"): ("read", "ranktable"),
     ("GET", "/ranktable/profiles"): ("read", "ranktable"),
     ("POST", "/ranktable/profiles"): ("write", "ranktable"),
     ("PATCH", "/ranktable/profiles/x"): ("write", "ranktable"),

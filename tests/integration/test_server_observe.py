@@ -1,0 +1,113 @@
+"""REST: metrics, diagnosis, archived runs and their lines, against the simulated pool; runs outlive stop."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.server_helpers import call
+from tests.integration.test_server_api import response_schema
+from tests.integration.test_server_jobs import until
+
+SCRIPT = (
+    'for i in 1 2 3 4 5 6; do echo "step $i loss 2.$((9 - i)) lr 1e-4"; sleep 0.2; done; '
+    "echo \"python3: can't open file '/x/data.py': [Errno 2] No such file or directory\"; sleep 60"
+)
+
+
+@pytest.fixture
+def jp_server_config(sim_pool: SimPoolHandle, tmp_path: Path) -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
+        "Ranktable": {
+            "kubeconfig": str(sim_pool.kubeconfig),
+            "context": sim_pool.context,
+            "state_dir": str(tmp_path / "state"),
+            "observability": {"straggler_factor": 1.5},
+        },
+    }
+
+
+async def get(jp_fetch: Any, *path: str, **params: str) -> Any:
+    response = await jp_fetch(*path, params=params)
+    assert response.code == 200, response.body
+    return json.loads(response.body)
+
+
+def job_path(*rest: str) -> tuple[str, ...]:
+    return ("ranktable", "jobs", "default", "obs", *rest)
+
+
+async def test_metrics_diagnosis_and_archived_runs(jp_fetch: Any, tmp_path: Path) -> None:
+    spec = {
+        "name": "obs",
+        "image": "i",
+        "nodes": 2,
+        "npus_per_node": 8,
+        "command": ["/bin/bash", "-c", SCRIPT],
+    }
+    submitted = await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec}, expect=201)
+
+    async def diagnosed() -> Any:
+        result = await call(jp_fetch, *job_path("diagnosis"))
+        return result if len(result["errors"]) == 2 else None
+
+    diagnosis = await until(diagnosed, 90)
+    Draft202012Validator(
+        response_schema("/ranktable/jobs/{namespace}/{name}/diagnosis", "get", 200)
+    ).validate(diagnosis)
+    assert diagnosis["run"] == submitted["uid"] and diagnosis["source"] == "live"
+    assert diagnosis["first_failure"]["code"] == "CANT_OPEN_FILE"
+    assert {e["node_rank"] for e in diagnosis["errors"]} == {0, 1}
+
+    metrics = await call(jp_fetch, *job_path("metrics"))
+    Draft202012Validator(response_schema("/ranktable/jobs/{namespace}/{name}/metrics", "get", 200)).validate(
+        metrics
+    )
+    series = next(iter(metrics["ranks"].values()))
+    assert series["step"] == [1, 2, 3, 4, 5, 6] and series["loss"][0] == 2.8 and series["lr"][0] == 1e-4
+    csv = await jp_fetch(*job_path("metrics"), params={"format": "csv"})
+    assert csv.headers["Content-Type"].startswith("text/csv") and csv.body.decode().startswith(
+        "rank,step,time,loss"
+    )
+
+    await call(jp_fetch, "ranktable", "jobs", "default", "obs", method="DELETE")
+    runs = await call(jp_fetch, *job_path("runs"))
+    Draft202012Validator(response_schema("/ranktable/jobs/{namespace}/{name}/runs", "get", 200)).validate(
+        runs
+    )
+    assert [r["uid"] for r in runs["runs"]] == [submitted["uid"]]
+    assert (tmp_path / "state" / "logs" / "default" / "obs" / submitted["uid"]).is_dir()
+
+    # the job is gone; its run stays triageable and searchable
+    again = await call(
+        jp_fetch,
+        *job_path("diagnosis"),
+    )
+    assert again["source"] == "archive" and again["first_failure"]["code"] == "CANT_OPEN_FILE"
+    lines = await get(jp_fetch, *job_path("runs", submitted["uid"][:8], "logs"), errors="true")
+    assert [line["text"][:31] for line in lines["lines"]] == ["python3: can't open file '/x/da"] * 2
+    one = await get(jp_fetch, *job_path("runs", submitted["uid"], "logs"), node_rank="1", limit="3")
+    assert len(one["lines"]) == 3 and one["truncated"] and {line["node_rank"] for line in one["lines"]} == {1}
+
+
+@pytest.mark.parametrize(
+    ("path", "params", "field"),
+    [
+        (("metrics",), {"format": "xml"}, "format"),
+        (("runs", "nope", "logs"), {"limit": "0"}, "limit"),
+        (("runs", "nope", "logs"), {"node_rank": "x"}, "node_rank"),
+        (("runs", "nope", "logs"), {}, "no archived runs of job obs"),
+    ],
+)
+async def test_bad_requests_are_4xx_naming_the_field(
+    jp_fetch: Any, path: tuple[str, ...], params: dict, field: str
+) -> None:
+    response = await jp_fetch(*job_path(*path), params=params, raise_error=False)
+    assert 400 <= response.code < 500, response.body
+    assert field in response.body.decode()
