@@ -1,6 +1,6 @@
 # Two entry points do all set-up on a fresh machine:
-#   make demo   — the main job on the embedded default (simulated pool)
-#   make test   — the whole test suite
+#   make demo   — the main job on the embedded default (simulated pool); PORT=8888 by default
+#   make test   — the whole test suite (leaves the git tree clean)
 SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
@@ -8,7 +8,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := openssh-server openssh-client rsync chromium
 
-.PHONY: demo test lint pytest system-deps env clean bench labextension jest ui-test controlplane conformance
+.PHONY: demo test lint pytest test-core wheel-check system-deps env clean bench labextension jest ui-test screenshots \
+	controlplane conformance
 
 # System packages the tests need (real sshd, rsync for the sync benchmark, Chromium for browser tests).
 system-deps:
@@ -64,16 +65,39 @@ jest: env
 ui-test: env system-deps $(UI_STAMP)
 	cd ui-tests && CI=1 $(JLPM) playwright test
 
-pytest: env system-deps
-	$(BIN)/pytest -q
+# The README's pictures (docs/img/*.png): the browser tests again, this time photographing each section.
+screenshots: env system-deps $(UI_STAMP)
+	cd ui-tests && CI=1 RANKTABLE_SCREENSHOTS=1 $(JLPM) playwright test
 
-test: system-deps env lint pytest jest ui-test
+# Integration tests: real sshd, real kubectl, the simulated pool, a Jupyter server (pytest-jupyter).
+pytest: env system-deps
+	$(BIN)/pytest -q tests/integration
+
+# Core tests in a venv holding only the core dependencies (tests/core/requirements.txt) and this checkout
+# (editable, --no-deps): a test that needs more fails there.
+CORE_VENV := .venv-core
+CORE_STAMP := $(CORE_VENV)/.installed
+$(CORE_STAMP): tests/core/requirements.txt pyproject.toml
+	test -x $(CORE_VENV)/bin/python || $(PY) -m venv $(CORE_VENV)
+	$(CORE_VENV)/bin/pip install -q -r tests/core/requirements.txt
+	SKIP_JUPYTER_BUILDER=1 $(CORE_VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+test-core: $(CORE_STAMP)
+	$(CORE_VENV)/bin/python -m pytest -q -p no:cacheprovider tests/core
+
+# The wheel as users get it: built, installed with its dependencies in a fresh venv, CLI + extensions checked.
+wheel-check: env
+	.ci/wheel-check $(CURDIR)/$(BIN)/python
+
+test: system-deps env lint test-core pytest wheel-check jest ui-test
 
 # The CLI demo (plans the shipped example pool), then JupyterLab with the Ranktable panel on the simulated
 # Lite pool and the simulated Notebook instance (Ctrl-C stops all of it).
+PORT ?= 8888
 demo: env
 	$(BIN)/ranktable demo
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m ranktable.server_ext.demo
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m ranktable.server_ext.demo --no-browser --port $(PORT)
 
 # The real control plane (kube-apiserver, kube-controller-manager, etcd, Volcano) built from the Go modules
 # pinned in controlplane/, into a per-machine cache keyed by their hash (docs/control-plane.md).
@@ -88,4 +112,4 @@ bench: env system-deps
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build dist .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(CORE_VENV) build dist .mypy_cache .ruff_cache .pytest_cache

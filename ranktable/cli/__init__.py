@@ -75,6 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RanktableError as exc:
         print(f"ranktable {command_name(args)}: {exc.message}", file=sys.stderr)
         return 2 if isinstance(exc, CliError) else 1
+    except ModuleNotFoundError as exc:
+        if not exc.name or exc.name.split(".")[0] == "ranktable":
+            raise
+        print(f"ranktable {command_name(args)}: {missing_dependency(exc.name)}", file=sys.stderr)
+        return 1
     except OSError as exc:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         print(f"ranktable {command_name(args)}: {where}{exc.strerror or exc}", file=sys.stderr)
@@ -88,3 +93,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 70  # EX_SOFTWARE
+
+
+# Import names whose distribution on PyPI is called differently.
+DISTRIBUTIONS = {"re2": "google-re2", "yaml": "PyYAML", "IPython": "ipython"}
+
+
+def missing_dependency(module: str) -> str:
+    """One line for a command whose dependency is not installed (e.g. a launcher-only install)."""
+    top = module.split(".")[0]
+    package = DISTRIBUTIONS.get(top, top.replace("_", "-"))
+    return (
+        f"this command needs the Python package {package!r}, which is not installed "
+        "(`pip install jupyter-ranktable` installs the whole product; docs/install.md)"
+    )
