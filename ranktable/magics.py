@@ -237,6 +237,41 @@ class RanktableMagics(Magics):
         display(SVG(layout.svg))
         return layout.report
 
+    def _observation(self, name: str, argv: list[str]) -> Any:
+        from ranktable.usecases.observe import observe_run
+
+        p = self._cluster_parser(name)
+        p.add_argument("name")
+        p.add_argument("--run", default=None, help="an archived run (job uid or a prefix)")
+        args = p.parse_args(argv)
+        return observe_run(self.client(args), args.name, run=args.run)
+
+    def _cmd_metrics(self, argv: list[str]) -> dict[str, Any]:
+        """`%ranktable metrics NAME [--run UID]`: loss (mean and per rank), step time per rank, throughput."""
+        from ranktable.observe.plot import metrics_svg
+
+        observation = self._observation("metrics", argv)
+        data = observation.metrics()
+        slow = [s["rank"] for s in observation.diagnosis()["stragglers"]]
+        display(
+            Markdown(
+                f"**{observation.name}** run `{observation.uid}` ({observation.source}): "
+                f"{len(data['ranks'])} rank(s) with metrics"
+            )
+        )
+        display(SVG(metrics_svg(data, slow)))
+        for alert in data["alerts"][:10]:
+            display(Markdown(f"⚠ {alert['message']}"))
+        return data
+
+    def _cmd_diagnose(self, argv: list[str]) -> dict[str, Any]:
+        """`%ranktable diagnose NAME [--run UID]`: first failing rank, errors per rank, stragglers, hangs."""
+        from ranktable.observe.report import diagnosis_html
+
+        result = self._observation("diagnose", argv).diagnosis()
+        display(HTML(diagnosis_html(result)))
+        return result
+
     def _cmd_job(self, argv: list[str], cell: str | None) -> dict[str, Any]:
         """`%%ranktable job --name N --image I [--nodes 4 ...] [--submit]`; the cell is the command."""
         from ranktable.compose.manifests import compose, dump_manifests
@@ -389,6 +424,7 @@ USAGE = """%ranktable — plan, compose, submit and watch ranktable-routed jobs;
 
   %ranktable cluster [--kubeconfig F] [--context C] [-n NS]   set defaults, show free NPUs per leaf
   %ranktable jobs | stop NAME | logs NAME [-f] [--rank R] | wait NAME | layout NAME [--topology F]
+  %ranktable metrics NAME [--run UID] | diagnose NAME [--run UID]   plots and triage from the logs
   %ranktable connect PROFILE [--accept-host-key FP]        verify an SSH profile
   %ranktable sync PROFILE [LOCAL_DIR] [--force] [--delete] [--dry-run]
   %ranktable forward PROFILE REMOTE_PORT [--local-port P] | --list | --close ID   (127.0.0.1 only)
