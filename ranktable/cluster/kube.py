@@ -7,8 +7,10 @@ the simulated one) can be used side by side in one process (the Jupyter server).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -186,23 +188,28 @@ def watch(
     what: str,
     deadline: float | None = None,
     on_resume: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
+    on_response: Callable[[Any], None] | None = None,
     **selectors: Any,
 ) -> Iterator[WatchEvent]:
     """List, then watch from that resourceVersion; relist after 410 Gone, resume after a dropped stream.
 
     Yields SYNC for every object of each (re)list, so a consumer that compares states sees nothing lost.
-    Ends at ``deadline`` (time.monotonic()) when given.
+    Ends at ``deadline`` (time.monotonic()) when given, or once ``stop`` is set. A watch blocks in a
+    socket read until the server sends something, so ``on_response`` receives each streaming response:
+    whoever sets ``stop`` calls `interrupt(response)` to end that read at once (and free the connection).
     """
     rv: str | None = None
     backoff = 0.2
-    while deadline is None or time.monotonic() < deadline:
+    halt = stop or threading.Event()
+    while (deadline is None or time.monotonic() < deadline) and not halt.is_set():
         if rv is None:
             try:
                 listing = kube.call(list_fn, *args, what=what, **selectors)
             except UnreachableError:
                 if on_resume:
                     on_resume("API server unreachable; retrying")
-                time.sleep(backoff)
+                halt.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
             rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
@@ -224,6 +231,8 @@ def watch(
                 _request_timeout=(kube.timeout[0], remaining + kube.timeout[1]),
                 **selectors,
             )
+            if on_response is not None:
+                on_response(resp)
             try:
                 for line in iter_lines(resp):
                     if not line.strip():
@@ -244,14 +253,32 @@ def watch(
                     if deadline is not None and time.monotonic() >= deadline:
                         return
             finally:
-                resp.release_conn()
+                if halt.is_set():
+                    resp.close()  # interrupted: the connection is not reusable
+                else:
+                    resp.release_conn()
         except ApiException as exc:
             if exc.status == 410:
                 rv = None
                 continue
             raise api_error(exc, what) from None
         except NETWORK_ERRORS as exc:
+            if halt.is_set():
+                return
             if on_resume:
                 on_resume(f"watch connection dropped ({type(exc).__name__}); resuming")
-            time.sleep(backoff)
+            halt.wait(backoff)
             backoff = min(backoff * 2, 5.0)
+
+
+def interrupt(resp: Any) -> None:
+    """End a blocked read on a streaming response from another thread (a watch or log follow).
+
+    Closing a socket does not wake a thread blocked in recv() on Linux; shutting it down does.
+    """
+    with contextlib.suppress(Exception):
+        shutdown = getattr(resp, "shutdown", None)  # urllib3 >= 2.3
+        if shutdown is not None:
+            shutdown()
+        else:
+            resp.close()

@@ -21,7 +21,7 @@ from typing import Any
 
 from kubernetes.client.rest import ApiException
 
-from ranktable.cluster.kube import NETWORK_ERRORS, Kube, UnreachableError, iter_line_batches
+from ranktable.cluster.kube import NETWORK_ERRORS, Kube, UnreachableError, interrupt, iter_line_batches
 from ranktable.errors import NotFoundError
 
 LOG_READ_TIMEOUT = 120.0
@@ -161,7 +161,8 @@ class LogStream:
         with self._lock:
             responses = list(self._responses.values())
         for resp in responses:
-            with contextlib.suppress(Exception):  # best effort: the reader thread sees the closed socket
+            interrupt(resp)  # wakes the reader blocked in recv(); a plain close() would not
+            with contextlib.suppress(Exception):
                 resp.close()
         for thread in self._threads:
             thread.join(timeout=2)

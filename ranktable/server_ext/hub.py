@@ -52,6 +52,35 @@ class Operation:
         }
 
 
+class StopEvent(threading.Event):
+    """A producer's stop flag that also runs its interrupters when set.
+
+    A producer blocked in a socket read (a watch or a log follow waiting for the next event) cannot see
+    the flag; it registers `on_set(fn)` to have that read ended (`cluster.kube.interrupt`), so an
+    unsubscribe or a closed websocket frees its thread and API connection at once, not at the next event.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._callbacks: list[Callable[[], None]] = []
+        self._callbacks_lock = threading.Lock()
+
+    def on_set(self, callback: Callable[[], None]) -> None:
+        with self._callbacks_lock:
+            if not self.is_set():
+                self._callbacks.append(callback)
+                return
+        callback()
+
+    def set(self) -> None:
+        super().set()
+        with self._callbacks_lock:
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            with contextlib.suppress(Exception):  # best effort: each interrupter closes one resource
+                callback()
+
+
 class Hub:
     """Owns the extension's threads, operations and subscriptions."""
 
@@ -139,7 +168,7 @@ class Hub:
     # -- thread bridges ------------------------------------------------------------------------------
     async def iterate(
         self,
-        make: Callable[[threading.Event], Iterator[Any]],
+        make: Callable[[StopEvent], Iterator[Any]],
         *,
         batch_seconds: float = 0.0,
         max_batch: int = 5000,
@@ -147,11 +176,12 @@ class Hub:
         """Drive a blocking iterator in its own thread; yield what it produced, in batches.
 
         Stopping early (the subscriber went away) sets the iterator's stop event; producers check it
-        between items, so a follow ends within one poll interval.
+        between items and register interrupters for blocking reads (`StopEvent.on_set`), so the thread
+        ends at once.
         """
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
-        stop = threading.Event()
+        stop = StopEvent()
         self._stops.add(stop)
 
         def pump() -> None:

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ranktable.errors import InputError
+from ranktable.server_ext.hub import StopEvent
 from ranktable.server_ext.layout_service import message_bytes
 from ranktable.usecases.jobs import ClusterSettings, Jobs, job_row
 
@@ -101,13 +102,11 @@ class JobsService:
         client = await self.services.run_blocking(self.usecases.client, str(namespace))
         stream = await self.services.run_blocking(client.logs, name, follow)
 
-        def lines(stop: threading.Event) -> Iterator[dict[str, Any]]:
-            def close_when_stopped() -> None:
-                stop.wait()
-                stream.close()
+        def close_stream() -> None:  # joins the per-pod readers: off the event loop
+            threading.Thread(target=stream.close, name="ranktable-log-close", daemon=True).start()
 
-            closer = threading.Thread(target=close_when_stopped, daemon=True)
-            closer.start()
+        def lines(stop: StopEvent) -> Iterator[dict[str, Any]]:
+            stop.on_set(close_stream)
             try:
                 for line in stream:
                     start = since.get(line.pod)
@@ -122,15 +121,19 @@ class JobsService:
 
     async def jobs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
         from ranktable.cluster.client import GROUP, PLURAL, VERSION, JobSummary
-        from ranktable.cluster.kube import watch
+        from ranktable.cluster.kube import interrupt, watch
 
         namespace = str(msg.get("namespace") or self.config.namespace)
         client = await self.services.run_blocking(self.usecases.client, namespace)
         jobs = await self.services.run_blocking(self.usecases.job_rows, namespace)
         yield {"event": "snapshot", "jobs": jobs}
 
-        def events(stop: threading.Event) -> Iterator[dict[str, Any]]:
+        def events(stop: StopEvent) -> Iterator[dict[str, Any]]:
             kube = client.kube
+
+            def interruptible(resp: Any) -> None:
+                stop.on_set(lambda: interrupt(resp))
+
             for event in watch(
                 kube,
                 kube.custom.list_namespaced_custom_object,
@@ -140,6 +143,8 @@ class JobsService:
                 PLURAL,
                 what=f"Volcano jobs in {namespace}",
                 deadline=None,
+                stop=stop,
+                on_response=interruptible,
             ):
                 if stop.is_set():
                     return
