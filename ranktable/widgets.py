@@ -85,22 +85,15 @@ class JobComposer(w.VBox):
 
     def refresh(self) -> None:
         """Re-validate and re-compose; every message goes next to its field."""
-        from ranktable.compose.manifests import compose, dump_manifests
-        from ranktable.compose.spec import JobSpec
-        from ranktable.compose.validate import validate_spec
+        from ranktable.usecases.jobs import ClusterSettings, Jobs, exc_issue
 
         for message in self.messages.values():
             message.value = ""
         try:
-            spec = JobSpec.from_dict(self.spec_dict())
-        except InputError as exc:
-            self.issues = [
-                {"field": exc.where, "severity": "error", "message": exc.reason, "fix": exc.fix or ""}
-            ]
-            self.manifests = ""
-        else:
-            self.issues = [i.to_json() for i in validate_spec(spec)]
-            self.manifests = dump_manifests(compose(spec))
+            composed = Jobs(ClusterSettings()).compose(self.spec_dict())
+        except InputError as exc:  # a form field that does not parse (e.g. an env line without `=`)
+            composed = {"issues": [exc_issue(exc)], "yaml": ""}
+        self.issues, self.manifests = composed["issues"], composed["yaml"]
         for issue in self.issues:
             field = str(issue["field"] or "").removeprefix("spec.").split(".")[0].split("[")[0]
             target = self.messages.get(field, self.messages["other"])

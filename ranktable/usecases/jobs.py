@@ -78,8 +78,7 @@ class Jobs:
         try:
             spec = self.spec(raw)
         except InputError as exc:
-            issue = {"field": exc.where, "severity": "error", "message": exc.reason, "fix": exc.fix or ""}
-            return {"issues": [issue], "yaml": "", "spec": None}
+            return {"issues": [exc_issue(exc)], "yaml": "", "spec": None}
         issues = [i.to_json() for i in validate_spec(spec, self.flavours())]
         return {"issues": issues, "yaml": dump_manifests(compose(spec)), "spec": spec.to_dict()}
 
@@ -153,6 +152,11 @@ class Jobs:
             *result["warnings"],
         ]
         return result
+
+
+def exc_issue(exc: InputError) -> dict[str, Any]:
+    """A spec that does not parse, as one finding shaped like the validator's."""
+    return {"field": exc.where, "severity": "error", "message": exc.reason, "fix": exc.fix or ""}
 
 
 def job_row(client: ClusterClient, summary: Any) -> dict[str, Any]:
