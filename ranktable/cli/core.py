@@ -475,12 +475,14 @@ def find_server(table: RankTable, wanted: str, source: str) -> str:
 
 
 def cmd_route(args: argparse.Namespace) -> int:
-    from ranktable.plan import plan_routes
+    import os
+
+    from ranktable.plan.routing import routing_plan
 
     table = load_rank_table(args.ranktable)
     server_id = find_server(table, args.server_id, args.ranktable)
     topology = _load_topology(args.topology)
-    result = plan_routes(table, topology)
+    result = routing_plan(table, topology, os.environ)
     out_dir = Path(args.out) if args.out else Path(args.ranktable).resolve().parent
     try:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,7 @@ from ranktable.errors import ConflictError, InputError, NotFoundError, Ranktable
 from ranktable.hccl import check_document, parse_rank_table
 from ranktable.launch.launcher import ROUTING_MIN_NODES, TOR_FILE
 from ranktable.observe.health import pod_health
-from ranktable.plan import plan_routes
+from ranktable.plan.routing import routing_plan
 from ranktable.topology import topology_from_tor_file
 
 GROUP, VERSION, PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
@@ -52,6 +52,13 @@ DELETE_RECHECK_SECONDS = 3.0
 
 def _quiet(_: str) -> None:
     return None
+
+
+def job_env(job: dict[str, Any]) -> dict[str, str]:
+    """The literal env values of the job's (first) container: what the launcher's `route` sees."""
+    tasks = (job.get("spec") or {}).get("tasks") or [{}]
+    containers = ((tasks[0].get("template") or {}).get("spec") or {}).get("containers") or [{}]
+    return {str(e.get("name")): str(e["value"]) for e in containers[0].get("env") or [] if "value" in e}
 
 
 def _routes(job: dict[str, Any]) -> bool:
@@ -507,7 +514,7 @@ class ClusterClient:
             )
             if not table.completed or TOR_KEY not in data:
                 return {}
-            plan = plan_routes(table, topology_from_tor_file(data[TOR_KEY]))
+            plan = routing_plan(table, topology_from_tor_file(data[TOR_KEY]), job_env(job))
         except RanktableError:
             return {}
         hosts = {

@@ -21,7 +21,7 @@ from ranktable.observe import ObserveSettings, RankLayout, RankPlace, RunObserve
 from ranktable.observe.archive import RunArchive, RunInfo, read_run, run_meta
 from ranktable.observe.pending import pending_reason
 from ranktable.observe.text import kube_time
-from ranktable.plan import plan_routes
+from ranktable.plan.routing import routing_plan
 from ranktable.topology import topology_from_tor_file
 
 if TYPE_CHECKING:
@@ -73,7 +73,9 @@ def rank_layout(
             topology = None
     planned = client.planned_node_ranks(name, job)  # {} unless the job routes
     if planned and topology is not None:
-        table = plan_routes(table, topology).planned
+        from ranktable.cluster.client import job_env
+
+        table = routing_plan(table, topology, job_env(job)).planned
     node_leaf = client.node_leaves()  # the names the layout view and `job describe` use
     by_host = {}
     for pod in pods:

@@ -190,3 +190,33 @@ def test_all_operations_have_estimates_and_all_to_all_is_pairwise() -> None:
     assert seen["alltoall"] == "pairwise"
     metrics = order_metrics(table, topo, query=CollectiveQuery(operation="alltoall"))
     assert metrics.operation == "alltoall" and metrics.max_uplink_flows > 0
+
+
+def test_ahc_keeps_its_group_steps_inside_a_leaf_and_crosses_only_between_groups() -> None:
+    topo = two_tier(leaves=2, per_leaf=4, oversubscription=4.0)
+    table = make_table([f"s{leaf}-{n}" for leaf in (0, 1) for n in range(4)], 2)
+    metrics = order_metrics(
+        table, topo, message_bytes=64 << 20, query=CollectiveQuery(settings=parse_hccl_algo("AHC"))
+    )
+    assert metrics.algorithm == "AHC" and metrics.estimate is not None
+    inside = [s for s in metrics.estimate.steps if "within leaf groups" in s.partners]
+    across = [s for s in metrics.estimate.steps if "across leaf groups" in s.partners]
+    assert inside and across
+    assert all(s.crossings_per_tier == [0, 0] for s in inside)
+    # between the 2 groups: every one of 4 members x 2 planes per group crosses, in both directions
+    assert all(s.crossings_per_tier[0] == 16 for s in across)
+    # the groups exchange 1/4 of the data (smallest group of 4) while the in-group steps move 3/4
+    assert sum(s.bytes for s in across) < sum(s.bytes for s in inside)
+
+
+def test_the_atlas_training_series_uses_its_ring_inside_a_server_and_its_default() -> None:
+    topo = two_tier(leaves=2, per_leaf=3)
+    table = make_table([f"s{leaf}-{n}" for leaf in (0, 1) for n in range(3)], 8)
+    for server in table.servers:
+        server.hardware_type = "Atlas 800 9000"
+    metrics = order_metrics(table, topo, message_bytes=1 << 20)
+    assert metrics.product == "910" and metrics.algorithm == "ring"  # 6 servers: not a power of 2
+    assert metrics.estimate is not None
+    in_server = [s for s in metrics.estimate.steps if s.level == "in-server"]
+    assert in_server and all(s.algorithm == "ring" and s.repeat == 7 for s in in_server)
+    assert "Atlas training series" in metrics.algorithm_reason

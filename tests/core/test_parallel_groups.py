@@ -184,3 +184,48 @@ def test_the_plan_request_fields_shape_the_answer_and_bad_ones_name_the_field() 
     with pytest.raises(InputError, match="does not divide") as info:
         preview_report(table, topo, message_bytes=None, title="t", query=misfit)
     assert info.value.where == "parallel"
+
+
+@pytest.mark.parametrize(
+    ("env", "warning"),
+    [
+        ({"RANKTABLE_PARALLEL": "tp=8,pp=2"}, None),
+        ({"HCCL_ALGO": "level0:NA;level1:H-D_R", "RANKTABLE_PARALLEL": "tp=8,pp=2"}, None),
+        ({"HCCL_ALGO": "level1:warp"}, "planned with HCCL's default algorithm"),
+        ({"RANKTABLE_PARALLEL": "tp=3"}, "planned without parallel groups"),
+    ],
+)
+def test_the_launchers_route_agrees_with_plan_for_the_jobs_env(
+    files: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    env: dict[str, str],
+    warning: str | None,
+) -> None:
+    table, _ = pool()
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    query = query_from_fields(
+        env.get("HCCL_ALGO") if warning is None else None,
+        env.get("RANKTABLE_PARALLEL") if warning is None else None,
+        None,
+    )
+    expected = plan_report(table, pool()[1], query=query).result.node_rank  # type: ignore[arg-type]
+    for server_id, node in expected.items():
+        code = main(
+            [
+                "route",
+                "--ranktable",
+                str(files[0]),
+                "--topology",
+                str(files[1]),
+                "--server-id",
+                server_id,
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        out, err = capsys.readouterr()
+        assert code == 0 and f"export NODE_RANK={node}\n" in out
+        assert warning is None or warning in err
