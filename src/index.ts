@@ -10,6 +10,7 @@ import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 import { ReadonlyPartialJSONValue } from '@lumino/coreutils';
 
 import { ranktableIcon } from './icon';
+import { registerInsights } from './insights';
 import { IKeyValueStore, RanktableModel, SectionId } from './model';
 import { RanktablePanel } from './panel';
 
@@ -125,6 +126,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       );
     });
+    registerInsights(app, model, trans); // metrics + diagnosis document, finish/failure notification
     app.restored.then(() => {
       model.watchJobs();
       void model.loadConfig().catch(() => undefined);
