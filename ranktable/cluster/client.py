@@ -215,17 +215,7 @@ class ClusterClient:
                 raise RanktableError(
                     f"job {name} is still being deleted after {timeout:.0f}s", fix="try again in a moment"
                 )
-            for event in watch(
-                self.kube,
-                self.kube.custom.list_namespaced_custom_object,
-                GROUP,
-                VERSION,
-                self.namespace,
-                PLURAL,
-                what=f"job {name}",
-                deadline=min(deadline, time.monotonic() + DELETE_RECHECK_SECONDS),
-                field_selector=f"metadata.name={name}",
-            ):
+            for event in self._watch_job(name, min(deadline, time.monotonic() + DELETE_RECHECK_SECONDS)):
                 if event.type == "DELETED":
                     return
 
@@ -430,17 +420,11 @@ class ClusterClient:
             f"{DEVICE_ANNOTATION}: {', '.join(lacking) or 'none (the platform has not rewritten the table)'}"
         )
 
-    def watch_phases(
-        self,
-        name: str,
-        timeout: float | None = None,
-        progress: Progress = _quiet,
-        until_terminal: bool = True,
-    ) -> Iterator[PhaseChange]:
-        """Phase changes of one job; survives dropped watches and 410 Gone (relists, no repeats)."""
-        previous: str | None = None
-        deadline = None if timeout is None else time.monotonic() + timeout
-        events: Iterator[WatchEvent] = watch(
+    def _watch_job(
+        self, name: str, deadline: float | None, progress: Progress | None = None
+    ) -> Iterator[WatchEvent]:
+        """Events of one Volcano job (resumable watch, see `kube.watch`) until `deadline`."""
+        return watch(
             self.kube,
             self.kube.custom.list_namespaced_custom_object,
             GROUP,
@@ -452,7 +436,18 @@ class ClusterClient:
             on_resume=progress,
             field_selector=f"metadata.name={name}",
         )
-        for event in events:
+
+    def watch_phases(
+        self,
+        name: str,
+        timeout: float | None = None,
+        progress: Progress = _quiet,
+        until_terminal: bool = True,
+    ) -> Iterator[PhaseChange]:
+        """Phase changes of one job; survives dropped watches and 410 Gone (relists, no repeats)."""
+        previous: str | None = None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for event in self._watch_job(name, deadline, progress):
             if event.type == "DELETED":
                 yield PhaseChange(name, "Deleted", previous, 0, 0)
                 return

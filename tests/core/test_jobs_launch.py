@@ -69,17 +69,9 @@ def write_tables(directory: Path, servers: int = 4) -> Path:
     return path
 
 
-def launch(
-    table: Path, host_ip: str, *extra: str, routing: bool = False, nodes: int = 4, wait: float = 5
-) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "RANK_TABLE_FILE": str(table),
-        "ip": host_ip,
-        "ROUTE_PLAN": "true" if routing else "",
-    }
-    argv = [
-        sys.executable,
+def launch_argv(*extra: str, nodes: int = 4, wait: float = 5, steps: int = 2) -> list[str]:
+    """`-m ranktable launch ...` for a MindSpore job of `nodes` x 8 NPUs running examples/train.py."""
+    return [
         "-m",
         "ranktable",
         "launch",
@@ -100,9 +92,21 @@ def launch(
         "--interval",
         "0",
         "--steps",
-        "2",
+        str(steps),
         *extra,
     ]
+
+
+def launch(
+    table: Path, host_ip: str, *extra: str, routing: bool = False, nodes: int = 4, wait: float = 5
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "RANK_TABLE_FILE": str(table),
+        "ip": host_ip,
+        "ROUTE_PLAN": "true" if routing else "",
+    }
+    argv = [sys.executable, *launch_argv(*extra, nodes=nodes, wait=wait)]
     return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
 
 

@@ -14,7 +14,7 @@ import numpy
 import pytest
 import yaml
 
-from tests.core.test_jobs_launch import TRAIN, ranks_started, server_ip, write_tables
+from tests.core.test_jobs_launch import launch_argv, ranks_started, server_ip, write_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 MINIMAL = {"yaml": Path(yaml.__file__).parent, "numpy": Path(numpy.__file__).parent}
@@ -65,27 +65,7 @@ def test_the_launcher_routes_and_starts_every_local_rank(minimal_python: Path, t
     table = write_tables(tmp_path)
     done = run(
         minimal_python,
-        "-m",
-        "ranktable",
-        "launch",
-        "--framework",
-        "mindspore",
-        "--job",
-        "job",
-        "--task",
-        "job-1",
-        "--nodes",
-        "4",
-        "--npus",
-        "8",
-        "--wait-timeout",
-        "5",
-        "--",
-        TRAIN,
-        "--interval",
-        "0",
-        "--steps",
-        "1",
+        *launch_argv(steps=1),
         RANK_TABLE_FILE=str(table),
         ip=server_ip(1),
         ROUTE_PLAN="true",
