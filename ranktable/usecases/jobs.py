@@ -197,7 +197,6 @@ class JobLayout:
 
 def job_layout(client: ClusterClient, name: str, topology_file: str | None = None) -> JobLayout:
     """The rank layout of a running job: its completed rank table, the cluster's switch tree, the plan."""
-    from ranktable.cluster.topology_source import cluster_topology
     from ranktable.hccl import parse_rank_table
     from ranktable.topology import add_node_aliases, load_topology
     from ranktable.usecases.layout import plan_report, query_for_spec
@@ -218,6 +217,8 @@ def job_layout(client: ClusterClient, name: str, topology_file: str | None = Non
         add_node_aliases(topology, nodes)
         source = topology_file
     else:
+        from ranktable.cluster.topology_source import cluster_topology
+
         topology = cluster_topology(client.kube, nodes)
         source = topology.source
     planned = plan_report(table, topology, query=query_for_spec(_running_spec(client, name, cm)))
