@@ -22,7 +22,7 @@ import numpy as np
 from ranktable.collectives.choice import Choice, LevelSetting, choose
 from ranktable.collectives.constants import ProductLinks, product_links
 from ranktable.collectives.engine import Level, StepCost, StepTimer, hierarchy_steps, level0_algorithm
-from ranktable.collectives.estimate import level_buffer
+from ranktable.collectives.estimate import MAX_STEPS_SHOWN, level_buffer
 from ranktable.errors import InputError
 
 KINDS = ("tp", "cp", "ep", "dp", "pp")
@@ -199,6 +199,8 @@ class GroupCost:
             "flows_crossing_per_tier": self.crossings_per_tier,
             "max_uplink_flows": self.max_uplink_flows,
             "busiest_uplink": self.busiest_uplink,
+            "steps": [step.to_json() for step in self.steps[:MAX_STEPS_SHOWN]],
+            "steps_omitted": max(0, len(self.steps) - MAX_STEPS_SHOWN),
             "notes": self.notes,
         }
 

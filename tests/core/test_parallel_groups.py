@@ -125,9 +125,10 @@ def test_plan_json_says_which_algorithm_why_and_the_groups(
     assert data["parallel"] == {"tp": 8, "cp": 1, "ep": 1, "pp": 2, "dp": 4}
     assert data["rank_order_convention"] == "tp-cp-ep-dp-pp"
     steps = data["planned"]["collective"]["steps"]
-    assert steps and all(
-        {"partners", "bytes", "crossings_per_tier", "max_uplink_flows"} <= set(s) for s in steps
-    )
+    wanted = {"partners", "bytes", "crossings_per_tier", "max_uplink_flows"}
+    assert steps and all(wanted <= set(s) for s in steps)
+    dp_steps = next(g for g in data["groups"] if g["kind"] == "dp")["planned"]["steps"]
+    assert dp_steps and all(wanted <= set(s) for s in dp_steps)  # per group, per step, on the tree
     text = svg.read_text()
     assert 'data-algorithm="NHR"' in text and 'data-group="dp"' in text and "--algo sets" in text
     code = main([*argv[:-2], "--operation", "alltoall"])
