@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := openssh-server openssh-client rsync chromium
 
-.PHONY: demo test lint pytest test-core wheel-check system-deps env clean bench labextension jest ui-test screenshots \
+.PHONY: demo test tree-snapshot lint pytest test-core wheel-check system-deps env clean bench labextension jest ui-test screenshots \
 	controlplane conformance
 
 # System packages the tests need (real sshd, rsync for the sync benchmark, Chromium for browser tests).
@@ -90,7 +90,14 @@ test-core: $(CORE_STAMP)
 wheel-check: env
 	.ci/wheel-check $(CURDIR)/$(BIN)/python
 
-test: system-deps env lint test-core pytest wheel-check jest ui-test
+# `make test` must leave the git tree as it found it (e.g. no rewritten pictures): compared at the end.
+TREE_BEFORE := build/tree-before.txt
+tree-snapshot:
+	@mkdir -p build && (git status --porcelain 2>/dev/null || true) > $(TREE_BEFORE)
+
+test: tree-snapshot system-deps env lint test-core pytest wheel-check jest ui-test
+	@(git status --porcelain 2>/dev/null || true) | diff $(TREE_BEFORE) - \
+	  || { echo "make test changed the git tree (see above)" >&2; exit 1; }
 
 # The CLI demo (plans the shipped example pool), then JupyterLab with the Ranktable panel on the simulated
 # Lite pool and the simulated Notebook instance (Ctrl-C stops all of it).
