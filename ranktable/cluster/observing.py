@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ranktable.cluster.results import pod_index
-from ranktable.compose.manifests import NPU_RESOURCE, RANK_TABLE_KEY, configmap_name
+from ranktable.compose.manifests import NPU_RESOURCE, RANK_TABLE_KEY, configmap_name, metric_patterns_of
 from ranktable.errors import NotFoundError, RanktableError
 from ranktable.hccl import parse_rank_table
 from ranktable.home import ranktable_home
@@ -181,7 +181,8 @@ class RunFollower:
         self.uid = job_uid(self.job)
         self.pods = client.job_pods(name)
         self.layout = rank_layout(client, name, self.job, self.pods)
-        self.observer = RunObserver(self.layout, settings)
+        patterns = metric_patterns_of(self.job.get("metadata") or {})
+        self.observer = RunObserver(self.layout, settings, patterns)
         self.follow = follow
         self.on_update = on_update
         self.root = archive_root(state_dir)
@@ -192,6 +193,7 @@ class RunFollower:
             self.uid or "unknown",
             dict(pod_names(name, self.job)),
             extra={
+                "patterns": patterns,
                 "layout": [p.to_json() for p in self.layout.by_rank.values()],
                 "npus_per_pod": npus_per_pod(self.job),
             },
@@ -270,7 +272,9 @@ def feed_archive(observer: RunObserver, root: Path, run: RunInfo) -> None:
 
 def archived_observer(root: Path, run: RunInfo, settings: ObserveSettings | None = None) -> RunObserver:
     """A RunObserver fed from an archived run (its stored layout locates the ranks)."""
-    places = [RankPlace(**p) for p in run_meta(root, run).get("layout") or [] if isinstance(p, dict)]
-    observer = RunObserver(RankLayout(places), settings)
+    meta = run_meta(root, run)
+    places = [RankPlace(**p) for p in meta.get("layout") or [] if isinstance(p, dict)]
+    patterns = [str(p) for p in meta.get("patterns") or []]
+    observer = RunObserver(RankLayout(places), settings, patterns)
     feed_archive(observer, root, run)
     return observer

@@ -7,6 +7,7 @@ inverse for composed manifests and names the field when a hand-written one canno
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,6 +26,7 @@ CONFIGMAP_PREFIX = "configmap1980-"
 RANK_TABLE_KEY = "jobstart_hccl.json"
 INITIAL_RANK_TABLE = '{\n    "status":"initializing"\n}\n'
 FLAVOUR_ANNOTATION = "jupyter-ranktable/flavour"
+METRIC_PATTERNS_ANNOTATION = "jupyter-ranktable/metric-patterns"  # JSON list of the spec's metric_patterns
 ROUTE_ENV = "ROUTE_PLAN"
 HCCL_ALGO_ENV = "HCCL_ALGO"  # HCCL's own variable (hicann/hccl docs HCCL_ALGO.md), from spec.hccl_algo
 PARALLEL_ENV = "RANKTABLE_PARALLEL"  # spec.parallel, for the layout of a running job and the script
@@ -72,6 +74,8 @@ def compose_job(spec: JobSpec) -> dict[str, Any]:
     }
     if spec.flavour != DEFAULT_FLAVOUR:
         metadata["annotations"] = {FLAVOUR_ANNOTATION: spec.flavour}
+    if spec.metric_patterns:  # read back by the log observer (and by spec_from_manifests)
+        metadata.setdefault("annotations", {})[METRIC_PATTERNS_ANNOTATION] = json.dumps(spec.metric_patterns)
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -294,7 +298,18 @@ def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
         task_name="" if task_name == f"{name}-1" else task_name,
         hccl_algo=hccl_algo,
         parallel=parallel,
+        metric_patterns=metric_patterns_of(meta),
     )
+
+
+def metric_patterns_of(meta: dict[str, Any]) -> list[str]:
+    """The metric regexes a composed Job carries in its annotation ([] when none or unreadable)."""
+    raw = (meta.get("annotations") or {}).get(METRIC_PATTERNS_ANNOTATION)
+    try:
+        value = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [str(p) for p in value] if isinstance(value, list) else []
 
 
 def _get(doc: dict[str, Any], key: str, where: str) -> dict[str, Any]:

@@ -89,6 +89,8 @@ class JobSpec:
     task_name: str = ""
     hccl_algo: str = ""  # HCCL_ALGO exported to the job, e.g. "level0:NA;level1:NHR"; "" = HCCL decides
     parallel: ParallelSpec | None = None
+    # regexes with named groups (step, loss, step_time_s, lr...) for metrics the built-in parsers miss
+    metric_patterns: list[str] = field(default_factory=list)
 
     @property
     def task(self) -> str:
@@ -136,6 +138,7 @@ class JobSpec:
             "parallel": None
             if self.parallel is None
             else {k: getattr(self.parallel, k) for k in PARALLEL_KINDS},
+            "metric_patterns": list(self.metric_patterns),
         }
 
     to_json = to_dict
@@ -199,7 +202,17 @@ class _Reader:
             task_name=_str(d.get("task_name") or "", "spec.task_name"),
             hccl_algo=_hccl_algo(d.get("hccl_algo") or ""),
             parallel=None if d.get("parallel") is None else _parallel(d["parallel"]),
+            metric_patterns=_metric_patterns(d.get("metric_patterns") or []),
         )
+
+
+def _metric_patterns(value: Any) -> list[str]:
+    """User metric regexes, checked now (RE2 syntax, known group names, count and length limits)."""
+    from ranktable.observe.parsers import compile_user_patterns
+
+    patterns = _str_list(value, "spec.metric_patterns")
+    compile_user_patterns(patterns, where="spec.metric_patterns")
+    return patterns
 
 
 def _mapping(value: Any, where: str) -> dict[str, Any]:

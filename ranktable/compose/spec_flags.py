@@ -51,6 +51,13 @@ def add_spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--rank-table-version", choices=("v1", "v2"))
     p.add_argument("--flavour")
     p.add_argument("--task-name")
+    p.add_argument(
+        "--metric-pattern",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="a metric regex with named groups (step, loss, step_time_s, lr, ...) for `job metrics`",
+    )
 
 
 def _pairs(items: list[str], flag: str, sep: str = "=") -> dict[str, str]:
@@ -144,6 +151,8 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
                 raise InputError(f"expected NAME=SECRET:KEY for {name}", where="--secret-env")
             refs[name] = {"secret": secret, "key": key}
         data["secret_env"] = {**(data.get("secret_env") or {}), **refs}
+    if getattr(args, "metric_pattern", None):
+        data["metric_patterns"] = [*(data.get("metric_patterns") or []), *args.metric_pattern]
     vols = _volumes(args)
     if vols:
         data["volumes"] = [*(data.get("volumes") or []), *vols]

@@ -157,3 +157,20 @@ def test_loss_spike_alert_once_per_rank_with_count() -> None:
     alerts = observer.metrics_json()["alerts"]
     assert [(a["kind"], a["step"], a["count"]) for a in alerts] == [("spike", 21, 2)]
     assert not math.isnan(observer.series[-1].columns["loss"][-1])
+
+
+def test_job_spec_carries_metric_patterns_through_the_manifest() -> None:
+    from ranktable.compose.manifests import compose, spec_from_manifests
+    from ranktable.compose.spec import JobSpec
+
+    spec = JobSpec.from_dict(
+        {
+            "name": "a",
+            "image": "i",
+            "command": ["true"],
+            "metric_patterns": [r"it (?P<step>\d+) l=(?P<loss>\S+)"],
+        }
+    )
+    assert spec_from_manifests(compose(spec)).metric_patterns == spec.metric_patterns
+    with pytest.raises(InputError, match=r"spec.metric_patterns\[0\]: unknown group name\(s\) speed"):
+        JobSpec.from_dict({"name": "a", "image": "i", "metric_patterns": ["(?P<speed>\\d+)"]})
