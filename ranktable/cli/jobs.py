@@ -285,7 +285,8 @@ def _list(args: argparse.Namespace) -> int:
 def _describe(args: argparse.Namespace) -> int:
     from ranktable.observe.health import health_text
 
-    d = _client(args).describe(args.name)
+    client = _client(args)
+    d = client.describe(args.name)
     if args.json:
         print(json.dumps(d.to_json(), indent=2))
         return 0
@@ -294,6 +295,17 @@ def _describe(args: argparse.Namespace) -> int:
     print(f"Rank table: {d.rank_table_status}")
     if j.health and health_text(j.health):
         print(f"Health: {health_text(j.health)}")
+    if j.phase in ("Pending", "Inqueue") or any(not p.node for p in d.pods):
+        from ranktable.usecases.observe import job_pending
+
+        pending = job_pending(client, args.name)
+        if pending:
+            queue = pending["queue"]
+            print(f"Pending: {pending['reason']}")
+            position = (
+                f", position {queue['position']} of {queue['pending_jobs']}" if queue["position"] else ""
+            )
+            print(f"  queue {queue['name']}: {queue['state']}{position}")
     if d.pods:
         rows = [["Pod", "Index", "Node", "Host IP", "Leaf", "Phase", "Restarts", "State", "Devices"]]
         for p in d.pods:

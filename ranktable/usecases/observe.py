@@ -96,6 +96,13 @@ def observe_run(
     )
 
 
+def job_pending(client: ClusterClient, name: str) -> dict[str, Any] | None:
+    """Why the job waits (gang fit overall and per leaf, queue state and position), or None when placed."""
+    from ranktable.cluster.observing import pending_info
+
+    return pending_info(client, client.get_job(name), client.job_pods(name))
+
+
 def job_runs(namespace: str, name: str, state_dir: str | Path | None = None) -> list[RunInfo]:
     """Archived runs of a job, newest first (no cluster needed)."""
     from ranktable.cluster.observing import archive_root

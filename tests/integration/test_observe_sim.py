@@ -110,3 +110,25 @@ def test_crash_loop_from_a_relative_script_path_is_explained(pool: SimPoolHandle
     first = result["first_failure"]
     assert first["code"] == "CANT_OPEN_FILE" and first["node_rank"] == 0
     assert "absolute script path" in first["fix"]
+
+
+def test_pending_job_says_why_and_where_it_waits(pool: SimPoolHandle, tmp_path: Path) -> None:
+    from ranktable.usecases.observe import job_pending
+
+    client = ClusterClient(str(pool.kubeconfig), pool.context, "default")
+    client.submit(compose(JobSpec(name="small", image="i", nodes=6, command=["sleep", "60"])))
+    client.wait_rank_table("small", timeout=30)
+    client.submit(compose(JobSpec(name="big", image="i", nodes=4, command=["sleep", "60"])))
+    time.sleep(0.5)
+    client.submit(compose(JobSpec(name="later", image="i", nodes=4, command=["sleep", "60"])))
+    pending = job_pending(client, "big")
+    assert pending is not None and not pending["satisfiable"]
+    assert pending["nodes_needed"] == 4 and pending["nodes_fit"] == 2
+    assert sum(pending["fit_per_leaf"].values()) == 2
+    assert pending["reason"].startswith("gang not satisfiable: needs 4 pod(s) x 8 NPUs at once")
+    assert pending["queue"]["state"] == "Open" and pending["queue"]["pending_jobs"] == 2
+    assert pending["queue"]["position"] == 1
+    later = job_pending(client, "later")
+    assert later is not None and later["queue"]["position"] == 2 and later["queue"]["ahead"] == ["big"]
+    diagnosis = observe_run(client, "later", state_dir=tmp_path).diagnosis()
+    assert diagnosis["pending"]["queue"]["position"] == 2 and "gang not satisfiable" in diagnosis["summary"]
