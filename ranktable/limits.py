@@ -37,6 +37,8 @@ MAX_DEVICES_PER_SERVER = 16
 """NPUs of one server (`device_id` is 0..15 on the platform)."""
 MAX_NODES = 65_536
 """Nodes (pods) of one job."""
+MAX_COUNT = 1 << 20
+"""Any other whole number in a job spec (retries, NPUs per pod, parallel sizes)."""
 
 
 def size_text(limit: int) -> str:

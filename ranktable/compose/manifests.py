@@ -17,6 +17,7 @@ from ranktable.compose.flavours import DEFAULT_FLAVOUR
 from ranktable.compose.launchers import launcher_command, parse_launcher_command
 from ranktable.compose.spec import PARALLEL_KINDS, EntryPoint, JobSpec, ParallelSpec, SecretRef, VolumeSpec
 from ranktable.errors import InputError
+from ranktable.limits import load_yaml_all
 
 NPU_RESOURCE = "huawei.com/ascend-1980"
 RING_LABEL = ("ring-controller.cce", "ascend-1980")
@@ -179,7 +180,6 @@ def _mount(v: VolumeSpec) -> dict[str, Any]:
 
 
 # -- YAML ---------------------------------------------------------------------------------------
-_SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
@@ -200,10 +200,8 @@ def dump_manifests(docs: Iterable[dict[str, Any]]) -> str:
 
 
 def load_manifests(text: str, where: str = "manifest") -> list[dict[str, Any]]:
-    try:
-        docs = [d for d in yaml.load_all(text, Loader=_SafeLoader) if d is not None]
-    except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}", where=where, fix="check indentation and quoting") from exc
+    """The YAML documents of a manifest file (within the nesting and alias limits of `ranktable.limits`)."""
+    docs = [d for d in load_yaml_all(text, where) if d is not None]
     for i, doc in enumerate(docs):
         if not isinstance(doc, dict):
             raise InputError("each YAML document must be a mapping", where=f"{where}: document {i + 1}")

@@ -11,6 +11,7 @@ from typing import Any
 
 from ranktable.compose.flavours import DEFAULT_FLAVOUR
 from ranktable.errors import InputError
+from ranktable.limits import MAX_COUNT, MAX_NODES, brief
 
 FRAMEWORKS = ("mindspore", "pytorch")
 RANK_TABLE_VERSIONS = ("v1", "v2")
@@ -177,7 +178,7 @@ class _Reader:
             framework=_str(d.get("framework", defaults.framework), "spec.framework"),
             command=_str_list(d.get("command") or [], "spec.command"),
             entry=None if entry is None else _entry(entry),
-            nodes=_int(d.get("nodes", defaults.nodes), "spec.nodes"),
+            nodes=_int(d.get("nodes", defaults.nodes), "spec.nodes", MAX_NODES),
             npus_per_node=_int(d.get("npus_per_node", defaults.npus_per_node), "spec.npus_per_node"),
             cpu=_opt_quantity(d.get("cpu"), "spec.cpu"),
             memory=_opt_quantity(d.get("memory"), "spec.memory"),
@@ -233,11 +234,15 @@ def _str(value: Any, where: str) -> str:
     return value
 
 
-def _int(value: Any, where: str) -> int:
+def _int(value: Any, where: str, maximum: int = MAX_COUNT) -> int:
+    """A whole number (or its decimal text) no larger than `maximum`, the limit named in the error."""
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().isdigit():
-            return int(value)
-        raise InputError(f"expected a whole number, got {value!r}", where=where)
+        if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 20:
+            value = int(value)
+        else:
+            raise InputError(f"expected a whole number, got {brief(value)}", where=where)
+    if value > maximum:
+        raise InputError(f"must be at most {maximum:,} (the limit), got {brief(value)}", where=where)
     return value
 
 
@@ -279,7 +284,7 @@ def _entry(value: Any) -> EntryPoint:
     return EntryPoint(
         script=_str(d["script"], "spec.entry.script"),
         args=_str_list(d.get("args") or [], "spec.entry.args"),
-        master_port=_int(d.get("master_port", DEFAULT_MASTER_PORT), "spec.entry.master_port"),
+        master_port=_int(d.get("master_port", DEFAULT_MASTER_PORT), "spec.entry.master_port", 65535),
         python=_str(d.get("python") or "", "spec.entry.python"),
     )
 

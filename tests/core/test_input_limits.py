@@ -139,3 +139,22 @@ def test_check_expanded_counts_shared_values_each_time() -> None:
     check_expanded([shared] * 10, "ok")
     with pytest.raises(InputError, match="more than 5,000 values"):
         check_expanded([shared] * 10, "x", nodes=5000)
+
+
+@pytest.mark.parametrize("nodes", [10**20, "100000000000000000000", 65_537])
+def test_a_job_of_more_than_65536_nodes_is_refused(nodes: object) -> None:
+    from ranktable.compose.spec import JobSpec
+
+    with pytest.raises(InputError) as err:
+        JobSpec.from_dict({"name": "a", "image": "i", "nodes": nodes, "command": ["x"]})
+    assert err.value.where == "spec.nodes"
+    assert "at most 65,536" in str(err.value) or "whole number" in str(err.value)
+    assert len(str(err.value)) < 200
+    assert JobSpec.from_dict({"name": "a", "image": "i", "nodes": 65_536, "command": ["x"]}).nodes == 65_536
+
+
+def test_manifests_refuse_alias_bombs() -> None:
+    from ranktable.compose.manifests import load_manifests
+
+    with pytest.raises(InputError, match="5,000,000 values"):
+        load_manifests(laughs(kind="ConfigMap"), "job.yaml")
