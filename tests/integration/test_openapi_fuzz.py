@@ -1,0 +1,135 @@
+"""Schemathesis against openapi.yaml on a live Jupyter server: whatever it sends, never a 5xx.
+
+Bounded for CI: a fixed seed (RANKTABLE_FUZZ_SEED overrides), a few examples per operation and a time
+budget. The server runs as its own process, with no cluster configured, as a fresh install would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+OPENAPI = Path(__file__).parents[2] / "ranktable" / "server_ext" / "openapi.yaml"
+TOKEN = "fuzz-token-0123456789"
+SEED = os.environ.get("RANKTABLE_FUZZ_SEED", "20261201")
+
+
+@dataclass
+class LiveServer:
+    url: str
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def live_server(tmp_path: Path) -> Iterator[LiveServer]:
+    port = free_port()
+    root = tmp_path / "root"
+    root.mkdir()
+    config = {
+        "ServerApp": {
+            "jpserver_extensions": {"ranktable": True},
+            "root_dir": str(root),
+            "ip": "127.0.0.1",
+            "port": port,
+            "port_retries": 0,
+            "open_browser": False,
+            "allow_root": True,
+        },
+        "IdentityProvider": {"token": TOKEN},
+        "Ranktable": {"state_dir": str(tmp_path / "state"), "kubeconfig": str(tmp_path / "no-kubeconfig")},
+    }
+    config_file = tmp_path / "jupyter_server_config.json"
+    config_file.write_text(json.dumps(config))
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+        "RANKTABLE_HOME": str(tmp_path / "home"),
+    }
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyter_server", f"--config={config_file}", "--debug"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                request = urllib.request.Request(url + "ranktable/config", headers=auth_header())
+                with urllib.request.urlopen(request, timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            assert proc.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, "the Jupyter server did not start in 60 s"
+            time.sleep(0.3)
+        yield LiveServer(url, log)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def auth_header() -> dict[str, str]:
+    return {"Authorization": f"token {TOKEN}"}
+
+
+def test_no_request_the_openapi_document_allows_gets_a_5xx(live_server: LiveServer, tmp_path: Path) -> None:
+    argv = [
+        sys.executable,
+        "-m",
+        "schemathesis.cli",
+        "run",
+        str(OPENAPI),
+        "--url",
+        live_server.url,
+        "--header",
+        f"Authorization: token {TOKEN}",
+        "--checks",
+        "not_a_server_error",
+        "--max-examples",
+        "15",
+        "--max-time",
+        "60",
+        "--request-timeout",
+        "15",
+        "--seed",
+        SEED,
+        "--no-shrink",
+        "--workers",
+        "1",
+    ]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=150, cwd=tmp_path)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output[-6000:]
+    assert re.search(r"Tested: +\d+", output), output[-3000:]
+    server_log = live_server.log.read_text(errors="replace")
+    statuses = re.findall(r"\] (\d{3}) (?:GET|POST|PATCH|DELETE|PUT) /ranktable/", server_log)
+    assert not [s for s in statuses if s.startswith("5")], "the server logged a 5xx"
+    # the requests reached the handlers (authenticated, parsed, answered), not a blanket 403
+    assert len([s for s in statuses if s.startswith(("2", "4")) and s != "403"]) > 200, statuses[:50]
