@@ -17,7 +17,16 @@ from ranktable.observe.parsers import LineParser, compile_user_patterns
 from ranktable.observe.series import Alerts, RankSeries
 from ranktable.observe.settings import ObserveSettings
 from ranktable.observe.text import clean, inline_time, kube_time, rank_tag
-from ranktable.observe.triage import ErrorEvent, advice, better, first_failure, hung, iso, stragglers
+from ranktable.observe.triage import (
+    ErrorEvent,
+    advice,
+    better,
+    first_failure,
+    hung,
+    iso,
+    shared_switch,
+    stragglers,
+)
 
 # Error lines name their rank in several ways: torch_npu ``(PID:1, Device:0, RankID:13)``, DeepSpeed and
 # the watchdog ``[Rank 5]``, plain prints ``rank 13 ...``.
@@ -190,7 +199,7 @@ class RunObserver:
             "stragglers": slow,
             "hung": silent,
             "pending": pending,
-            "advice": advice(first, self.errors, ranks, self.settings),
+            "advice": advice(first, self.errors, ranks, self.settings) + shared_switch(slow, silent),
             "job_median_step_time_s": round(job_median, 6) if job_median is not None else None,
             "error_counts": dict(sorted(self.error_counts.items())),
             "log_time": iso(self.clock),

@@ -165,6 +165,22 @@ def hung(
     return out
 
 
+def shared_switch(slow: list[dict[str, Any]], silent: list[dict[str, Any]]) -> list[str]:
+    """Several slow or hung ranks under one leaf switch (on different servers): suspect the switch."""
+    by_leaf: dict[str, set[str]] = {}
+    ranks: dict[str, list[int]] = {}
+    for entry in [*slow, *silent]:
+        if entry.get("leaf"):
+            by_leaf.setdefault(entry["leaf"], set()).add(str(entry.get("server")))
+            ranks.setdefault(entry["leaf"], []).append(entry["rank"])
+    return [
+        f"slow/hung ranks {', '.join(map(str, sorted(set(ranks[leaf]))))} on {len(servers)} servers "
+        f"share leaf {leaf}: suspect that switch or its uplinks"
+        for leaf, servers in sorted(by_leaf.items())
+        if len(servers) >= 2
+    ]
+
+
 def _where(rank: int, layout: RankLayout) -> dict[str, Any]:
     place: RankPlace | None = layout.place(rank)
     return {

@@ -198,3 +198,15 @@ def test_series_memory_is_bounded_by_thinning() -> None:
     assert len(data["step"]) <= 100 and data["stride"] == 16
     assert data["step"][:3] == [1, 17, 33]
     assert observer.series[0].median_step_time() == pytest.approx(0.5)
+
+
+def test_slow_ranks_on_one_leaf_point_at_the_switch() -> None:
+    places = [RankPlace(n, n, f"p{n}", f"srv{n}", 0, "leaf-a" if n < 2 else "leaf-b") for n in range(6)]
+    observer = RunObserver(RankLayout(places))
+    for n in range(6):
+        observer.feed(f"p{n}", n, steps(n, 1.6 if n < 2 else 1.0, 100))
+    result = observer.diagnose("Running")
+    assert sorted(s["rank"] for s in result["stragglers"]) == [0, 1]
+    assert result["advice"] == [
+        "slow/hung ranks 0, 1 on 2 servers share leaf leaf-a: suspect that switch or its uplinks"
+    ]
