@@ -207,6 +207,10 @@ def main() -> int:
         f"diagnose + metrics JSON {run['results_s']:.2f} s)  target < 10 s"
     )
     print(
+        f"  per line: {1e6 * run['feed_s'] / run['lines']:.2f} us metrics + triage, "
+        f"{1e6 * run['split_s'] / run['lines']:.2f} us baseline"
+    )
+    print(
         f"  peer baseline (split lines + timestamps): {run['split_s']:.2f} s  -> "
         f"{run['feed_s'] / run['split_s']:.1f}x the baseline"
     )

@@ -457,10 +457,14 @@ def _last_value(series: dict[str, Any]) -> Callable[[str], str]:
 
 
 def _where(entry: dict[str, Any]) -> str:
-    return f"node rank {entry['node_rank']}, server {entry['server']}, leaf {entry['leaf']}"
+    from ranktable.observe.report import place_text
+
+    return place_text(entry)
 
 
 def _diagnose(args: argparse.Namespace) -> int:
+    from ranktable.observe.report import place_text
+
     observation = _observation(args)
     result = observation.diagnosis()
     if args.json:
@@ -469,18 +473,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     print(f"job {args.name} run {observation.uid} ({observation.source}): {result['summary']}")
     first = result["first_failure"]
     if first:
-        where = ", ".join(
-            f"{label} {first[key]}"
-            for key, label in (
-                ("node_rank", "node rank"),
-                ("pod", "pod"),
-                ("server", "server"),
-                ("device", "NPU"),
-                ("leaf", "leaf"),
-            )
-            if first.get(key) is not None
-        )
-        print(f"first failure: rank {first['rank']} ({where}) at {first['time']}")
+        print(f"first failure: rank {first['rank']} ({place_text(first)}) at {first['time']}")
         print(f"  {first['code']}: {first['title']}")
         print(f"  line: {first['line']}")
         print(f"  why: {first['explanation']}")

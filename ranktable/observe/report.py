@@ -8,19 +8,22 @@ from typing import Any
 MAX_ROWS = 64
 
 
+PLACE_FIELDS = (
+    ("node_rank", "node rank"),
+    ("pod", "pod"),
+    ("server", "server"),
+    ("device", "NPU"),
+    ("leaf", "leaf"),
+)
+
+
+def place_text(entry: dict[str, Any]) -> str:
+    """``node rank 5, pod p-5, server 10.0.0.5, NPU 1, leaf leaf-b`` for whatever the entry knows."""
+    return ", ".join(f"{label} {entry[key]}" for key, label in PLACE_FIELDS if entry.get(key) is not None)
+
+
 def _where(entry: dict[str, Any]) -> str:
-    parts = [
-        f"{label} {escape(str(entry[key]))}"
-        for key, label in (
-            ("node_rank", "node rank"),
-            ("pod", "pod"),
-            ("server", "server"),
-            ("device", "NPU"),
-            ("leaf", "leaf"),
-        )
-        if entry.get(key) is not None
-    ]
-    return ", ".join(parts)
+    return escape(place_text(entry))
 
 
 def diagnosis_html(result: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "hang_factor": (1.0, 1000.0),
     "hang_floor_s": (1.0, 86400.0),
     "spike_factor": (1.1, 100.0),
-    "max_points": (10, 100000),
+    "max_points": (10, 20000),
     "connect_timeout_s": (1.0, 7200.0),
 }
 
@@ -24,7 +24,7 @@ class ObserveSettings:
     hang_factor: float = 10.0  # silent for more than this x the median step time ...
     hang_floor_s: float = 120.0  # ... and more than this many seconds, while others progress
     spike_factor: float = 3.0  # a loss above this x the median of the rank's recent losses
-    max_points: int = 2000  # kept per rank and metric (older points thinned), so memory stays bounded
+    max_points: int = 500  # kept per rank and metric (older points thinned), so memory stays bounded
     connect_timeout_s: float = 120.0  # HCCL_CONNECT_TIMEOUT the job runs with (for EI0006 advice)
     patterns: tuple[str, ...] = ()  # user regexes with named groups (see parsers.compile_user_patterns)
 

@@ -48,7 +48,7 @@ class Ranktable(Configurable):
         {},
         config=True,
         help="Metrics and triage settings: straggler_factor (1.2), hang_factor (10), hang_floor_s (120), "
-        "spike_factor (3), max_points (2000), connect_timeout_s (120), patterns (regexes with named groups "
+        "spike_factor (3), max_points (500), connect_timeout_s (120), patterns (regexes with named groups "
         "step/loss/step_time_s/step_time_ms/throughput/lr/grad_norm/epoch/rank; RE2 syntax).",
     )
     request_timeout = Float(30.0, config=True, help="Seconds before a cluster or SSH call is abandoned.")

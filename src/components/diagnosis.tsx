@@ -1,6 +1,7 @@
 import * as React from 'react';
 
 import { IDiagnosis, IJobRunRef, IRankWhere, fetchDiagnosis } from '../observe';
+import { usePolled } from './polled';
 
 function where(entry: {
   node_rank: number | null;
@@ -124,29 +125,13 @@ export function DiagnosisPanel(props: {
   refreshMs?: number;
   onLoad?: (d: IDiagnosis) => void;
 }): JSX.Element {
-  const [diagnosis, setDiagnosis] = React.useState<IDiagnosis | null>(null);
-  const [error, setError] = React.useState<string | null>(null);
   const { namespace, name, run } = props.job;
-  const onLoad = props.onLoad;
-  React.useEffect(() => {
-    let live = true;
-    const load = () =>
-      fetchDiagnosis({ namespace, name, run })
-        .then(data => {
-          if (live) {
-            setDiagnosis(data);
-            setError(null);
-            onLoad?.(data);
-          }
-        })
-        .catch(reason => live && setError(String(reason?.message ?? reason)));
-    void load();
-    const timer = window.setInterval(load, props.refreshMs ?? 5000);
-    return () => {
-      live = false;
-      window.clearInterval(timer);
-    };
-  }, [namespace, name, run, props.refreshMs, onLoad]);
+  const [diagnosis, error] = usePolled(
+    () => fetchDiagnosis({ namespace, name, run }),
+    [namespace, name, run],
+    props.refreshMs,
+    props.onLoad
+  );
   if (!diagnosis) {
     return (
       <div className="jp-ranktable-diagnosis">{error ?? 'Diagnosing…'}</div>

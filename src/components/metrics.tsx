@@ -12,6 +12,7 @@ import {
   scaleFor
 } from '../observe';
 import { downloadText } from './common';
+import { usePolled } from './polled';
 
 const PALETTE = [
   '#1f77b4',
@@ -172,22 +173,12 @@ export interface IMetricsPanelProps {
 
 /** Live plots of a run: loss vs step (mean + per rank), step time per rank, throughput; CSV export. */
 export function MetricsPanel(props: IMetricsPanelProps): JSX.Element {
-  const [metrics, setMetrics] = React.useState<IMetrics | null>(null);
-  const [error, setError] = React.useState<string | null>(null);
   const { namespace, name, run } = props.job;
-  React.useEffect(() => {
-    let live = true;
-    const load = () =>
-      fetchMetrics({ namespace, name, run })
-        .then(data => live && (setMetrics(data), setError(null)))
-        .catch(reason => live && setError(String(reason?.message ?? reason)));
-    void load();
-    const timer = window.setInterval(load, props.refreshMs ?? 5000);
-    return () => {
-      live = false;
-      window.clearInterval(timer);
-    };
-  }, [namespace, name, run, props.refreshMs]);
+  const [metrics, error] = usePolled(
+    () => fetchMetrics({ namespace, name, run }),
+    [namespace, name, run],
+    props.refreshMs
+  );
   const highlight = new Set((props.stragglers ?? []).map(String));
   if (!metrics) {
     return (
