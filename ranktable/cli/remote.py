@@ -325,16 +325,16 @@ def _print_result(result: Any) -> int:
 
 
 def _sync(args: argparse.Namespace) -> int:
+    if not args.watch:
+        result = _sync_through_agent(args)
+        if result is not None:
+            return _print_result(result)
     from dataclasses import replace
 
     from ranktable.remote.autoupload import AutoUploader
     from ranktable.remote.profiles import ProfileStore
     from ranktable.remote.sync import Syncer
 
-    if not args.watch:
-        result = _sync_through_agent(args)
-        if result is not None:
-            return _print_result(result)
     settings = ProfileStore().get(args.name).sync
     if args.delete:
         settings = replace(settings, delete_remote=True)
@@ -373,8 +373,7 @@ def _sync_through_agent(args: argparse.Namespace) -> Any:
 
     if not agent.enabled():
         return None
-    from ranktable.remote.sync.progress import ProgressEvent
-    from ranktable.remote.sync.syncer import Conflict, SyncResult
+    from types import SimpleNamespace
 
     show = _progress_printer()
     message = {
@@ -387,12 +386,13 @@ def _sync_through_agent(args: argparse.Namespace) -> Any:
         "progress": show is not None,
     }
     try:
-        data = agent.call(message, (lambda event: show(ProgressEvent(**event))) if show else None)
+        data = agent.call(message, (lambda event: show(SimpleNamespace(**event))) if show else None)
     except (agent.AgentUnavailable, OSError):
         return None
-    data.pop("summary", None)
-    data["conflicts"] = [Conflict(**c) for c in data["conflicts"]]
-    return SyncResult(**data)
+    # A plain view of the result: importing the sync engine (and paramiko) would cost more than the sync.
+    summary = data.pop("summary")
+    data["conflicts"] = [SimpleNamespace(**c) for c in data["conflicts"]]
+    return SimpleNamespace(**data, summary=lambda: summary)
 
 
 def _download(args: argparse.Namespace) -> int:

@@ -38,10 +38,36 @@ Remote run (``ranktable.remote.run``)
 
 from __future__ import annotations
 
-from ranktable.remote.connection import ChannelLease, Connection, ExecResult
-from ranktable.remote.hostkeys import HostKeyStore, fingerprint
-from ranktable.remote.manager import ConnectionManager, default_manager
-from ranktable.remote.profiles import Endpoint, Profile, ProfileStore, SyncSettings
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ranktable.remote.connection import ChannelLease, Connection, ExecResult
+    from ranktable.remote.hostkeys import HostKeyStore, fingerprint
+    from ranktable.remote.manager import ConnectionManager, default_manager
+    from ranktable.remote.profiles import Endpoint, Profile, ProfileStore, SyncSettings
+
+# Imported on first use (PEP 562): light commands (a CLI sync through the agent) never load paramiko.
+_HOMES = {
+    "ChannelLease": "connection",
+    "Connection": "connection",
+    "ExecResult": "connection",
+    "HostKeyStore": "hostkeys",
+    "fingerprint": "hostkeys",
+    "ConnectionManager": "manager",
+    "default_manager": "manager",
+    "Endpoint": "profiles",
+    "Profile": "profiles",
+    "ProfileStore": "profiles",
+    "SyncSettings": "profiles",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(import_module(f"ranktable.remote.{_HOMES[name]}"), name)
+    raise AttributeError(f"module 'ranktable.remote' has no attribute {name!r}")
+
 
 __all__ = [
     "ChannelLease",

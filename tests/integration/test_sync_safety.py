@@ -128,3 +128,36 @@ def test_remote_edit_keeping_size_and_mtime_is_a_conflict(sshd_profile: SshdProf
     assert (remote / "cfg.yaml").read_bytes() == b"lr: 0.01\n"
     (local / "cfg.yaml").write_bytes(b"lr: 0.02\n")
     assert syncer.sync().uploaded == ["cfg.yaml"]
+
+
+def test_incremental_sync_of_saved_files_looks_at_them_alone(
+    sshd_profile: SshdProfile, outside: Path, tmp_path: Path
+) -> None:
+    """An automatic upload of a few saved files lists just those paths (and their folders) remotely,
+    with the same rules: a linked remote folder is still refused, deletions still need delete mode."""
+    local = tmp_path / "project"
+    for i in range(50):
+        (local / "pkg").mkdir(parents=True, exist_ok=True)
+        (local / "pkg" / f"m{i}.py").write_text(f"V = {i}\n")
+    syncer = Syncer(_conn(sshd_profile), local)
+    assert len(syncer.sync().uploaded) == 50
+    (local / "pkg" / "m3.py").write_text("V = 'changed'\n")
+    (local / "pkg" / "m4.py").unlink()
+    (local / "linkdir").mkdir()
+    (local / "linkdir" / "victim.txt").write_text("overwritten!")
+    only = ["pkg/m3.py", "pkg/m4.py", "linkdir/victim.txt"]
+    result = syncer.sync(only=only, delete=True)
+    assert result.uploaded == ["pkg/m3.py"] and result.deleted == ["pkg/m4.py"]
+    assert result.unchanged == 0  # the 47 other files were not even looked at
+    assert [c.path for c in result.conflicts] == ["linkdir/victim.txt"]
+    assert (outside / "victim.txt").read_text() == "precious"
+    remote = sshd_profile.remote_dir
+    assert (remote / "pkg" / "m3.py").read_text() == "V = 'changed'\n" and not (
+        remote / "pkg" / "m4.py"
+    ).exists()
+    full = syncer.sync()  # a full sync afterwards agrees: nothing left to do but the refused file
+    assert (
+        full.uploaded == []
+        and full.unchanged == 49
+        and [c.path for c in full.conflicts] == ["linkdir/victim.txt"]
+    )

@@ -66,14 +66,46 @@ LINK_PREFIX = b"L "  # "L <path>": a symbolic link (file records start with a di
 END_PREFIX = b"END "  # "END <find exit status>": never a listing record (those start with a size)
 
 
-def survey_script(root_expr: str, create: bool) -> str:
+MAX_LISTED_PATHS = 2000  # an incremental survey names at most this many paths (else: a full listing)
+
+
+def _with_parents(rels: list[str]) -> list[str]:
+    """The paths and every folder above them (a linked folder on the way must show up as a link)."""
+    found: set[str] = set()
+    for rel in rels:
+        parts = rel.split("/")
+        found.update("/".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return sorted(found)
+
+
+def survey_script(root_expr: str, create: bool, only: list[str] | None = None) -> str:
     """Resolve (and create) the root, report tools, clean leftovers, list every file, then ``END n``.
 
     Shell built-ins only, except ``find`` (and ``rm`` when leftovers exist): a survey starts no other
-    process, which keeps a no-op sync cheap on a busy instance.
+    process, which keeps a no-op sync cheap on a busy instance. With ``only`` (an automatic upload of a
+    few saved files), just those paths and their folders are looked at: the cost no longer grows with
+    the size of the tree.
     """
     prune = " -o ".join(f"-name {shlex.quote(d)}" for d in (*PRUNED_DIRS, STAGING_PREFIX + "*"))
     make = f"mkdir -p -- {root_expr} && " if create else ""
+    if only is not None:
+        paths = " ".join(shlex.quote("./" + rel) for rel in _with_parents(only))
+        listing = (
+            "find . -maxdepth 0 -printf '' 2>/dev/null; s=$?; "
+            + (
+                f"find {paths} -maxdepth 0 "
+                "\\( -type f -printf '%s %T@ %p\\0' -o -type l -printf 'L %p\\0' \\) 2>/dev/null; "
+                if paths
+                else ""
+            )
+            + "printf 'END %s\\0' $s"
+        )
+    else:
+        listing = (
+            f'for d in ./{STAGING_PREFIX}*; do [ -e "$d" ] && rm -rf -- "$d"; done; '
+            f"find . \\( {prune} \\) -prune -o -type f -name '*{TMP_MARK}*' -exec rm -f -- {{}} + "
+            "-o -type f -printf '%s %T@ %P\\0' -o -type l -printf 'L %P\\0'; printf 'END %s\\0' $?"
+        )
     return (
         f"if {make}cd -- {root_expr} 2>/dev/null; then printf '+%s\\n' \"$(pwd -P)\"; "
         f"else printf -- '-%s\\n' {root_expr}; fi; "
@@ -81,10 +113,7 @@ def survey_script(root_expr: str, create: bool) -> str:
         "command -v python3 >/dev/null 2>&1 || "
         "{ mv --version 2>/dev/null | head -n 1 | grep -q GNU && printf 'have gnu-mv\\n'; }; "
         f"printf -- '{LIST_MARK.decode().strip()}\\n'; "
-        f"cd -- {root_expr} 2>/dev/null || exit 0; "
-        f'for d in ./{STAGING_PREFIX}*; do [ -e "$d" ] && rm -rf -- "$d"; done; '
-        f"find . \\( {prune} \\) -prune -o -type f -name '*{TMP_MARK}*' -exec rm -f -- {{}} + "
-        "-o -type f -printf '%s %T@ %P\\0' -o -type l -printf 'L %P\\0'; printf 'END %s\\0' $?"
+        f"cd -- {root_expr} 2>/dev/null || exit 0; " + listing
     )
 
 
@@ -124,11 +153,16 @@ def parse_survey(conn: Connection, head: bytes, records: list[bytes], find_statu
     else:
         for record in records:
             if record.startswith(LINK_PREFIX):
-                links.add(record[len(LINK_PREFIX) :].decode("utf-8", "surrogateescape"))
+                links.add(_relative(record[len(LINK_PREFIX) :]))
             elif record:
                 size, mtime, rel = record.split(b" ", 2)
-                files[rel.decode("utf-8", "surrogateescape")] = RemoteFile(int(size), int(float(mtime)))
+                files[_relative(rel)] = RemoteFile(int(size), int(float(mtime)))
     return Survey(root, exists, caps, files, frozenset(links))
+
+
+def _relative(raw: bytes) -> str:
+    """A listed path relative to the root (incremental listings print ``./a/b``, full ones ``a/b``)."""
+    return raw.decode("utf-8", "surrogateescape").removeprefix("./")
 
 
 def _list_sftp(conn: Connection, root: str) -> tuple[dict[str, RemoteFile], set[str]]:

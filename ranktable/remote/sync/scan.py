@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -39,6 +40,24 @@ def scan(root: Path, rules: IgnoreRules) -> dict[str, LocalFile]:
                 st = entry.stat(follow_symlinks=False)
                 found[rel] = LocalFile(st.st_size, st.st_mtime_ns, st.st_mode & 0o777)
     return found
+
+
+def scan_paths(root: Path, rels: list[str], rules: IgnoreRules) -> dict[str, LocalFile]:
+    """Like ``scan`` for just ``rels`` (an automatic upload of saved files): one ``lstat`` each."""
+    found: dict[str, LocalFile] = {}
+    for rel in rels:
+        try:
+            st = os.lstat(root / rel)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        if stat.S_ISREG(st.st_mode) and not rules.ignored_path(rel) and not _through_local_link(root, rel):
+            found[rel] = LocalFile(st.st_size, st.st_mtime_ns, st.st_mode & 0o777)
+    return found
+
+
+def _through_local_link(root: Path, rel: str) -> bool:
+    parts = rel.split("/")[:-1]
+    return any(os.path.islink(root.joinpath(*parts[:end])) for end in range(1, len(parts) + 1))
 
 
 def sha256_file(path: Path) -> str:

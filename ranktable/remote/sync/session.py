@@ -40,12 +40,12 @@ HASHED_MARK = b"--ranktable-hashed--\n"
 
 
 class RemoteSession:
-    def __init__(self, conn: Connection, *, create: bool = True) -> None:
+    def __init__(self, conn: Connection, *, create: bool = True, only: list[str] | None = None) -> None:
         self.conn = conn
         self.staging = STAGING_PREFIX + secrets.token_hex(6)
         root_expr = root_expression(conn.endpoint.remote_dir)
         command = (
-            f"{survey_script(root_expr, create)}; "
+            f"{survey_script(root_expr, create, only)}; "
             'while read -r go; do case "$go" in "hash "*) '
             'head -c "${go#hash }" | xargs -0 sha256sum -- 2>/dev/null; '
             f"printf -- '{HASHED_MARK.decode().strip()}\\n';; *) break;; esac; done; "
@@ -63,6 +63,7 @@ class RemoteSession:
         self._reader.start()
         self._ended = False  # the remote script already exited (no root: nothing to wait for)
         self._pending = b""  # bytes received after the survey's END record
+        self.incremental = only is not None  # the listing covers ``only`` (and their folders) alone
 
     def hash(self, rels: list[str]) -> dict[str, str]:
         """sha256 of remote files (relative to the root), in this session: no extra channel or login.

@@ -30,8 +30,8 @@ from ranktable.remote.profiles import SyncSettings
 from ranktable.remote.sync.ignore import IgnoreRules
 from ranktable.remote.sync.manifest import Entry, Manifest
 from ranktable.remote.sync.progress import Meter, ProgressCallback
-from ranktable.remote.sync.remote_tree import RemoteFile, Survey
-from ranktable.remote.sync.scan import LocalFile, scan, sha256_file
+from ranktable.remote.sync.remote_tree import MAX_LISTED_PATHS, RemoteFile, Survey
+from ranktable.remote.sync.scan import LocalFile, scan, scan_paths, sha256_file
 from ranktable.remote.sync.session import RemoteSession
 from ranktable.remote.sync.transfer import UploadItem, upload_sftp
 
@@ -174,10 +174,14 @@ class Syncer:
         self, manifest: Manifest, session: RemoteSession, *, force: bool, delete: bool, only: set[str] | None
     ) -> _Plan:
         rules = self.rules()
-        with ThreadPoolExecutor(max_workers=1) as pool:  # walk the local tree while the remote answers
-            scanning = pool.submit(scan, self.local_root, rules)
+        if only is not None and session.incremental:  # a few saved files: look at them alone
             remote_side = session.survey()
-            local = scanning.result()
+            local = scan_paths(self.local_root, sorted(only), rules)
+        else:
+            with ThreadPoolExecutor(max_workers=1) as pool:  # walk the local tree while the remote answers
+                scanning = pool.submit(scan, self.local_root, rules)
+                remote_side = session.survey()
+                local = scanning.result()
         caps, remote = remote_side.caps, remote_side.files
         result = SyncResult()
         uploads: list[str] = []
@@ -243,8 +247,8 @@ class Syncer:
                     result.adopted.append(rel)
                 else:
                     result.conflicts.append(Conflict(rel, "a different file already exists remotely"))
-        for rel in [r for r in gone if r not in remote]:
-            manifest.entries.pop(rel, None)
+        for rel in [r for r in gone if r not in remote and (only is None or r in only)]:
+            manifest.entries.pop(rel, None)  # gone on both sides (only paths the listing looked at)
         result.conflicts.sort(key=lambda c: c.path)
         return _Plan(uploads, deletes, result, local, adopt, remote_side)
 
@@ -303,7 +307,10 @@ class Syncer:
             items: list[UploadItem] = []
             session: RemoteSession | None = None
             try:
-                session = RemoteSession(self.conn, create=not dry_run)
+                incremental = wanted is not None and len(wanted) <= MAX_LISTED_PATHS
+                session = RemoteSession(
+                    self.conn, create=not dry_run, only=sorted(wanted) if incremental and wanted else None
+                )
                 plan = self._plan(manifest, session, force=force, delete=delete, only=wanted)
                 root, caps = plan.survey.root, plan.survey.caps
                 if not dry_run and not plan.survey.exists:

@@ -62,6 +62,8 @@ class _ChannelWriter:
         self.channel = channel
         self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=depth)
         self._error: BaseException | None = None
+        self._pending: list[bytes] = []
+        self._size = 0
         self._sender = threading.Thread(target=self._send, name="ranktable-tar-sender", daemon=True)
         self._sender.start()
 
@@ -81,12 +83,23 @@ class _ChannelWriter:
             raise self._error
 
     def write(self, data: bytes) -> int:
+        """Queue ``data``; small writes (tar headers, padding) are gathered into blocks of ~1 MiB."""
         self._raise()
-        self._queue.put(bytes(data))
+        self._pending.append(data if isinstance(data, bytes) else bytes(data))
+        self._size += len(data)
+        if self._size >= BLOCK:
+            self._flush()
         return len(data)
+
+    def _flush(self) -> None:
+        if self._pending:
+            block = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
+            self._pending, self._size = [], 0
+            self._queue.put(block)
 
     def close(self) -> None:
         """Wait until everything is sent (or re-raise the send failure)."""
+        self._flush()
         self._queue.put(None)
         self._sender.join()
         self._raise()
@@ -187,13 +200,8 @@ def write_tar(
 ) -> list[tuple[str, Entry]]:
     """Stream ``items`` as a tar archive whose last member tells the remote side what to apply."""
     done: list[tuple[str, Entry]] = []
-    stream: Any = _ChannelWriter(channel)
-    # closing() runs after the tar's own exit, so the end-of-archive blocks are sent before the writer stops.
-    with (
-        contextlib.closing(stream),
-        tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT, bufsize=BLOCK) as tar,
-    ):
-        tar.copybufsize = BLOCK  # type: ignore[attr-defined]  # 1 MiB reads: few Python-level calls
+    stream = _ChannelWriter(channel)
+    with contextlib.closing(stream):  # closing sends what is left, then waits for the sender
         for item in items:
             with item.path.open("rb") as fh:
                 st = os.fstat(fh.fileno())
@@ -202,7 +210,7 @@ def write_tar(
                 info.mtime = int(st.st_mtime)
                 info.mode = st.st_mode & 0o777
                 hashing = HashingReader(fh, meter.add_bytes)
-                tar.addfile(info, hashing)
+                _add_member(stream, info, hashing)
             done.append((item.rel, _entry(st, hashing.hexdigest())))
             meter.file_done(item.rel)
         # Last member: only a complete stream lets the remote side apply anything.
@@ -215,8 +223,29 @@ def write_tar(
         info = tarfile.TarInfo(name)
         info.size = len(payload)
         info.mode = 0o600
-        tar.addfile(info, io.BytesIO(payload))
+        _add_member(stream, info, io.BytesIO(payload))
+        stream.write(b"\0" * (2 * tarfile.BLOCKSIZE))  # end of archive
     return done
+
+
+def _add_member(stream: _ChannelWriter, info: tarfile.TarInfo, data: Any) -> None:
+    """One tar member written straight to ``stream``: the header (PAX for long or non-ASCII names),
+    exactly ``info.size`` bytes read in 1 MiB blocks, and the padding to a 512-byte boundary.
+
+    What ``tarfile``'s stream mode writes, without its per-write buffer copying (a fifth of a first
+    sync's CPU time when profiled).
+    """
+    stream.write(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+    left = info.size
+    while left:
+        block = data.read(min(BLOCK, left))
+        if not block:
+            raise OSError(f"{info.name}: file shrank while it was being sent (sync again)")
+        stream.write(block)
+        left -= len(block)
+    remainder = info.size % tarfile.BLOCKSIZE
+    if remainder:
+        stream.write(b"\0" * (tarfile.BLOCKSIZE - remainder))
 
 
 def check_status(status: int, stderr: bytes) -> None:
