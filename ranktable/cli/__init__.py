@@ -29,12 +29,16 @@ COMMAND_MODULES = (
 
 Handler = Callable[[argparse.Namespace], int]
 
+# Commands run often (on every save, from scripts) load only their own module: importing every area
+# (planner, composer, validators) would cost more than a sync through the connection agent.
+SINGLE_MODULE_COMMANDS = dict.fromkeys(("ssh", "sync", "download", "exec"), "ranktable.cli.remote")
+
 
 class CliError(RanktableError):
     """A usage problem found by a command handler (exit code 2)."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ranktable",
         description="Plan rank layouts, compose and watch ranktable-routed Volcano jobs, "
@@ -43,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ranktable {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in COMMAND_MODULES:
+    for name in (only,) if only else COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -64,8 +68,9 @@ def command_name(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(SINGLE_MODULE_COMMANDS.get(words[0]) if words else None)
+    args = parser.parse_args(words)
     handler: Handler = args.handler
     try:
         return handler(args)
