@@ -14,6 +14,8 @@ from typing import Any
 
 from ranktable.errors import InputError
 
+WATCH_DEBOUNCE = 0.25  # seconds of quiet before `sync --watch` uploads (bursts such as checkouts batch up)
+
 
 def register(sub: Any) -> None:
     ssh: argparse.ArgumentParser = sub.add_parser(
@@ -352,7 +354,7 @@ def _sync(args: argparse.Namespace) -> int:
             print(f"[{stamp}] ", end="")
             _print_result(res)
 
-    uploader = AutoUploader(syncer, "always", on_result=report).start(watch=True)
+    uploader = AutoUploader(syncer, "always", debounce=WATCH_DEBOUNCE, on_result=report).start(watch=True)
     print(f"watching {syncer.local_root} (Ctrl+C to stop)")
     stop = threading.Event()
     try:

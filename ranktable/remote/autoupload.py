@@ -114,7 +114,7 @@ class AutoUploader:
             self._rules = self.syncer.rules()
         if self._rules.ignored_path(rel):
             return
-        self._enqueue(FULL if is_dir else rel)
+        self._enqueue(f"{rel}/" if is_dir else rel)  # a folder: that subtree alone (a rename, a checkout)
 
     # -- running ------------------------------------------------------------------------------------
     def start(self, *, watch: bool | None = None) -> AutoUploader:

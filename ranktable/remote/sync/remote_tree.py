@@ -89,17 +89,17 @@ def survey_script(root_expr: str, create: bool, only: list[str] | None = None) -
     prune = " -o ".join(f"-name {shlex.quote(d)}" for d in (*PRUNED_DIRS, STAGING_PREFIX + "*"))
     make = f"mkdir -p -- {root_expr} && " if create else ""
     if only is not None:
-        paths = " ".join(shlex.quote("./" + rel) for rel in _with_parents(only))
-        listing = (
-            "find . -maxdepth 0 -printf '' 2>/dev/null; s=$?; "
-            + (
-                f"find {paths} -maxdepth 0 "
-                "\\( -type f -printf '%s %T@ %p\\0' -o -type l -printf 'L %p\\0' \\) 2>/dev/null; "
-                if paths
-                else ""
-            )
-            + "printf 'END %s\\0' $s"
-        )
+        files = [e for e in only if not e.endswith("/")]
+        folders = [e.rstrip("/") for e in only if e.endswith("/")]
+        paths = " ".join(shlex.quote("./" + rel) for rel in _with_parents(files + folders))
+        below = " ".join(shlex.quote("./" + rel) for rel in folders)
+        record = "-type f -printf '%s %T@ %p\\0' -o -type l -printf 'L %p\\0'"
+        listing = "find . -maxdepth 0 -printf '' 2>/dev/null; s=$?; "
+        if paths:
+            listing += f"find {paths} -maxdepth 0 \\( {record} \\) 2>/dev/null; "
+        if below:  # the folders' contents (pruned like a full listing)
+            listing += f"find {below} -mindepth 1 \\( {prune} \\) -prune -o {record} 2>/dev/null; "
+        listing += "printf 'END %s\\0' $s"
     else:
         listing = (
             f'for d in ./{STAGING_PREFIX}*; do [ -e "$d" ] && rm -rf -- "$d"; done; '

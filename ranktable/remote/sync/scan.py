@@ -22,9 +22,10 @@ class LocalFile:
     mode: int
 
 
-def scan(root: Path, rules: IgnoreRules) -> dict[str, LocalFile]:
+def scan(root: Path, rules: IgnoreRules, start: str = "") -> dict[str, LocalFile]:
+    """Every kept regular file under ``root`` (or under its subfolder ``start``)."""
     found: dict[str, LocalFile] = {}
-    stack = [""]
+    stack = [start]
     while stack:
         rel_dir = stack.pop()
         try:
@@ -46,6 +47,11 @@ def scan_paths(root: Path, rels: list[str], rules: IgnoreRules) -> dict[str, Loc
     """Like ``scan`` for just ``rels`` (an automatic upload of saved files): one ``lstat`` each."""
     found: dict[str, LocalFile] = {}
     for rel in rels:
+        if rel.endswith("/"):  # a whole folder (renamed, created, or changed by a checkout)
+            folder = rel.rstrip("/")
+            if not rules.ignored_path(folder) and not _through_local_link(root, folder + "/x"):
+                found.update(scan(root, rules, folder))
+            continue
         try:
             st = os.lstat(root / rel)
         except (FileNotFoundError, NotADirectoryError):

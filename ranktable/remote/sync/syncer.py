@@ -33,7 +33,7 @@ from ranktable.remote.sync.progress import Meter, ProgressCallback
 from ranktable.remote.sync.remote_tree import MAX_LISTED_PATHS, RemoteFile, Survey
 from ranktable.remote.sync.scan import LocalFile, scan, scan_paths, sha256_file
 from ranktable.remote.sync.session import RemoteSession
-from ranktable.remote.sync.transfer import UploadItem, upload_sftp
+from ranktable.remote.sync.transfer import FEW_FILES, UploadItem, upload_sftp
 
 BULK_DELETE_MIN_FILES = 10  # deleting this many files or fewer never needs confirmation
 BULK_DELETE_FRACTION = 0.5  # ... nor deleting at most this share of the files we uploaded
@@ -99,6 +99,21 @@ class _Plan:
     local: dict[str, LocalFile]
     adopt: dict[str, Entry]
     survey: Survey
+
+
+class Selection:
+    """What an automatic upload looks at: files (``a/b.py``) and whole folders (``a/``)."""
+
+    def __init__(self, entries: Iterable[str]) -> None:
+        self.entries = sorted(set(entries))
+        self._files = {e for e in self.entries if not e.endswith("/")}
+        self._folders = tuple(e for e in self.entries if e.endswith("/"))
+
+    def __contains__(self, rel: object) -> bool:
+        return isinstance(rel, str) and (rel in self._files or rel.startswith(self._folders))
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
 
 
 def confine_remote(root: str, path: str) -> str:
@@ -171,12 +186,12 @@ class Syncer:
 
     # -- planning -----------------------------------------------------------------------------------
     def _plan(
-        self, manifest: Manifest, session: RemoteSession, *, force: bool, delete: bool, only: set[str] | None
+        self, manifest: Manifest, session: RemoteSession, *, force: bool, delete: bool, only: Selection | None
     ) -> _Plan:
         rules = self.rules()
         if only is not None and session.incremental:  # a few saved files: look at them alone
             remote_side = session.survey()
-            local = scan_paths(self.local_root, sorted(only), rules)
+            local = scan_paths(self.local_root, only.entries, rules)
         else:
             with ThreadPoolExecutor(max_workers=1) as pool:  # walk the local tree while the remote answers
                 scanning = pool.submit(scan, self.local_root, rules)
@@ -188,7 +203,7 @@ class Syncer:
         verify: list[str] = []
         recheck: list[str] = []  # about to be overwritten or deleted: did someone edit it keeping size+mtime?
         adopt: dict[str, Entry] = {}
-        names = sorted(local if only is None else [r for r in only if r in local])
+        names = sorted(local if only is None else [r for r in local if r in only])
         for rel in names:
             lf = local[rel]
             entry = manifest.entries.get(rel)
@@ -261,7 +276,7 @@ class Syncer:
         local: dict[str, LocalFile],
         force: bool,
         delete: bool,
-        only: set[str] | None,
+        only: Selection | None,
     ) -> tuple[list[str], list[str]]:
         """Files we uploaded that are gone locally: which to delete remotely (and all of them)."""
         remote = remote_side.files
@@ -302,14 +317,14 @@ class Syncer:
         with manifest.locked():
             manifest.load()
             tracked = len(manifest.entries)
-            wanted = set(only) if only is not None else None
+            wanted = Selection(only) if only is not None else None
             meter = Meter("upload", 0, 0, progress)
             items: list[UploadItem] = []
             session: RemoteSession | None = None
             try:
-                incremental = wanted is not None and len(wanted) <= MAX_LISTED_PATHS
+                incremental = wanted is not None and len(wanted.entries) <= MAX_LISTED_PATHS
                 session = RemoteSession(
-                    self.conn, create=not dry_run, only=sorted(wanted) if incremental and wanted else None
+                    self.conn, create=not dry_run, only=wanted.entries if incremental and wanted else None
                 )
                 plan = self._plan(manifest, session, force=force, delete=delete, only=wanted)
                 root, caps = plan.survey.root, plan.survey.caps
@@ -344,7 +359,8 @@ class Syncer:
                 use_tar = self.method == "tar" or (self.method == "auto" and caps.tar_upload)
                 result.method = "tar" if use_tar else "sftp"
                 if use_tar:
-                    session.upload(root, items, plan.deletes, meter, record, python=caps.python3)
+                    few = len(items) + len(plan.deletes) <= FEW_FILES
+                    session.upload(root, items, plan.deletes, meter, record, python=caps.python3 and not few)
                 else:
                     session.finish()
                     upload_sftp(self.conn, root, items, plan.deletes, meter, record, self.workers)

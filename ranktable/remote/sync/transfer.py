@@ -36,6 +36,7 @@ from ranktable.remote.sync.scan import HashingReader
 
 APPLY_SCRIPT = ".ranktable-apply.sh"
 ARGS_PER_LINE = 200
+FEW_FILES = 8  # uploads this small are applied with plain `mv` (no Python start-up on the instance)
 BLOCK = 1 << 20
 OnDone = Callable[[str, Entry], None]
 
@@ -127,10 +128,13 @@ def _apply_script(root: str, staging: str, rels: list[str], deletes: list[str]) 
         lines.append(f"if [ -L {quoted} ]; then echo refused: {quoted} is a symbolic link >&2; exit 3; fi")
     for chunk in _chunks(dirs):
         lines.append("mkdir -p -- " + " ".join(q(d) for d in chunk))
-    for directory, members in sorted(by_dir.items()):
-        for chunk in _chunks(members):
-            sources = " ".join(q(f"{staging}/{rel}") for rel in chunk)
-            lines.append(f"mv -f -t {q(directory)} -- {sources}")
+    if len(rels) <= FEW_FILES:  # one POSIX `mv` each: cheaper than starting Python for a saved file
+        lines += [f"mv -f -- {q(f'{staging}/{rel}')} {q(rel)}" for rel in rels]
+    else:
+        for directory, members in sorted(by_dir.items()):
+            for chunk in _chunks(members):
+                sources = " ".join(q(f"{staging}/{rel}") for rel in chunk)
+                lines.append(f"mv -f -t {q(directory)} -- {sources}")
     for chunk in _chunks(deletes):
         lines.append("rm -f -- " + " ".join(q(rel) for rel in chunk))
     return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
