@@ -130,3 +130,30 @@ def test_never_mode_uploads_nothing(sshd_profile: SshdProfile, tmp_path: Path) -
         assert uploader.syncs == 0 and not (sshd_profile.remote_dir / "a.txt").exists()
     finally:
         uploader.stop()
+
+
+def test_a_renamed_folder_syncs_that_subtree_alone(sshd_profile: SshdProfile, tmp_path: Path) -> None:
+    """Watch mode: renaming a folder uploads its files under the new name, and only that subtree is
+    looked at (the rest of the tree is not listed again)."""
+    local = tmp_path / "proj"
+    for i in range(30):
+        (local / "data").mkdir(parents=True, exist_ok=True)
+        (local / "data" / f"d{i}.txt").write_text(f"{i}\n")
+        (local / "other").mkdir(exist_ok=True)
+        (local / "other" / f"o{i}.txt").write_text(f"{i}\n")
+    syncer = Syncer(_conn(sshd_profile), local)
+    syncer.sync()
+    results: list[Any] = []
+    uploader = AutoUploader(syncer, "always", debounce=0.2, on_result=lambda r, e: results.append(r)).start()
+    try:
+        time.sleep(0.5)
+        os.rename(local / "data", local / "renamed")
+        target = sshd_profile.remote_dir / "renamed"
+        assert _wait_for(lambda: target.is_dir() and len(os.listdir(target)) == 30)
+        assert (target / "d7.txt").read_text() == "7\n"
+        uploaded = [r for r in results if r is not None and r.uploaded]
+        assert sum(len(r.uploaded) for r in uploaded) == 30
+        assert all(r.unchanged == 0 for r in uploaded)  # "other/" was never part of these syncs
+        assert (sshd_profile.remote_dir / "data" / "d7.txt").exists()  # delete mode off: kept remotely
+    finally:
+        uploader.stop()
