@@ -69,7 +69,8 @@ def command_name(args: argparse.Namespace) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(SINGLE_MODULE_COMMANDS.get(words[0]) if words else None)
+    only = SINGLE_MODULE_COMMANDS.get(words[0]) if words else None
+    parser = build_parser(only) if only else build_parser()
     args = parser.parse_args(words)
     handler: Handler = args.handler
     try:
