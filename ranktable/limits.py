@@ -13,7 +13,7 @@ import os
 import reprlib
 import sys
 import zlib
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -51,18 +51,23 @@ def read_bytes(path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES, wha
     where = os.fspath(path)
     try:
         with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+            return read_stream(handle, where, limit=limit, what=what)
     except FileNotFoundError:
         raise MissingFileError(f"{what} not found", where=where, fix="check the path") from None
     except IsADirectoryError:
         raise InputError(f"is a directory, not a {what}", where=where, fix="give a file") from None
     except OSError as err:
         raise InputError(f"cannot read the {what}: {err.strerror or err}", where=where) from None
+
+
+def read_stream(stream: BinaryIO, where: str, *, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
+    """At most `limit` bytes of an open stream (a file, stdin); more is an error naming the limit."""
+    data = stream.read(limit + 1)
     if len(data) > limit:
         raise InputError(
             f"is larger than the {size_text(limit)} limit for a {what}",
             where=where,
-            fix="give the right file; this one is too big, or endless like /dev/zero",
+            fix="give the right input; this one is too big, or endless like /dev/zero",
         )
     return data
 

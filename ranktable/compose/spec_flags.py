@@ -12,7 +12,7 @@ from typing import Any
 
 from ranktable.compose.spec import JobSpec
 from ranktable.errors import InputError
-from ranktable.limits import MAX_FILE_BYTES, brief, decode_utf8, load_json, read_text, size_text
+from ranktable.limits import brief, decode_utf8, load_json, read_stream, read_text
 
 
 def add_spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
@@ -86,13 +86,10 @@ def _volumes(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def read_input(path: str, what: str) -> str:
-    """A UTF-8 input file, or stdin for `-`, at most `MAX_FILE_BYTES` (the error names the limit)."""
+    """A UTF-8 input file, or stdin for `-`, at most `limits.MAX_FILE_BYTES` (the error names the limit)."""
     if path != "-":
         return read_text(path, what=what)
-    data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
-    if len(data) > MAX_FILE_BYTES:
-        raise InputError(f"is larger than the {size_text(MAX_FILE_BYTES)} limit for a {what}", where="stdin")
-    return decode_utf8(data, "stdin", what=what)
+    return decode_utf8(read_stream(sys.stdin.buffer, "stdin", what=what), "stdin", what=what)
 
 
 def split_words(value: str, flag: str) -> list[str]:
