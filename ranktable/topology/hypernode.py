@@ -11,9 +11,10 @@ servers are named by node name with the nodes' InternalIP / Hostname as aliases,
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
+
+import re2
 
 from ranktable.limits import brief
 from ranktable.topology._fields import Field, location, parse_yaml_documents
@@ -83,12 +84,17 @@ def _selector(member: Field) -> tuple[str, Field]:
     return given[0], selector.key(given[0])
 
 
-def _pattern(match: Field) -> re.Pattern[str]:
+def _pattern(match: Field) -> Any:
+    """A regexMatch pattern compiled with RE2, as Volcano does: linear time, so `^(a+)+$` cannot hang."""
     pattern = match.key("pattern")
+    options = re2.Options()
+    options.log_errors = False
     try:
-        return re.compile(pattern.text())
-    except re.error as err:
-        raise pattern.error(f"invalid regular expression: {err}") from None
+        return re2.compile(pattern.text(), options)
+    except re2.error as err:
+        raise pattern.error(
+            f"invalid regular expression (RE2 syntax, as Volcano uses): {brief(str(err))}"
+        ) from None
 
 
 class _Resolver:

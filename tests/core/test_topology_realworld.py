@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,35 @@ def test_plan_takes_label_keys_for_the_labels_format(
 def test_label_keys_with_another_format_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="label keys apply to the labels format"):
         load_topology(DATA / "topology.fat-tree.conf", label_keys=["a"])
+
+
+def test_a_backtracking_regex_match_is_linear_time_as_in_volcano() -> None:
+    from ranktable.topology import topology_from_hypernodes
+
+    leaf = {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": "leaf"},
+        "spec": {
+            "tier": 1,
+            "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "^(a+)+$"}}}],
+        },
+    }
+    nodes = [{"metadata": {"name": "a" * 40 + "b"}}, {"metadata": {"name": "aaa"}}]
+    started = time.monotonic()
+    topo = topology_from_hypernodes([leaf], nodes)
+    assert time.monotonic() - started < 1  # Python's re takes minutes on the first name
+    assert list(topo.server_leaf) == ["aaa"]
+    with pytest.raises(InputError, match="RE2 syntax"):
+        topology_from_hypernodes(
+            [
+                {
+                    **leaf,
+                    "spec": {
+                        **leaf["spec"],
+                        "members": [{"type": "Node", "selector": {"regexMatch": {"pattern": "(a)\\1"}}}],
+                    },
+                }
+            ],
+            nodes,
+        )
