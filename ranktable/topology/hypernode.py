@@ -14,8 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import re2
-
 from ranktable.limits import brief
 from ranktable.topology._fields import Field, location, parse_yaml_documents
 from ranktable.topology.k8s_nodes import NodeInfo, node_infos
@@ -86,6 +84,8 @@ def _selector(member: Field) -> tuple[str, Field]:
 
 def _pattern(match: Field) -> Any:
     """A regexMatch pattern compiled with RE2, as Volcano does: linear time, so `^(a+)+$` cannot hang."""
+    import re2  # google-re2 (not in the launcher's minimal install, which never reads HyperNodes)
+
     pattern = match.key("pattern")
     options = re2.Options()
     options.log_errors = False
