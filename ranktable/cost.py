@@ -25,6 +25,7 @@ from ranktable.collectives.fabric import Fabric
 from ranktable.collectives.groups import RANK_ORDER, GroupCost, ParallelSizes, RankPlaces, group_costs
 from ranktable.errors import InputError
 from ranktable.hccl.bulk import gc_paused
+from ranktable.hccl.columns import RankColumns, columns_of
 from ranktable.hccl.model import RankTable
 from ranktable.plan.placement import Placement, place, ring_crossings
 from ranktable.topology.model import Topology
@@ -182,20 +183,58 @@ class Comparison:
 _Fabric = Fabric  # the tree arrays live in ranktable.collectives.fabric
 
 
-def _device_leaves(
-    table: RankTable, placement: Placement, fabric: _Fabric, order: list[int]
-) -> list[list[int]]:
-    """Per server in ring order, the leaf code of each device in rank order."""
-    rows: list[list[int]] = []
-    for i in order:
-        devices = table.servers[i].devices
-        leaves = placement.device_leaf[i]
-        if len(set(leaves)) <= 1:
-            rows.append([fabric.leaf_code(leaves[0] if leaves else None)] * len(devices))
-            continue
-        by_rank = sorted(range(len(devices)), key=lambda j: devices[j].rank_id)
-        rows.append([fabric.leaf_code(leaves[j]) for j in by_rank])
-    return rows
+@dataclass
+class RingDevices:
+    """Every device with servers in ring order and each server's devices by rank id: its leaf code and
+    rank id, and how many devices each server holds."""
+
+    leaf: np.ndarray
+    rank: np.ndarray
+    counts: np.ndarray
+
+    def first_and_last(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per server holding devices, the leaf of its first and of its last device."""
+        ends = np.cumsum(self.counts)
+        held = self.counts > 0
+        return self.leaf[(ends - self.counts)[held]], self.leaf[ends[held] - 1]
+
+
+def _device_codes(placement: Placement, fabric: _Fabric) -> np.ndarray:
+    """The leaf code of every device in table order (one code per server unless rail-optimised)."""
+    unknown = len(fabric.names)
+    code = fabric.code
+    per_server: list[int] = []
+    counts: list[int] = []
+    mixed: dict[int, list[str | None]] = {}
+    for i, leaves in enumerate(placement.device_leaf):
+        first = leaves[0] if leaves else None
+        if len(leaves) > 1 and leaves.count(first) != len(leaves):
+            mixed[i] = leaves
+        per_server.append(code.get(first, unknown) if first is not None else unknown)
+        counts.append(len(leaves))
+    codes = np.repeat(np.array(per_server, dtype=np.int64), counts)
+    if mixed:
+        starts = np.cumsum(counts) - counts
+        for i, leaves in mixed.items():
+            codes[starts[i] : starts[i] + len(leaves)] = [fabric.leaf_code(leaf) for leaf in leaves]
+    return codes
+
+
+def ring_devices(
+    columns: RankColumns, placement: Placement, fabric: _Fabric, order: list[int]
+) -> RingDevices:
+    """The devices of the servers in `order` (see `RingDevices`)."""
+    index = np.asarray(order, dtype=np.int64)
+    counts = columns.counts()[index]
+    start = np.zeros(len(index) + 1, dtype=np.int64)
+    np.cumsum(counts, out=start[1:])
+    rows = np.repeat(columns.start[:-1][index] - start[:-1], counts) + np.arange(start[-1], dtype=np.int64)
+    leaf, rank = _device_codes(placement, fabric)[rows], columns.rank_id[rows]
+    position = np.repeat(np.arange(len(index), dtype=np.int64), counts)
+    if len(rank) > 1 and not bool(((np.diff(rank) > 0) | (np.diff(position) > 0)).all()):
+        by_rank = np.lexsort((rank, position))  # stable, as each server's devices are sorted by rank
+        leaf, rank = leaf[by_rank], rank[by_rank]
+    return RingDevices(leaf, rank, counts)
 
 
 @dataclass
@@ -222,21 +261,19 @@ def _links_for(product: str, links: LinkModel) -> ProductLinks:
 
 
 def _shape(
-    table: RankTable, placement: Placement, rows: list[list[int]], product: str, why: str
+    table: RankTable, columns: RankColumns, order: list[int], ring: RingDevices, product: str, why: str
 ) -> tuple[JobShape, list[str]]:
     notes: list[str] = []
-    counts = {len(r) for r in rows}
-    order = placement.rank_order
-    if len(counts) == 1:
-        matrix = np.array(rows, dtype=np.int64)
+    counts = ring.counts
+    if len(counts) and counts.min() == counts.max():
+        matrix = ring.leaf.reshape(len(counts), int(counts[0]))
     else:
         notes.append("servers hold different NPU counts: costed as one flat level over every rank")
-        matrix = np.array([code for row in rows for code in row], dtype=np.int64).reshape(-1, 1)
-        return JobShape(matrix, product, why), notes
+        return JobShape(ring.leaf.reshape(-1, 1), product, why), notes
     pods = None
     if table.super_pods:
         pod_of = {sid: n for n, pod in enumerate(table.super_pods) for sid in pod.server_ids}
-        found = [pod_of.get(table.servers[i].server_id, -1) for i in order]
+        found = [pod_of.get(columns.server_id[i], -1) for i in order]
         if -1 in found:
             notes.append("some servers are in no super_pod_list entry; SuperPoDs ignored")
         else:
@@ -244,21 +281,15 @@ def _shape(
     return JobShape(matrix, product, why, pods), notes
 
 
-def _rank_places(table: RankTable, order: list[int], rows: list[list[int]]) -> RankPlaces | None:
-    ranks: list[int] = []
-    servers: list[int] = []
-    for pos, i in enumerate(order):
-        ids = sorted(d.rank_id for d in table.servers[i].devices)
-        ranks.extend(ids)
-        servers.extend([pos] * len(ids))
-    world = len(ranks)
-    index = np.array(ranks, dtype=np.int64)
+def _rank_places(ring: RingDevices) -> RankPlaces | None:
+    world = len(ring.rank)
+    index = ring.rank
     if world == 0 or index.min() < 0 or index.max() >= world or len(np.unique(index)) != world:
         return None
     server = np.empty(world, dtype=np.int64)
     leaf = np.empty(world, dtype=np.int64)
-    server[index] = servers
-    leaf[index] = [code for row in rows for code in row]
+    server[index] = np.repeat(np.arange(len(ring.counts), dtype=np.int64), ring.counts)
+    leaf[index] = ring.leaf
     return RankPlaces(server, leaf)
 
 
@@ -276,18 +307,18 @@ def order_metrics(
     links = links or LinkModel()
     query = query or CollectiveQuery()
     placement = placement or place(table, topology)
-    counts = [len(s.devices) for s in table.servers]
+    columns = columns_of(table)
+    counts = columns.counts().tolist()
     fabric = fabric or _Fabric(topology, max(counts, default=8), links.roce_gbps)
     order = placement.rank_order
     crossings = ring_crossings(placement.tier_codes(), order)
-    rows = _device_leaves(table, placement, fabric, order)
+    devices = ring_devices(columns, placement, fabric, order)
     ranks = sum(counts)
     servers = len(order)
     # Reference figures of the earlier model: the flat ring and the hierarchical ring.
     if servers > 1:
-        src = np.array([row[-1] for row in rows if row], dtype=np.int64)
-        dst = np.roll(np.array([row[0] for row in rows if row], dtype=np.int64), -1)
-        flat_factor = fabric.flows(src, dst)[0]
+        first, last = devices.first_and_last()
+        flat_factor = fabric.flows(last, np.roll(first, -1))[0]
     else:
         flat_factor = 1.0
     flat_gbps = links.roce_gbps * flat_factor
@@ -296,7 +327,7 @@ def order_metrics(
     local = counts[0] if counts else 0
     hierarchical: float | None = None
     if servers > 1 and local > 1 and all(c == local for c in counts):
-        matrix = np.array(rows, dtype=np.int64)
+        matrix = devices.leaf.reshape(servers, local)
         factor = fabric.flows(matrix.ravel(), np.roll(matrix, -1, axis=0).ravel())[0]
         hierarchical = hierarchical_allreduce_seconds(
             servers, local, message_bytes, links.roce_gbps * factor, links
@@ -307,9 +338,9 @@ def order_metrics(
         product, why = detect_product(
             table.version,
             bool(table.super_pods),
-            {s.hardware_type for s in table.servers if s.hardware_type},
+            {h for h in columns.hardware_type if h},
         )
-    shape, notes = _shape(table, placement, rows, product, why)
+    shape, notes = _shape(table, columns, order, devices, product, why)
     product_figures = _links_for(product, links)
     timing = default_timing()
     timing = type(timing)(links.alpha_s, links.gamma_s_per_byte, timing.sampled_steps)
@@ -328,7 +359,7 @@ def order_metrics(
     estimate.notes[:0] = notes
     groups: list[GroupCost] = []
     if query.parallel is not None:
-        places = _rank_places(table, order, rows)
+        places = _rank_places(devices)
         if places is None:
             raise InputError(
                 "rank ids are not 0..N-1 without gaps, so parallel groups cannot be formed",
@@ -379,7 +410,7 @@ def compare(
     given table's placement and the planned server order, when the caller has them (saves placing)."""
     links = links or LinkModel()
     query = query or CollectiveQuery()
-    counts = [len(s.devices) for s in given.servers]
+    counts = columns_of(given).counts().tolist()
     given_place = placements[0] if placements else None
     planned_place = placements[0].reordered(placements[1]) if placements else None
     with gc_paused():
@@ -409,7 +440,7 @@ def compare(
         after,
         speedup,
         message_bytes,
-        len(given.servers),
+        given.server_count,
         given.rank_size,
         tiers,
         links,

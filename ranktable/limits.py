@@ -109,11 +109,17 @@ def gunzip(data: bytes, where: str | None, *, limit: int = MAX_DECOMPRESSED_BYTE
 
 # -- documents ---------------------------------------------------------------------------------------------
 def load_json(
-    text: str | bytes, where: str | None, *, fix: str | None = None, line_in_where: bool = False
+    text: str | bytes,
+    where: str | None,
+    *,
+    fix: str | None = None,
+    line_in_where: bool = False,
+    nesting: bool = True,
 ) -> Any:
     """Parse JSON; syntax, nesting and integer-size problems are an `InputError` naming line or limit.
 
-    `line_in_where` writes a syntax error's place as `file:line` (the topology loaders' convention).
+    `line_in_where` writes a syntax error's place as `file:line` (the topology loaders' convention);
+    `nesting=False` leaves `check_nesting` to a caller that knows part of the document's shape.
     """
     try:
         doc = json.loads(text)
@@ -126,7 +132,8 @@ def load_json(
         raise _too_deep(where) from None
     except ValueError as err:  # an integer longer than MAX_INT_DIGITS, or bytes that are not UTF-8
         raise InputError(f"not valid JSON: {_value_error(err)}", where=where, fix=fix) from None
-    check_nesting(doc, where)
+    if nesting:
+        check_nesting(doc, where)
     return doc
 
 

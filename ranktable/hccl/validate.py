@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ranktable.errors import InputError
+from ranktable.hccl.columns import RankColumns, lazy_columns
 from ranktable.hccl.io import read_bytes, read_rank_table_lenient
 from ranktable.hccl.model import (
     STATUS_COMPLETED,
@@ -89,7 +90,7 @@ def validate_rank_table(table: RankTable) -> list[Problem]:
                 "version", f"unknown version {brief(table.version)}; expected one of {SUPPORTED_VERSIONS}"
             )
         )
-    count = len(table.servers)
+    count = table.server_count
     if table.declared_server_count is not None and table.declared_server_count != count:
         add(
             Problem(
@@ -97,8 +98,11 @@ def validate_rank_table(table: RankTable) -> list[Problem]:
                 f"says {table.declared_server_count} but server_list has {count} servers",
             )
         )
-    if table.status == STATUS_COMPLETED and not table.servers:
+    if table.status == STATUS_COMPLETED and not count:
         add(Problem("server_list", "a completed table must list at least one server"))
+    columns = lazy_columns(table)
+    if columns is not None and _columns_look_fine(table, columns):
+        return problems
     _check_servers(table, add)
     _check_devices(table, add)
     _check_device_counts(table, add)
@@ -106,6 +110,40 @@ def validate_rank_table(table: RankTable) -> list[Problem]:
     if table.version == "1.2":
         _check_super_pods(table, add)
     return problems
+
+
+def _columns_look_fine(table: RankTable, columns: RankColumns) -> bool:
+    """Every check below at once on a table read column-wise, in the common case where all pass
+    (False sends the table to the per-object checks, which name every problem)."""
+    ids = columns.server_id
+    lengths = list(map(len, ids))
+    if len(set(ids)) != len(ids) or (ids and (min(lengths) == 0 or max(lengths) > MAX_SERVER_ID_LENGTH)):
+        return False
+    counts = columns.counts()
+    if len(counts) and counts.min() != counts.max():
+        return False
+    if columns.devices:
+        server = columns.server_of_device()
+        device = columns.device_id
+        if device.min() < 0 or device.max() > MAX_DEVICE_ID:
+            return False
+        if len(np.unique(server * (MAX_DEVICE_ID + 1) + device)) != len(device):
+            return False
+    present = [ip for ip in columns.device_ip if ip]
+    if columns.servers > 1 and len(present) != columns.devices:
+        return False
+    if len(set(present)) != len(present):
+        return False
+    if table.version == "1.2" and not all(columns.super_device_id):
+        return False
+    if not _rank_blocks_fine(columns.rank_id, counts):
+        return False
+    if table.version == "1.2":
+        known = set(ids)
+        return table.super_pods is not None and all(
+            sid in known for pod in table.super_pods for sid in pod.server_ids
+        )
+    return True
 
 
 def _check_servers(table: RankTable, add: Any) -> None:
@@ -211,9 +249,16 @@ def _ranks_look_fine(table: RankTable) -> bool:
     if total == 0:
         return True
     ranks = np.fromiter((d.rank_id for s in table.servers for d in s.devices), dtype=np.int64, count=total)
+    return _rank_blocks_fine(ranks, np.array([len(s.devices) for s in table.servers], dtype=np.int64))
+
+
+def _rank_blocks_fine(ranks: np.ndarray, counts: np.ndarray) -> bool:
+    """`ranks` (server by server, `counts` each) are exactly 0..N-1 and each server's are contiguous."""
+    total = len(ranks)
+    if total == 0:
+        return True
     if ranks.min() < 0 or ranks.max() >= total or np.bincount(ranks, minlength=total).max() != 1:
         return False
-    counts = np.array([len(s.devices) for s in table.servers], dtype=np.int64)
     starts = (np.cumsum(counts) - counts)[counts > 0]
     spans = np.maximum.reduceat(ranks, starts) - np.minimum.reduceat(ranks, starts) + 1
     return bool((spans == counts[counts > 0]).all())

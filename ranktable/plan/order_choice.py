@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ranktable.cost import CollectiveQuery, LinkModel, order_metrics
+from ranktable.hccl.columns import columns_of
 from ranktable.hccl.model import RankTable
 from ranktable.plan.placement import Placement, place, ring_crossings
 from ranktable.plan.planner import PlanResult, renumber
@@ -83,14 +84,13 @@ def _expected_algorithm(table: RankTable, query: CollectiveQuery, message_bytes:
     from ranktable.collectives.choice import choose, detect_product
     from ranktable.collectives.estimate import level_buffer
 
-    counts = {len(s.devices) for s in table.servers}
+    columns = columns_of(table)
+    counts = set(columns.counts().tolist())
     per_server = counts.pop() if len(counts) == 1 else 1
-    servers = len(table.servers) if per_server > 1 or not counts else table.rank_size
+    servers = columns.servers if per_server > 1 or not counts else table.rank_size
     product = (
         query.product
-        or detect_product(
-            table.version, bool(table.super_pods), {s.hardware_type for s in table.servers if s.hardware_type}
-        )[0]
+        or detect_product(table.version, bool(table.super_pods), {h for h in columns.hardware_type if h})[0]
     )
     pods = len(table.super_pods or [])
     buffer = level_buffer(query.operation, message_bytes, table.rank_size)
@@ -129,7 +129,7 @@ def choose_order(
     candidates = _candidates(result.server_order, placement, algorithm)
     if query.parallel is not None:
         sizes = query.parallel.resolved(table.rank_size, query.parallel_where)
-        per_server = {len(s.devices) for s in table.servers}
+        per_server = set(columns_of(table).counts().tolist())
         interleaved = stage_interleaved(result.server_order, sizes.pp)
         stage_ranks = table.rank_size // sizes.pp
         if interleaved is not None and len(per_server) == 1 and stage_ranks % next(iter(per_server)) == 0:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ranktable.hccl.columns import RankColumns, lazy_columns
 from ranktable.hccl.model import RankTable, Server
 from ranktable.topology.model import Topology
 
@@ -77,12 +78,76 @@ def rails_of(topology: Topology) -> dict[str, dict[int, str]]:
 
 def rank_order(table: RankTable) -> list[int]:
     """Server indices ordered by their lowest rank id (the ring the given table really forms)."""
+    columns = lazy_columns(table)
+    if columns is not None:
+        return first_rank_order(columns)
     firsts = [min((d.rank_id for d in s.devices), default=i) for i, s in enumerate(table.servers)]
     return sorted(range(len(table.servers)), key=lambda i: (firsts[i], i))
 
 
+def first_rank_order(columns: RankColumns) -> list[int]:
+    """`rank_order` on columns: by lowest rank id, ties by index (a stable sort keeps index order)."""
+    return [int(i) for i in np.argsort(columns.first_ranks(), kind="stable")]
+
+
 def place(table: RankTable, topology: Topology) -> Placement:
     """Resolve every server against the topology and compute its tier keys."""
+    columns = lazy_columns(table)
+    if columns is not None:
+        return place_columns(columns, topology)
+    return _place_objects(table, topology)
+
+
+def place_columns(columns: RankColumns, topology: Topology) -> Placement:
+    """`place` for a table read column-wise (the same placement, without per-device objects)."""
+    tiers = max(topology.tier_count, 1)
+    rails = rails_of(topology)
+    key_cache: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
+    unknown_key = tuple((UNKNOWN,) for _ in range(tiers))
+    names: list[str | None] = []
+    leaves: list[tuple[str, ...]] = []
+    keys: list[tuple[tuple[str, ...], ...]] = []
+    device_leaf: list[list[str | None]] = []
+    counts = columns.counts().tolist()
+    bounds = columns.start.tolist()
+    device_ids = columns.device_id.tolist() if rails else []
+    resolve, server_leaf = topology.resolve, topology.server_leaf
+    for i, (server_id, host, container) in enumerate(
+        zip(columns.server_id, columns.host_ip, columns.container_ip, strict=True)
+    ):
+        name = resolve(server_id, host, container)
+        count = counts[i]
+        default = server_leaf.get(name) if name is not None else None
+        rail = rails.get(name) if name is not None and rails else None
+        if rail is None:
+            per_device: list[str | None] = [default] * count
+            used: tuple[str, ...] = (default,) if default is not None and count else ()
+        else:
+            per_device = [rail.get(d, default) for d in device_ids[bounds[i] : bounds[i + 1]]]
+            used = tuple(sorted({leaf for leaf in per_device if leaf is not None}))
+        if name is None or not used:
+            names.append(None)
+            leaves.append(())
+            keys.append(unknown_key)
+            device_leaf.append([None] * count)
+            continue
+        names.append(name)
+        leaves.append(used)
+        device_leaf.append(per_device)
+        key = key_cache.get(used)
+        if key is None:
+            key = key_cache[used] = _tier_key(topology, used, tiers)
+        keys.append(key)
+    return Placement(tiers, names, leaves, keys, first_rank_order(columns), device_leaf)
+
+
+def _tier_key(topology: Topology, used: tuple[str, ...], tiers: int) -> tuple[tuple[str, ...], ...]:
+    return tuple(
+        tuple(sorted({topology.ancestor(leaf, k) or "" for leaf in used})) for k in range(1, tiers + 1)
+    )
+
+
+def _place_objects(table: RankTable, topology: Topology) -> Placement:
     tiers = max(topology.tier_count, 1)
     rails = rails_of(topology)
     key_cache: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
@@ -106,11 +171,7 @@ def place(table: RankTable, topology: Topology) -> Placement:
         device_leaf.append(per_device)
         key = key_cache.get(used)
         if key is None:
-            key = tuple(
-                tuple(sorted({topology.ancestor(leaf, k) or "" for leaf in used}))
-                for k in range(1, tiers + 1)
-            )
-            key_cache[used] = key
+            key = key_cache[used] = _tier_key(topology, used, tiers)
         keys.append(key)
     return Placement(tiers, names, leaves, keys, rank_order(table), device_leaf)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ranktable.errors import InputError
 from ranktable.hccl.bulk import gc_paused
+from ranktable.hccl.columns import RankColumns, lazy_columns
 from ranktable.hccl.model import STATUS_COMPLETED, Device, RankTable, Server, SuperPod
 from ranktable.hccl.validate import validate_rank_table
 from ranktable.plan.placement import Placement, natural_key, place, ring_crossings
@@ -97,25 +98,26 @@ def topology_order(placement: Placement, slice_ids: dict[str, int] | None = None
     position = {server: n for n, server in enumerate(placement.rank_order)}
     slots = slice_ids or {}
     no_slot = float("inf")
-    name_key: dict[tuple[str, ...], tuple[tuple[str | int, ...], ...]] = {}
+    paths: dict[tuple[tuple[str, ...], ...], tuple[object, ...]] = {}  # per distinct tier key
 
     def sort_key(i: int) -> tuple[object, ...]:
-        if placement.names[i] is None:
-            return (1, (), 0, position[i])
-        path = []
-        for key in reversed(placement.keys[i]):
-            nk = name_key.get(key)
-            if nk is None:
-                nk = name_key[key] = tuple(natural_key(name) for name in key)
-            path.append(nk)
         name = placement.names[i]
-        return (0, tuple(path), slots.get(name, no_slot) if name else no_slot, position[i])
+        if name is None:
+            return (1, (), 0, position[i])
+        keys = placement.keys[i]
+        path = paths.get(keys)
+        if path is None:
+            path = paths[keys] = tuple(tuple(natural_key(n) for n in key) for key in reversed(keys))
+        return (0, path, slots.get(name, no_slot) if name else no_slot, position[i])
 
     return sorted(range(len(placement.names)), key=sort_key)
 
 
 def renumber(table: RankTable, order: list[int]) -> tuple[RankTable, dict[str, int], str]:
     """The table with servers in `order`, ranks 0..N-1 contiguous per server, device order kept."""
+    columns = lazy_columns(table)
+    if columns is not None:
+        return _renumber_columns(table, columns, order)
     servers: list[Server] = []
     node_rank: dict[str, int] = {}
     old_ranks: list[int] = []
@@ -140,13 +142,25 @@ def renumber(table: RankTable, order: list[int]) -> tuple[RankTable, dict[str, i
         )
         node_rank[src.server_id] = node
     mapping = ",".join(map("{}-{}".format, range(rank), old_ranks))
-    super_pods = (
-        None
-        if table.super_pods is None
-        else [SuperPod(p.super_pod_id, list(p.server_ids)) for p in table.super_pods]
-    )
-    planned = RankTable(table.status, table.version, servers, super_pods, dict(table.extra))
+    planned = RankTable(table.status, table.version, servers, _copy_pods(table.super_pods), dict(table.extra))
     return planned, node_rank, mapping
+
+
+def _renumber_columns(
+    table: RankTable, columns: RankColumns, order: list[int]
+) -> tuple[RankTable, dict[str, int], str]:
+    """`renumber` of a table read column-wise: the planned table is column-wise too."""
+    planned_columns, old_ranks = columns.renumbered(order)
+    node_rank = dict(zip(planned_columns.server_id, range(len(order)), strict=True))
+    mapping = ",".join(map("{}-{}".format, range(len(old_ranks)), old_ranks.tolist()))
+    planned = RankTable.from_columns(
+        table.status, table.version, planned_columns, _copy_pods(table.super_pods), dict(table.extra)
+    )
+    return planned, node_rank, mapping
+
+
+def _copy_pods(pods: list[SuperPod] | None) -> list[SuperPod] | None:
+    return None if pods is None else [SuperPod(p.super_pod_id, list(p.server_ids)) for p in pods]
 
 
 def plan_routes(
@@ -169,10 +183,13 @@ def plan_routes(
 def _plan(table: RankTable, topology: Topology, previous: RankTable | None, stable: bool) -> PlanResult:
     require_plannable(table)
     placement = place(table, topology)
+    server_ids = (
+        columns.server_id if (columns := lazy_columns(table)) else [s.server_id for s in table.servers]
+    )
     codes = placement.tier_codes()
     full_order = topology_order(placement, topology.slice_ids)
     warnings: list[str] = list(topology.warnings)  # what the topology loader accepted with a caveat
-    unknown = [table.servers[i].server_id for i in placement.unknown]
+    unknown = [server_ids[i] for i in placement.unknown] if placement.unknown else []
     if unknown:
         shown = ", ".join(unknown[:5]) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
         warnings.append(f"{len(unknown)} server(s) are not in the topology and go last as one group: {shown}")
