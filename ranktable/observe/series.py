@@ -8,10 +8,13 @@ stride, so a long run keeps an evenly thinned curve of at most ``max_points`` po
 from __future__ import annotations
 
 import math
+from array import array
 from collections import deque
 from statistics import median
 from typing import Any
 
+MISSING = math.nan
+MAX_NAN_STEPS = 10_000
 FIELDS = ("step", "time", "loss", "step_time_s", "throughput", "lr", "grad_norm")
 MAX_ALERTS = 500
 STEP_WINDOW = 64
@@ -29,6 +32,7 @@ class RankSeries:
         "loss_count",
         "loss_mean",
         "max_points",
+        "nan_steps",
         "records",
         "seen",
         "step_times",
@@ -37,7 +41,9 @@ class RankSeries:
     )
 
     def __init__(self, max_points: int) -> None:
-        self.columns: dict[str, list[Any]] = {name: [] for name in FIELDS}
+        # 8 bytes per value (NaN = no value), so 1,024 ranks x 500 points x 7 fields stay near 30 MB
+        self.columns: dict[str, array[float]] = {name: array("d") for name in FIELDS}
+        self.nan_steps: set[int] = set()  # steps whose loss really was NaN (not just missing)
         self.stride = 1
         self.seen = 0
         self.max_points = max_points
@@ -62,9 +68,9 @@ class RankSeries:
                 del values[1::2]
             self.stride *= 2
         for name in FIELDS:
-            cols[name].append(None)
-        cols["step"][-1] = step
-        cols["time"][-1] = when
+            cols[name].append(MISSING)
+        cols["step"][-1] = MISSING if step is None else float(step)
+        cols["time"][-1] = MISSING if when is None else when
 
     def _derive_step_time(self, step: int, when: float | None) -> float | None:
         """Step time from the wall-time gap to the previous record, for formats that print none."""
@@ -98,7 +104,8 @@ class RankSeries:
             self._pending = (self.seen - 1) % self.stride == 0
             if self._pending:
                 self._store(step, when)
-                self.columns["step_time_s"][-1] = derived
+                if derived is not None:
+                    self.columns["step_time_s"][-1] = derived
             self.last_step = step
             self.last_time = when
             self.records += 1
@@ -113,18 +120,31 @@ class RankSeries:
                 value = sample.get(name)
                 if value is not None:
                     cols[name][-1] = value
+            loss = sample.get("loss")
+            if (
+                loss is not None
+                and loss != loss
+                and self.last_step is not None
+                and len(self.nan_steps) < MAX_NAN_STEPS
+            ):
+                self.nan_steps.add(self.last_step)
         return self.last_step, new
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for name, values in self.columns.items():
-            if name not in ("step", "time") and all(v is None for v in values):
+        cols = self.columns
+        steps = [None if v != v else int(v) for v in cols["step"]]
+        out: dict[str, Any] = {"step": steps, "time": [None if v != v else v for v in cols["time"]]}
+        for name in ("loss", "step_time_s", "throughput", "lr", "grad_norm"):
+            values = cols[name]
+            if all(v != v for v in values) and not (name == "loss" and self.nan_steps):
                 continue
-            out[name] = [
-                None if isinstance(v, float) and not math.isfinite(v) and name != "loss" else v
-                for v in values
-            ]
-        out["loss"] = [_json_float(v) for v in self.columns["loss"]]
+            if name == "loss":
+                out[name] = [
+                    ("nan" if step in self.nan_steps else None) if v != v else _json_float(v)
+                    for v, step in zip(values, steps, strict=True)
+                ]
+            else:
+                out[name] = [None if v != v or v in (math.inf, -math.inf) else v for v in values]
         if self.throughput_unit:
             out["throughput_unit"] = self.throughput_unit
         if self.stride > 1:
