@@ -126,7 +126,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         }
       );
     });
-    registerInsights(app, model, trans); // metrics + diagnosis document, finish/failure notification
+    registerInsights(app, model, trans, palette); // metrics + diagnosis document, finish/failure notification
     app.restored.then(() => {
       model.watchJobs();
       void model.loadConfig().catch(() => undefined);

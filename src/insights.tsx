@@ -4,6 +4,8 @@
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
 import {
+  ICommandPalette,
+  InputDialog,
   MainAreaWidget,
   Notification,
   ReactWidget
@@ -44,7 +46,8 @@ export function JobInsights(props: { job: IJobRunRef }): JSX.Element {
 export function registerInsights(
   app: JupyterFrontEnd,
   model: RanktableModel,
-  trans: TranslationBundle
+  trans: TranslationBundle,
+  palette?: ICommandPalette | null
 ): void {
   const open = new Map<string, MainAreaWidget>();
   app.commands.addCommand(OPEN_INSIGHTS, {
@@ -53,7 +56,23 @@ export function registerInsights(
         'Ranktable: metrics and diagnosis of %1',
         String(args.name ?? 'a job')
       ),
-    execute: args => {
+    execute: async args => {
+      if (!args.name) {
+        // from the palette: pick one of the jobs the panel knows
+        const names = model.jobs.map(j => `${j.namespace}/${j.name}`);
+        const picked = await InputDialog.getItem({
+          title: trans.__('Metrics and diagnosis of'),
+          items: names.length ? names : ['default/'],
+          editable: true
+        });
+        if (!picked.button.accept || !picked.value) {
+          return;
+        }
+        const [namespace, name] = picked.value.includes('/')
+          ? picked.value.split('/', 2)
+          : ['default', picked.value];
+        args = { namespace, name };
+      }
       const job: IJobRunRef = {
         namespace: String(args.namespace ?? 'default'),
         name: String(args.name ?? ''),
@@ -75,6 +94,8 @@ export function registerInsights(
       app.shell.activateById(widget.id);
     }
   });
+
+  palette?.addItem({ command: OPEN_INSIGHTS, category: trans.__('Ranktable') });
 
   // when a job finishes or fails: the one-line diagnosis, with "Open"
   model.phaseChanged.connect((_, { job, previous }) => {
