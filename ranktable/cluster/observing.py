@@ -200,6 +200,7 @@ class RunFollower:
         )
         self._resume = self.archive.last_stamps()
         self._replay()
+        self.lock = threading.Lock()  # the observer is fed by the stream thread and read by requests
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.done = threading.Event()
@@ -234,8 +235,9 @@ class RunFollower:
         if not lines:
             return
         self._resume.pop(pod, None)
-        self.archive.append(pod, node_rank, lines)
-        self.observer.feed(pod, node_rank, lines)
+        with self.lock:
+            self.archive.append(pod, node_rank, lines)
+            self.observer.feed(pod, node_rank, lines)
 
     def start(self) -> RunFollower:
         self._thread = threading.Thread(target=self.run, name=f"observe-{self.name}", daemon=True)

@@ -22,6 +22,7 @@ from ranktable.errors import InputError, NotFoundError
 
 DEFAULT_CAP_BYTES = 256 * 2**20  # per run
 DEFAULT_KEEP = 5  # runs per job
+MAX_OPEN_FILES = 64  # per run: least recently written pod files are closed
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$")
 _UID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 
@@ -184,11 +185,15 @@ class RunArchive:
         os.replace(tmp, self.dir / "meta.json")
 
     def _file(self, pod: str) -> IO[str]:
-        handle = self._files.get(pod)
+        handle = self._files.pop(pod, None)
         if handle is None:
+            if len(self._files) >= MAX_OPEN_FILES:  # 1,024 pods must not mean 1,024 descriptors
+                oldest = next(iter(self._files))
+                self._files.pop(oldest).close()
             path = self.dir / f"{_checked(pod, 'pod name')}.log"
-            handle = self._files[pod] = path.open("a", encoding="utf-8")
+            handle = path.open("a", encoding="utf-8")
             self._sizes[pod] = path.stat().st_size
+        self._files[pod] = handle  # most recently used last
         return handle
 
     def append(self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]]) -> None:

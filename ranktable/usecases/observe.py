@@ -37,15 +37,20 @@ class Observation:
         observer: RunObserver,
         source: str,
         pending: dict[str, Any] | None,
+        lock: Any = None,
     ) -> None:
         self.name, self.uid, self.phase, self.observer = name, uid, phase, observer
         self.source, self.pending = source, pending
+        self.lock = lock or threading.Lock()  # a live follower's: its thread feeds the observer meanwhile
 
     def metrics(self) -> dict[str, Any]:
-        return {"job": self.name, "run": self.uid, "source": self.source, **self.observer.metrics_json()}
+        with self.lock:
+            data = self.observer.metrics_json()
+        return {"job": self.name, "run": self.uid, "source": self.source, **data}
 
     def diagnosis(self) -> dict[str, Any]:
-        result = self.observer.diagnose(self.phase, pending=self.pending)
+        with self.lock:
+            result = self.observer.diagnose(self.phase, pending=self.pending)
         return {"job": self.name, "run": self.uid, "source": self.source, **result}
 
 
@@ -59,12 +64,12 @@ def _finish(follower: RunFollower, client: ClusterClient, job: dict[str, Any]) -
 
     pods = follower.refresh_pods()
     node_ranks = {p.pod: p.node_rank for p in follower.layout.by_rank.values()}
-    pod_exits(follower.observer, pods, node_ranks)
     phase = _phase(job)
-    follower.archive.set_phase(phase)
-    return Observation(
-        follower.name, follower.uid, phase, follower.observer, "live", pending_info(client, job, pods)
-    )
+    with follower.lock:
+        pod_exits(follower.observer, pods, node_ranks)
+        follower.archive.set_phase(phase)
+    pending = pending_info(client, job, pods)
+    return Observation(follower.name, follower.uid, phase, follower.observer, "live", pending, follower.lock)
 
 
 def observe_run(

@@ -102,3 +102,15 @@ def test_svg_charts_have_axes_lines_mean_and_highlight() -> None:
         and ticks[-1] >= 2.71
         and all(math.isclose(b - a, 0.2) for a, b in itertools.pairwise(ticks))
     )
+
+
+def test_many_pods_keep_few_files_open(tmp_path: Path) -> None:
+    pods = {f"p{i}": i for i in range(200)}
+    archive = RunArchive(tmp_path, "ns", "big", "u1", pods)
+    for round_ in range(2):
+        for pod, rank in pods.items():
+            archive.append(pod, rank, [("2026-01-01T00:00:00Z", f"{pod} line {round_}")])
+    assert len(archive._files) <= 64
+    archive.close()
+    lines = [(pod, text) for pod, _, _, text in read_run(tmp_path, find_run(tmp_path, "ns", "big"))]
+    assert len(lines) == 400 and lines[:2] == [("p0", "p0 line 0"), ("p0", "p0 line 1")]
