@@ -24,8 +24,7 @@ SERVER_VERSION = {
 
 
 def _verbs(r: ResourceType) -> list[str]:
-    verbs = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-    return verbs
+    return list(r.verbs)
 
 
 def api_versions(server_address: str) -> dict[str, Any]:

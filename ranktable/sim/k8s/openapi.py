@@ -2,16 +2,22 @@
 
 kubectl's `apply` checks that the PATCH operation of the object's kind declares a `fieldValidation`
 query parameter; when it does, kubectl sends `fieldValidation=Strict` and leaves checking to the
-server (see `QueryParamVerifierV3` in k8s.io/cli-runtime). Schemas are deliberately open objects.
+server (see `QueryParamVerifierV3` in k8s.io/cli-runtime). Volcano's kinds carry the schemas Volcano
+publishes (crds/, for `kubectl explain`); the rest are open objects.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
+from pathlib import Path
 from typing import Any
 
 from ranktable.sim.k8s.discovery import SERVER_VERSION
 from ranktable.sim.k8s.resources import RESOURCES, ResourceType
+
+CRD_DIR = Path(__file__).with_name("crds")
 
 
 def _varint(n: int) -> bytes:
@@ -36,6 +42,21 @@ def v2_protobuf() -> bytes:
     """
     info = _field(1, b"Kubernetes") + _field(2, str(SERVER_VERSION["gitVersion"]).encode())
     return _field(1, b"2.0") + _field(2, info) + _field(8, b"")
+
+
+@functools.cache
+def _crd_file(group: str, plural: str) -> dict[str, Any] | None:
+    path = CRD_DIR / f"{group}_{plural}.json"
+    return dict(json.loads(path.read_text())) if path.is_file() else None
+
+
+def crd_schema(r: ResourceType) -> dict[str, Any] | None:
+    """Volcano's published OpenAPI v3 schema of a custom resource (see crds/SOURCE.md), if we have it."""
+    if r.builtin:
+        return None
+    crd = _crd_file(r.group, r.plural)
+    schema = (crd or {}).get("versions", {}).get(r.version)
+    return dict(schema) if isinstance(schema, dict) else None
 
 
 def _path_prefix(group_version: str) -> str:
@@ -107,6 +128,10 @@ def document(path: str) -> dict[str, Any] | None:
             "patch": _operation(r, "patch", [*write_params, "force"]),
             "delete": _operation(r, "delete", ["gracePeriodSeconds", "propagationPolicy"]),
         }
+        published = crd_schema(r)
+        if published is not None:
+            schemas[_schema_name(r)] = {**published, "x-kubernetes-group-version-kind": [_gvk(r)]}
+            continue
         schemas[_schema_name(r)] = {
             "type": "object",
             "description": f"{r.kind} ({r.api_version}) as served by the ranktable simulated pool.",

@@ -30,6 +30,8 @@ class ResourceType:
     categories: tuple[str, ...] = ()
     columns: tuple[Column, ...] = field(default_factory=tuple)
     builtin: bool = True  # core Kubernetes types accept strategic merge patch; custom resources do not
+    verbs: tuple[str, ...] = ALL_VERBS
+    stored: bool = True  # reviews are answered, never stored
 
     @property
     def key(self) -> str:
@@ -189,6 +191,18 @@ RESOURCES: tuple[ResourceType, ...] = (
         builtin=False,
     ),
 )
+
+SELF_SUBJECT_ACCESS_REVIEWS = ResourceType(
+    "authorization.k8s.io",
+    "v1",
+    "selfsubjectaccessreviews",
+    "selfsubjectaccessreview",
+    "SelfSubjectAccessReview",
+    False,
+    verbs=("create",),
+    stored=False,
+)
+RESOURCES = (*RESOURCES, SELF_SUBJECT_ACCESS_REVIEWS)
 
 BY_KEY = {r.key: r for r in RESOURCES}
 

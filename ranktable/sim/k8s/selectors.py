@@ -18,14 +18,18 @@ _SET_EXPR = re.compile(r"^\s*([^\s!=()]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
 # Fields each resource type can be selected by, beyond metadata.name / metadata.namespace.
 FIELD_PATHS = {
     "pods": ("status.phase", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "status.podIP"),
-    "events": (
-        "involvedObject.name",
+    "events": (  # the real server's field labels for core/v1 Events (pkg/registry/core/event)
         "involvedObject.kind",
         "involvedObject.namespace",
+        "involvedObject.name",
         "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
         "reason",
-        "type",
+        "reportingComponent",
         "source",
+        "type",
     ),
     "nodes": ("spec.unschedulable",),
     "namespaces": ("status.phase",),
@@ -127,8 +131,13 @@ def match_label_selector(selector: dict[str, Any] | None, labels: dict[str, str]
     return True
 
 
+# field labels that name another place in the object
+FIELD_ALIASES = {"source": "source.component"}
+
+
 def _field_value(obj: Obj, path: str) -> str:
     cur: Any = obj
+    path = FIELD_ALIASES.get(path, path)
     for part in path.split("."):
         if not isinstance(cur, dict):
             return ""

@@ -13,6 +13,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
@@ -22,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from ranktable.sim.k8s import discovery, errors, openapi, tables, validation
+from ranktable.sim.k8s import discovery, errors, openapi, protobuf, tables, validation
 from ranktable.sim.k8s.patch import apply_patch
 from ranktable.sim.k8s.resources import BY_KEY, ResourceType
 from ranktable.sim.k8s.routes import Route, parse_bool, resolve
@@ -32,6 +33,53 @@ from ranktable.sim.k8s.streams import StreamingHandler
 from ranktable.sim.k8s.websocket import WebSocket
 
 OPEN_PATHS = {"/healthz", "/livez", "/readyz"}
+DRY_RUN_VALUES = ("All",)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one client can cost the server. The body cap is the real API server's (3 MiB)."""
+
+    max_body_bytes: int = 3 * 1024 * 1024
+    request_seconds: float = 30.0  # the TLS handshake, the request line and headers, the body: each
+    max_connections: int = 256  # one thread each; more are closed at once
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """Safe YAML without aliases: `*ref` expansion turns a few hundred bytes into gigabytes of JSON."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("YAML aliases (*name) are not accepted in request bodies")
+        return super().compose_node(parent, index)
+
+
+class _BoundedServer(ThreadingHTTPServer):
+    """A thread per connection, at most `max_connections` at once: beyond that a connection is closed."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: Any, max_connections: int) -> None:
+        self.slots = threading.BoundedSemaphore(max_connections)
+        super().__init__(address, handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            hang_up(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except Exception:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
+
 
 LogReader = Callable[[Obj, dict[str, str]], Iterator[bytes]]
 Deleter = Callable[[ResourceType, Obj, dict[str, Any]], Obj | None]
@@ -58,10 +106,13 @@ def hang_up(sock: Any) -> None:
 class ApiServer:
     """State shared by all request threads: the store, the token, the hooks."""
 
-    def __init__(self, store: Store, token: str, hooks: Hooks | None = None) -> None:
+    def __init__(
+        self, store: Store, token: str, hooks: Hooks | None = None, limits: Limits | None = None
+    ) -> None:
         self.store = store
         self.token = token
         self.hooks = hooks or Hooks()
+        self.limits = limits or Limits()
         self.stopping = threading.Event()
         self.httpd: ThreadingHTTPServer | None = None
         self.connections: set[Any] = set()
@@ -74,8 +125,7 @@ class ApiServer:
         class Handler(RequestHandler):
             server_api = api
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _BoundedServer(("127.0.0.1", port), Handler, self.limits.max_connections)
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         # the handshake runs in the request thread (see RequestHandler.setup), not in the accept loop
@@ -123,6 +173,41 @@ class ApiServer:
             admitter(rtype, obj, operation)
 
 
+def access_review(review: Any) -> dict[str, Any]:
+    """`kubectl auth can-i`: the pool has one identity, its token, and that may do everything."""
+    if not isinstance(review, dict) or not isinstance(review.get("spec"), dict):
+        raise errors.invalid(
+            "SelfSubjectAccessReview",
+            "authorization.k8s.io",
+            "",
+            [("spec", "Required value: resourceAttributes or nonResourceAttributes")],
+        )
+    return {
+        "kind": "SelfSubjectAccessReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": {"creationTimestamp": None},
+        "spec": review["spec"],
+        "status": {
+            "allowed": True,
+            "reason": "the simulated pool's token is its administrator (no RBAC is modelled)",
+        },
+    }
+
+
+def _dry_run(query: dict[str, str]) -> bool:
+    return query.get("dryRun") in DRY_RUN_VALUES
+
+
+def _dry_run_options(options: Any) -> bool:
+    """DeleteOptions carry dryRun in the body (`{"dryRun": ["All"]}`), as kubectl sends it."""
+    values = options.get("dryRun") if isinstance(options, dict) else None
+    if values is None:
+        return False
+    if not isinstance(values, list) or any(v not in DRY_RUN_VALUES for v in values):
+        raise errors.bad_request(f'dryRun: Unsupported value: {values!r}: supported values: "All"')
+    return bool(values)
+
+
 class RequestHandler(StreamingHandler):
     """One HTTP request. Errors become `Status` bodies; streams are chunked."""
 
@@ -132,10 +217,10 @@ class RequestHandler(StreamingHandler):
     def setup(self) -> None:
         sock = self.request
         self.server_api.track(sock, True)
+        # every read and write of the request has this long (a half-open request is dropped)
+        sock.settimeout(self.server_api.limits.request_seconds)
         if isinstance(sock, ssl.SSLSocket):
-            sock.settimeout(10)
             sock.do_handshake()
-            sock.settimeout(None)
         super().setup()
 
     def handle(self) -> None:
@@ -166,32 +251,76 @@ class RequestHandler(StreamingHandler):
             self.wfile.write(data)
 
     def _send_error(self, err: errors.ApiError) -> None:
-        self._send_json(err.code, err.status())
+        self._send_json(err.code, err.status(), {"Connection": "close"} if self.close_connection else None)
+
+    def _too_large(self) -> errors.ApiError:
+        self.close_connection = True  # the rest of the body is not read
+        limit = self.server_api.limits.max_body_bytes
+        return errors.ApiError(
+            413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit} bytes"
+        )
+
+    def _read_exactly(self, size: int, deadline: float) -> bytes:
+        parts, left = [], size
+        while left > 0:
+            if time.monotonic() > deadline:
+                self.close_connection = True
+                raise errors.ApiError(
+                    408,
+                    "Timeout",
+                    f"the request body was not received within {self.server_api.limits.request_seconds:g}s",
+                )
+            part = self.rfile.read1(min(left, 65536))
+            if not part:
+                self.close_connection = True
+                raise errors.bad_request("the request body ended early")
+            parts.append(part)
+            left -= len(part)
+        return b"".join(parts)
+
+    def _raw_body(self) -> bytes:
+        limit = self.server_api.limits.max_body_bytes
+        deadline = time.monotonic() + self.server_api.limits.request_seconds
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = b""
+            while True:
+                line = self.rfile.readline(64)
+                try:
+                    size = int(line.split(b";")[0].strip() or b"0", 16)
+                except ValueError as exc:
+                    self.close_connection = True
+                    raise errors.bad_request("malformed chunked request body") from exc
+                if size == 0:
+                    self.rfile.readline(64)
+                    return out
+                if len(out) + size > limit:
+                    raise self._too_large()
+                out += self._read_exactly(size, deadline)
+                self.rfile.readline(64)
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError as exc:
+            self.close_connection = True
+            raise errors.bad_request("invalid Content-Length") from exc
+        if length > limit:
+            raise self._too_large()
+        return self._read_exactly(length, deadline) if length > 0 else b""
 
     def _body(self) -> Any:
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            raw = self._read_chunked()
+        raw = self._raw_body()
         if not raw.strip():
             return None
         ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        if ctype == protobuf.MEDIA_TYPE:
+            return protobuf.decode(raw)
         try:
             if ctype in ("application/yaml", "application/apply-patch+yaml"):
-                return yaml.safe_load(raw)
+                return yaml.load(raw, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader without aliases
             return json.loads(raw)
+        except RecursionError as exc:
+            raise errors.bad_request("the request body is nested too deeply") from exc
         except (ValueError, yaml.YAMLError) as exc:
             raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
-
-    def _read_chunked(self) -> bytes:
-        out = b""
-        while True:
-            size = int(self.rfile.readline().strip() or b"0", 16)
-            if size == 0:
-                self.rfile.readline()
-                return out
-            out += self.rfile.read(size)
-            self.rfile.readline()
 
     def _authorised(self, path: str) -> bool:
         if path in OPEN_PATHS:
@@ -212,9 +341,15 @@ class RequestHandler(StreamingHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
         body_needed = self.command in ("POST", "PUT", "PATCH", "DELETE")
         try:
-            body = self._body() if body_needed else None  # always drain the body (keep-alive)
             if not self._authorised(path):
+                # nothing of the request is read or parsed before the token is checked
+                self.close_connection = body_needed
                 raise errors.unauthorized()
+            body = self._body() if body_needed else None  # always drain the body (keep-alive)
+            if query.get("dryRun") not in (None, *DRY_RUN_VALUES):
+                raise errors.bad_request(
+                    f'dryRun: Unsupported value: "{query["dryRun"]}": supported values: "All"'
+                )
             self._route(path, query, body)
         except errors.ApiError as err:
             self._send_error(err)
@@ -261,6 +396,8 @@ class RequestHandler(StreamingHandler):
                 {"causes": [{"reason": "UnexpectedServerResponse", "message": "404 page not found"}]},
             )
         method = self.command
+        if not route.rtype.stored and method != "POST":
+            raise errors.method_not_allowed()
         if route.subresource == "exec":
             self._exec(route)
             return
@@ -426,16 +563,16 @@ class RequestHandler(StreamingHandler):
         self.server_api.admit(rtype, obj, operation)
 
     def _create(self, route: Route, query: dict[str, str], body: Any) -> None:
+        if not route.rtype.stored:
+            self._send_json(201, access_review(body))
+            return
         warn = self._field_validation(route, query, body)
         obj = copy.deepcopy(body)
         self._check_body_identity(route, obj)
         for key in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation"):
             obj["metadata"].pop(key, None)
         self._validate(route, obj, "CREATE")
-        if parse_bool("true" if query.get("dryRun") == "All" else None):
-            self._send_json(201, obj, warn)
-            return
-        created = self.server_api.store.create(route.rtype, obj)
+        created = self.server_api.store.create(route.rtype, obj, dry_run=_dry_run(query))
         self._send_json(201, created, warn)
 
     def _update(self, route: Route, query: dict[str, str], body: Any) -> None:
@@ -445,7 +582,9 @@ class RequestHandler(StreamingHandler):
         if obj["metadata"].get("name") != route.name:
             raise errors.bad_request("the name of the object does not match the name on the URL")
         self._validate(route, obj, "UPDATE")
-        updated = self.server_api.store.update(route.rtype, obj, status_only=route.subresource == "status")
+        updated = self.server_api.store.update(
+            route.rtype, obj, status_only=route.subresource == "status", dry_run=_dry_run(query)
+        )
         self._send_json(200, updated, warn)
 
     def _patch(self, route: Route, query: dict[str, str], body: Any) -> None:
@@ -474,7 +613,9 @@ class RequestHandler(StreamingHandler):
         check_rv = "resourceVersion" in (body.get("metadata") or {}) if isinstance(body, dict) else False
         if not check_rv:
             patched["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-        updated = store.update(route.rtype, patched, status_only=route.subresource == "status")
+        updated = store.update(
+            route.rtype, patched, status_only=route.subresource == "status", dry_run=_dry_run(query)
+        )
         self._send_json(200, updated, warn)
 
     def _delete(self, route: Route, query: dict[str, str], body: Any) -> None:
@@ -488,6 +629,9 @@ class RequestHandler(StreamingHandler):
         precondition = (options.get("preconditions") or {}).get("uid")
         if precondition and precondition != obj["metadata"]["uid"]:
             raise errors.conflict(route.rtype.plural, route.rtype.group, route.name or "")
+        if _dry_run(query) or _dry_run_options(options):
+            self._send_json(200, obj)  # what would be deleted; nothing is
+            return
         result = (
             self.server_api.hooks.delete(route.rtype, obj, options) if self.server_api.hooks.delete else None
         )
@@ -500,7 +644,8 @@ class RequestHandler(StreamingHandler):
     def _delete_collection(self, route: Route, query: dict[str, str], body: Any) -> None:
         items, _rv = self.server_api.list_objects(route, query)
         store = self.server_api.store
-        for obj in items:
+        dry_run = _dry_run(query) or _dry_run_options(body)
+        for obj in [] if dry_run else items:
             meta = obj["metadata"]
             handled = (
                 self.server_api.hooks.delete(route.rtype, obj, body or {})

@@ -105,7 +105,8 @@ class Store:
             ]
             return items, self._rv
 
-    def create(self, rtype: ResourceType, obj: Obj) -> Obj:
+    def create(self, rtype: ResourceType, obj: Obj, *, dry_run: bool = False) -> Obj:
+        """Add an object; with `dry_run` every check runs and the would-be object returns, unstored."""
         obj = clone(obj)
         meta = obj.setdefault("metadata", {})
         with self._cond:
@@ -122,13 +123,22 @@ class Store:
             meta.pop("deletionTimestamp", None)
             obj["apiVersion"] = rtype.api_version
             obj["kind"] = rtype.kind
+            if dry_run:
+                return obj
             self._objects[rtype.key][ident] = obj
             return self._bump(rtype.key, "ADDED", obj)
 
     def update(
-        self, rtype: ResourceType, obj: Obj, *, check_rv: bool = True, status_only: bool = False
+        self,
+        rtype: ResourceType,
+        obj: Obj,
+        *,
+        check_rv: bool = True,
+        status_only: bool = False,
+        dry_run: bool = False,
     ) -> Obj:
-        """Replace an object; with `check_rv` a stale metadata.resourceVersion is a 409 Conflict."""
+        """Replace an object; with `check_rv` a stale metadata.resourceVersion is a 409 Conflict.
+        With `dry_run` the would-be object returns and nothing changes."""
         obj = clone(obj)
         meta = obj.setdefault("metadata", {})
         with self._cond:
@@ -168,6 +178,9 @@ class Store:
             obj["kind"] = rtype.kind
             if obj == old:
                 return clone(old)
+            if dry_run:
+                obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+                return obj
             self._objects[rtype.key][ident] = obj
             return self._bump(rtype.key, "MODIFIED", obj, old)
 

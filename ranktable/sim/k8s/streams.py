@@ -144,6 +144,7 @@ class StreamingHandler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         self.close_connection = True
+        self.connection.settimeout(None)  # an interactive session may sit idle as long as it likes
         api.hooks.execute(pod, query, WebSocket(self.rfile, self.wfile), protocol)
 
     def _log(self, route: Route, query: dict[str, str]) -> None:
