@@ -24,7 +24,7 @@ from ranktable.sim.controllers.kubelet import BACKOFF_SECONDS, Kubelet
 from ranktable.sim.controllers.logs import DEFAULT_LIMIT_BYTES, ensure_dir
 from ranktable.sim.controllers.manager import ControllerManager
 from ranktable.sim.fabric import SimNode, default_fabric, fabric_from_topology
-from ranktable.sim.k8s.server import ApiServer, Hooks
+from ranktable.sim.k8s.server import ApiServer, Hooks, Limits
 from ranktable.sim.k8s.store import Store
 from ranktable.sim.k8s.websocket import WebSocket
 from ranktable.sim.kubeconfig import write_kubeconfig
@@ -46,6 +46,7 @@ class PoolConfig:
     history: int = 2000
     resume: bool = False
     backoff_seconds: float = BACKOFF_SECONDS  # CrashLoopBackOff's first delay (the kubelet's is 10 s)
+    limits: Limits = field(default_factory=Limits)  # body size, request time, connections
 
     def fabric(self) -> list[SimNode]:
         if self.topology is not None:
@@ -117,7 +118,7 @@ class Pool:
             delete=self.kubelet.delete_hook,
             admit=[volcano_admitter(self.store)],
         )
-        self.api = ApiServer(self.store, self.token, hooks)
+        self.api = ApiServer(self.store, self.token, hooks, cfg.limits)
         cert, key = ensure_certificate(self.state_dir)
         self.port = self.api.bind(cfg.port or int(saved.get("port") or 0), cert, key)
         write_kubeconfig(self.kubeconfig, self.url, self.token, cert.read_bytes(), self.context)

@@ -74,6 +74,9 @@ class _BoundedServer(ThreadingHTTPServer):
             self.slots.release()
             raise
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up or never finishes its TLS handshake is not the server's error."""
+
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
@@ -260,17 +263,20 @@ class RequestHandler(StreamingHandler):
             413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit} bytes"
         )
 
+    def _body_timeout(self) -> errors.ApiError:
+        self.close_connection = True
+        seconds = self.server_api.limits.request_seconds
+        return errors.ApiError(408, "Timeout", f"the request body was not received within {seconds:g}s")
+
     def _read_exactly(self, size: int, deadline: float) -> bytes:
         parts, left = [], size
         while left > 0:
             if time.monotonic() > deadline:
-                self.close_connection = True
-                raise errors.ApiError(
-                    408,
-                    "Timeout",
-                    f"the request body was not received within {self.server_api.limits.request_seconds:g}s",
-                )
-            part = self.rfile.read1(min(left, 65536))
+                raise self._body_timeout()
+            try:
+                part = self.rfile.read1(min(left, 65536))
+            except TimeoutError as exc:
+                raise self._body_timeout() from exc
             if not part:
                 self.close_connection = True
                 raise errors.bad_request("the request body ended early")
@@ -572,6 +578,12 @@ class RequestHandler(StreamingHandler):
         for key in ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp", "generation"):
             obj["metadata"].pop(key, None)
         self._validate(route, obj, "CREATE")
+        if route.rtype.key == "namespaces":  # what the namespace registry fills in
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+            obj["status"] = {"phase": "Active"}
+            if obj["metadata"].get("name"):
+                labels = obj["metadata"].setdefault("labels", {})
+                labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
         created = self.server_api.store.create(route.rtype, obj, dry_run=_dry_run(query))
         self._send_json(201, created, warn)
 

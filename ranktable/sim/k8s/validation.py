@@ -14,6 +14,29 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 KNOWN_PLUGINS = ("svc", "env", "ssh", "configmap1980", "pytorch", "mpi", "tensorflow", "hcclrank", "ray")
 NPU = "huawei.com/ascend-1980"
+MAX_JOB_PODS = 10_000  # the pool's own limit: one process per pod on one machine
+# Volcano's policyEventMap / policyActionMap (pkg/webhooks/admission/jobs/validate/util.go): allowed to users
+POLICY_EVENTS = (
+    "*",
+    "PodFailed",
+    "PodEvicted",
+    "PodPending",
+    "Unknown",
+    "TaskCompleted",
+    "TaskFailed",
+    "JobUpdated",
+)
+POLICY_ACTIONS = (
+    "AbortJob",
+    "RestartJob",
+    "RestartTask",
+    "RestartPod",
+    "RestartPartition",
+    "TerminateJob",
+    "CompleteJob",
+    "ResumeJob",
+)
+VALID_POLICIES = f"valid events are {list(POLICY_EVENTS)}, valid actions are {list(POLICY_ACTIONS)}"
 
 OBJECT_META = {
     "name",
@@ -234,13 +257,143 @@ def validate_pod_spec(spec: Any, prefix: str) -> Causes:
     return causes
 
 
+def _count(value: Any, where: str, causes: Causes) -> int:
+    """An integer field; a bad one is a cause (and counts as 0)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        causes.append((where, f"Invalid value: {value!r}: must be an integer"))
+        return 0
+    return value
+
+
+def validate_policies(policies: Any, where: str) -> Causes:
+    """Volcano's `validatePolicies`: known events and actions, no event twice, `*` alone, exit codes."""
+    if not isinstance(policies, list):
+        return [] if policies is None else [(where, "Invalid value: must be a list")]
+    seen: set[str] = set()
+    codes: set[int] = set()
+    for i, policy in enumerate(policies):
+        at = f"{where}[{i}]"
+        if not isinstance(policy, dict):
+            return [(at, "Invalid value: must be an object")]
+        events = list(
+            dict.fromkeys(
+                [*(policy.get("events") or []), *([policy["event"]] if policy.get("event") else [])]
+            )
+        )
+        code = policy.get("exitCode")
+        if events and code is not None:
+            return [(at, "Invalid value: must not specify event and exitCode simultaneously")]
+        if not events and code is None:
+            return [(at, "Required value: either event and exitCode should be specified")]
+        if code is not None:
+            if code == 0:
+                return [(f"{at}.exitCode", "Invalid value: 0: 0 is not a valid error code")]
+            if code in codes:
+                return [(f"{at}.exitCode", f"Duplicate value: {code}: duplicate exitCode {code}")]
+            codes.add(code)
+            continue
+        for event in events:
+            if event not in POLICY_EVENTS:
+                return [(f"{at}.event", f'Invalid value: "{event}": invalid policy event; {VALID_POLICIES}')]
+            if policy.get("action") not in POLICY_ACTIONS:
+                action = policy.get("action")
+                return [
+                    (f"{at}.action", f'Invalid value: "{action}": invalid policy action; {VALID_POLICIES}')
+                ]
+            if event in seen:
+                return [
+                    (
+                        f"{at}.event",
+                        f'Duplicate value: "{event}": duplicate event {event} across different policy',
+                    )
+                ]
+            seen.add(event)
+    if "*" in seen and len(seen) > 1:
+        return [(where, "Invalid value: if there's * here, no other policy should be here")]
+    return []
+
+
+def _depends_on(tasks: list[Any]) -> Causes:
+    """Every `dependsOn.name` is a task of the job, and the dependencies form a DAG."""
+    names = {t.get("name") for t in tasks if isinstance(t, dict)}
+    edges: dict[str, list[str]] = {}
+    causes: Causes = []
+    for i, task in enumerate(tasks):
+        depends = task.get("dependsOn") if isinstance(task, dict) else None
+        if depends is None:
+            continue
+        wanted = depends.get("name") if isinstance(depends, dict) else None
+        if not isinstance(wanted, list) or not all(isinstance(n, str) for n in wanted):
+            causes.append((f"spec.tasks[{i}].dependsOn.name", "Required value: a list of task names"))
+            continue
+        for name in wanted:
+            if name not in names:
+                causes.append(
+                    (f"spec.tasks[{i}].dependsOn.name", f'Not found: "{name}": no task of that name')
+                )
+        if depends.get("iteration", "all") not in ("any", "all"):
+            causes.append(
+                (
+                    f"spec.tasks[{i}].dependsOn.iteration",
+                    f'Unsupported value: "{depends["iteration"]}": "any", "all"',
+                )
+            )
+        edges[str(task.get("name"))] = wanted
+    state: dict[str, int] = {}
+
+    def cyclic(node: str) -> bool:  # depth-first, 1 = on the path, 2 = done
+        state[node] = 1
+        for nxt in edges.get(node, []):
+            if state.get(nxt) == 1 or (state.get(nxt) is None and cyclic(nxt)):
+                return True
+        state[node] = 2
+        return False
+
+    if not causes and any(state.get(n) is None and cyclic(n) for n in list(edges)):
+        causes.append(
+            ("spec.tasks", "Invalid value: job has dependencies between tasks, but doesn't form a DAG")
+        )
+    return causes
+
+
+def _network_topology(spec: Obj) -> Causes:
+    topology = spec.get("networkTopology")
+    if topology is None:
+        return []
+    if not isinstance(topology, dict):
+        return [("spec.networkTopology", "Invalid value: must be an object")]
+    causes: Causes = []
+    if topology.get("mode", "hard") not in ("hard", "soft"):
+        causes.append(
+            ("spec.networkTopology.mode", f'Unsupported value: "{topology["mode"]}": "hard", "soft"')
+        )
+    if topology.get("highestTierAllowed") is not None and topology.get("highestTierName"):
+        causes.append(
+            (
+                "spec.networkTopology",
+                "Invalid value: must not specify 'highestTierAllowed' and 'highestTierName' "
+                "in networkTopology simultaneously",
+            )
+        )
+    tier = topology.get("highestTierAllowed")
+    if tier is not None and (isinstance(tier, bool) or not isinstance(tier, int) or tier < 1):
+        causes.append(("spec.networkTopology.highestTierAllowed", f"Invalid value: {tier!r}: must be >= 1"))
+    return causes
+
+
 def validate_volcano_job(job: Obj, queues: set[str]) -> Causes:
-    """The rules of Volcano's `validatejob` admission webhook that users actually trip over."""
+    """The rules of Volcano's `validatejob` admission webhook that users actually trip over, and the
+    pool's own limit on pods per job."""
     spec = job.get("spec") or {}
     causes: Causes = []
     tasks = spec.get("tasks") or []
+    if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
+        return [("spec.tasks", "Invalid value: must be a list of task objects")]
     if not tasks:
         return [("spec.tasks", "Required value: No task specified in job spec")]
+    causes += validate_policies(spec.get("policies"), "spec.policies")
+    causes += _network_topology(spec)
+    causes += _depends_on(tasks)
     total = 0
     names: set[str] = set()
     for i, task in enumerate(tasks):
@@ -258,11 +411,23 @@ def validate_volcano_job(job: Obj, queues: set[str]) -> Causes:
         if name in names:
             causes.append((f"{where}.name", f'Duplicate value: "{name}": duplicated task name {name}'))
         names.add(name)
-        replicas = int(task.get("replicas", 1) or 0)
+        replicas = _count(task.get("replicas", 1), f"{where}.replicas", causes)
         if replicas < 0:
             causes.append((f"{where}.replicas", f"Invalid value: {replicas}: must be >= 0"))
+        if replicas > MAX_JOB_PODS or total + replicas > MAX_JOB_PODS:
+            causes.append(
+                (
+                    f"{where}.replicas",
+                    f"Invalid value: {replicas}: the simulated pool runs at most {MAX_JOB_PODS} pods "
+                    "per job (all tasks together)",
+                )
+            )
+            replicas = 0
+        causes += validate_policies(task.get("policies"), f"{where}.policies")
         task_min = task.get("minAvailable")
-        if task_min is not None and int(task_min) > replicas:
+        if task_min is not None:
+            task_min = _count(task_min, f"{where}.minAvailable", causes)
+        if task_min is not None and task_min > replicas:
             causes.append(
                 (
                     f"{where}.minAvailable",
@@ -273,6 +438,8 @@ def validate_volcano_job(job: Obj, queues: set[str]) -> Causes:
         total += replicas
         causes += validate_pod_spec((task.get("template") or {}).get("spec"), f"{where}.template.spec.")
     min_available = spec.get("minAvailable")
+    if min_available is not None:
+        min_available = _count(min_available, "spec.minAvailable", causes)
     if min_available is not None and int(min_available) > total:
         causes.append(
             (
@@ -298,6 +465,8 @@ def validate_volcano_job(job: Obj, queues: set[str]) -> Causes:
     if queue not in queues:
         causes.append(("spec.queue", f'Not found: "{queue}": unable to find job queue {queue}'))
     max_retry = spec.get("maxRetry")
+    if max_retry is not None:
+        max_retry = _count(max_retry, "spec.maxRetry", causes)
     if max_retry is not None and int(max_retry) < 0:
         causes.append(("spec.maxRetry", f"Invalid value: {max_retry}: 'maxRetry' cannot be less than zero"))
     return causes
@@ -309,7 +478,14 @@ def default_volcano_job(job: Obj) -> None:
     spec.setdefault("queue", "default")
     spec.setdefault("maxRetry", 3)
     spec.setdefault("schedulerName", "volcano")
-    for task in spec.get("tasks") or []:
+    tasks = (
+        [t for t in spec.get("tasks") or [] if isinstance(t, dict)]
+        if isinstance(spec.get("tasks"), list)
+        else []
+    )
+    for task in tasks:
         task.setdefault("replicas", 1)
         task.setdefault("minAvailable", task["replicas"])
-    spec.setdefault("minAvailable", sum(int(t.get("minAvailable", 0)) for t in spec.get("tasks") or []))
+    minimums = [m for t in tasks if isinstance(m := t.get("minAvailable"), int)]
+    if len(minimums) == len(tasks):
+        spec.setdefault("minAvailable", sum(minimums))
