@@ -25,6 +25,13 @@ def _pool_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, default=8, metavar="N", help="number of Snt9B nodes (default 8)")
     parser.add_argument("--leaves", type=int, default=2, metavar="L", help="leaf switches (default 2)")
     parser.add_argument(
+        "--tenants",
+        type=int,
+        default=None,
+        metavar="T",
+        help="nodes held by other tenants' jobs, as in a shared pool (default: one per 4 nodes; 0 for none)",
+    )
+    parser.add_argument(
         "--port", type=int, default=0, metavar="P", help="port on 127.0.0.1 (default: a free one)"
     )
     parser.add_argument(
@@ -51,6 +58,8 @@ def _pool_options(parser: argparse.ArgumentParser) -> None:
 def _serve_args(args: argparse.Namespace) -> list[str]:
     out = ["--nodes", str(args.nodes), "--leaves", str(args.leaves), "--port", str(args.port)]
     out += ["--control-plane", args.control_plane]
+    if args.tenants is not None:
+        out += ["--tenants", str(args.tenants)]
     if args.topology:
         out += ["--topology", str(Path(args.topology).expanduser().resolve())]
     return out
@@ -65,6 +74,12 @@ def _check(args: argparse.Namespace) -> None:
         from ranktable.sim.fabric import default_fabric
 
         default_fabric(args.nodes, args.leaves)  # raises a clear error for bad counts
+    if args.tenants is not None and not 0 <= args.tenants < max(args.nodes, 1):
+        raise InputError(
+            f"{args.tenants} tenant nodes leave no node free",
+            where="--tenants",
+            fix=f"use 0..{args.nodes - 1}",
+        )
 
 
 def _print_access(kubeconfig: Path, context: str, url: str) -> None:
@@ -117,6 +132,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         topology=Path(args.topology).expanduser().resolve() if args.topology else None,
         resume=args.resume,
+        tenants=args.nodes // 4 if args.tenants is None else args.tenants,
     )
     if args.control_plane == "real":
         if args.resume:

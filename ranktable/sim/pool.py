@@ -47,6 +47,7 @@ class PoolConfig:
     resume: bool = False
     backoff_seconds: float = BACKOFF_SECONDS  # CrashLoopBackOff's first delay (the kubelet's is 10 s)
     limits: Limits = field(default_factory=Limits)  # body size, request time, connections
+    tenants: int = 0  # nodes held by other tenants' long-running jobs (a shared pool)
 
     def fabric(self) -> list[SimNode]:
         if self.topology is not None:
@@ -109,7 +110,7 @@ class Pool:
                 (self.state_dir / stale).unlink(missing_ok=True)
             shutil.rmtree(self.state_dir / "pods", ignore_errors=True)
         nodes = cfg.fabric()
-        bootstrap(self.store, nodes)
+        bootstrap(self.store, nodes, cfg.tenants)
         self.token = str(saved.get("token") or secrets.token_urlsafe(32))
         self.kubelet = Kubelet(self.store, self.state_dir, cfg.log_limit, cfg.backoff_seconds)
         hooks = Hooks(

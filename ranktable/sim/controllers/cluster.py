@@ -15,6 +15,8 @@ from ranktable.sim.k8s.store import Store, now_rfc3339
 
 Obj = dict[str, Any]
 TOR_IP_ANNOTATION = "topology.ranktable.io/tor-ip"
+OVERSUBSCRIPTION_ANNOTATION = "topology.ranktable.io/oversubscription"
+LEAF_OVERSUBSCRIPTION = "4"  # the uplink share one job gets in a shared pool (docs/simulated-pool.md)
 INDEX_ANNOTATION = "topology.ranktable.io/index"
 
 
@@ -93,7 +95,10 @@ def hypernode_objects(nodes: list[SimNode]) -> list[Obj]:
     for leaf, members in leaves.items():
         out.append(
             {
-                "metadata": {"name": leaf},
+                "metadata": {
+                    "name": leaf,
+                    "annotations": {OVERSUBSCRIPTION_ANNOTATION: LEAF_OVERSUBSCRIPTION},
+                },
                 "spec": {
                     "tier": 1,
                     "tierName": "leaf",
@@ -137,15 +142,55 @@ def tor_node_configmap(nodes: list[SimNode]) -> Obj:
     }
 
 
-def bootstrap(store: Store, nodes: list[SimNode]) -> None:
-    """Create the pool's fixed objects (skipping any a restored state already has)."""
+TENANT_NAMESPACE = "tenant-b"
+
+
+def tenant_nodes(nodes: list[SimNode], tenants: int) -> list[SimNode]:
+    """Which nodes other tenants hold: spread evenly over the pool (never the first node)."""
+    if tenants <= 0 or not nodes:
+        return []
+    step = len(nodes) / tenants
+    return [nodes[(1 + int(i * step)) % len(nodes)] for i in range(min(tenants, len(nodes)))]
+
+
+def tenant_pod(node: SimNode, index: int) -> Obj:
+    """A pod of another tenant's long training job, bound to `node`, holding all its NPUs."""
+    npus = str(node.flavour.npus)
+    return {
+        "metadata": {
+            "name": f"pretrain-70b-worker-{index}",
+            "namespace": TENANT_NAMESPACE,
+            "labels": {"app": "pretrain-70b", "volcano.sh/queue-name": "default"},
+        },
+        "spec": {
+            "nodeName": node.name,
+            "schedulerName": "volcano",
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "swr.cn-southwest-2.myhuaweicloud.com/other-team/pretrain:2.1",
+                    "command": ["sleep", "2147483647"],
+                    "resources": {"requests": {NPU_RESOURCE: npus}, "limits": {NPU_RESOURCE: npus}},
+                }
+            ],
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
+def bootstrap(store: Store, nodes: list[SimNode], tenants: int = 0) -> None:
+    """Create the pool's fixed objects (skipping any a restored state already has); `tenants` nodes
+    are held by another team's running job, as in a shared pool."""
 
     def ensure(key: str, obj: Obj) -> None:
         rtype = BY_KEY[key]
         if store.find(rtype, obj["metadata"].get("namespace"), obj["metadata"]["name"]) is None:
             store.create(rtype, obj)
 
-    for ns in ("default", "kube-system", "kube-public", "volcano-system"):
+    spaces = ["default", "kube-system", "kube-public", "volcano-system"]
+    for ns in spaces + ([TENANT_NAMESPACE] if tenants else []):
         ensure(
             "namespaces",
             {
@@ -167,3 +212,5 @@ def bootstrap(store: Store, nodes: list[SimNode]) -> None:
     for hn in hypernode_objects(nodes):
         ensure("topology.volcano.sh/hypernodes", hn)
     ensure("configmaps", tor_node_configmap(nodes))
+    for index, node in enumerate(tenant_nodes(nodes, tenants)):
+        ensure("pods", tenant_pod(node, index))

@@ -8,6 +8,7 @@ import time
 import traceback
 from pathlib import Path
 
+from ranktable.sim.controllers import hypernodes
 from ranktable.sim.controllers.common import Obj
 from ranktable.sim.controllers.configmap1980 import RankTablePlugin, job_uses_plugin
 from ranktable.sim.controllers.kubelet import Kubelet
@@ -63,7 +64,7 @@ class ControllerManager:
         for job, pods in self.jobs.sync():
             if job_uses_plugin(job) and job_phase(job) not in FINISHED:
                 self.ranktable.sync(job, pods)
-        self.scheduler.schedule()
+        self.scheduler.schedule(hypernodes.sync_status(self.store))
         self.kubelet.sync()
         if self._deleted.is_set() or time.monotonic() - self._last_gc > GC_SECONDS:
             self._deleted.clear()

@@ -130,6 +130,8 @@ class Sandboxes:
         if not job:
             return
         ns = pod["metadata"]["namespace"]
+        if "work/.ssh/id_rsa" not in box.files:
+            self._project_ssh(box, self.store.find(SECRETS, ns, f"{job}-ssh"))
         for cm_name, mount in ((f"configmap1980-{job}", CONFIG_MOUNT), (f"{job}-svc", VOLCANO_MOUNT)):
             if configmaps is not None:
                 cm = configmaps.get((ns, cm_name))
@@ -147,6 +149,21 @@ class Sandboxes:
                 tmp.write_text(value)
                 tmp.replace(target)
                 box.files[rel] = value
+
+    @staticmethod
+    def _project_ssh(box: PodSandbox, secret: Obj | None) -> None:
+        """The `ssh` plugin's Secret, mounted (mode 0600) where the pod's user finds it: `$HOME/.ssh`."""
+        if secret is None:
+            return
+        target = ensure_dir(box.root / "work" / ".ssh")
+        target.chmod(0o700)
+        for key, value in sorted((secret.get("data") or {}).items(), key=lambda kv: kv[0] == "id_rsa"):
+            if "/" in key:
+                continue
+            path = target / key
+            path.write_bytes(base64.b64decode(value))
+            path.chmod(0o600)
+            box.files[f"work/.ssh/{key}"] = value
 
     @staticmethod
     def map_path(box: PodSandbox, value: str) -> str:

@@ -23,7 +23,8 @@ from ranktable.sim.controllers.common import (
     quantity,
     record_event,
 )
-from ranktable.sim.fabric import NPU_RESOURCE
+from ranktable.sim.controllers.hypernodes import HyperNode
+from ranktable.sim.fabric import LEAF_LABEL, NPU_RESOURCE
 from ranktable.sim.k8s.resources import BY_KEY
 from ranktable.sim.k8s.selectors import match_label_selector
 from ranktable.sim.k8s.store import Store, now_rfc3339
@@ -59,6 +60,7 @@ def _pod_index(pod: Obj) -> tuple[str, int]:
 class Scheduler:
     def __init__(self, store: Store) -> None:
         self.store = store
+        self.hypernodes: dict[str, HyperNode] = {}
         self._last_failure: dict[str, tuple[str, float]] = {}
 
     def _nodes(self) -> dict[str, NodeState]:
@@ -111,22 +113,42 @@ class Scheduler:
                     return "node(s) didn't match pod anti-affinity rules"
         return None
 
-    def _place(self, nodes: dict[str, NodeState], pod: Obj) -> tuple[str | None, list[int], Counter[str]]:
+    def _place(
+        self,
+        nodes: dict[str, NodeState],
+        pod: Obj,
+        allowed: frozenset[str] | None = None,
+        spread: Counter[str] | None = None,
+    ) -> tuple[str | None, list[int], Counter[str]]:
+        """Fit `pod` on a node (of `allowed`, if given). With `spread` (pods of the same gang per leaf)
+        the node under the leaf with the fewest of them wins, as a shared pool's scheduler spreads."""
         reasons: Counter[str] = Counter()
         npus = int(pod_requests(pod).get(NPU_RESOURCE, 0))
+        fitting: list[NodeState] = []
         for node in nodes.values():
             why = self._why_not(node, pod)
             if why is None and len(node.free_devices) < npus:
                 why = f"Insufficient {NPU_RESOURCE}"
+            if why is None and allowed is not None and node.name not in allowed:
+                why = "node(s) outside the job's network topology domain"
             if why is not None:
                 reasons[why] += 1
                 continue
-            devices = node.free_devices[:npus]
-            self._take(node, pod, devices)
-            return node.name, devices, reasons
-        return None, [], reasons
+            fitting.append(node)
+            if spread is None:
+                break
+        if not fitting:
+            return None, [], reasons
+        counts = spread if spread is not None else Counter()
+        node = min(fitting, key=lambda n: (counts[n.labels.get(LEAF_LABEL, "")], n.name))
+        devices = node.free_devices[:npus]
+        self._take(node, pod, devices)
+        if spread is not None:
+            spread[node.labels.get(LEAF_LABEL, "")] += 1
+        return node.name, devices, reasons
 
-    def schedule(self) -> None:
+    def schedule(self, hypernodes: dict[str, HyperNode] | None = None) -> None:
+        self.hypernodes = hypernodes or {}
         pods, _ = self.store.list(PODS)
         groups: dict[tuple[str, str], list[Obj]] = {}
         singles: list[Obj] = []
@@ -158,28 +180,63 @@ class Scheduler:
             pg = self.store.find(PODGROUPS, namespace, group)
             if pg is None:
                 continue
-            bound = len(members) - len(pending)
+            bound = [p for p in members if (p.get("spec") or {}).get("nodeName")]
             min_member = int((pg.get("spec") or {}).get("minMember", 1))
             self._gang(pg, pending, bound, min_member)
 
-    def _gang(self, pg: Obj, pending: list[Obj], bound: int, min_member: int) -> None:
-        nodes = self._nodes()
-        total = len(nodes)
+    def _domains(self, pg: Obj, bound: list[Obj]) -> tuple[list[frozenset[str] | None], str]:
+        """Where a gang may go: anywhere ([None]), or, with `networkTopology`, inside one HyperNode of
+        tier <= highestTierAllowed, tightest first (hard: only there; soft: else anywhere)."""
+        topology = (pg.get("spec") or {}).get("networkTopology") or {}
+        if not topology:
+            return [None], ""
+        highest = topology.get("highestTierAllowed")
+        if highest is None and topology.get("highestTierName"):
+            named = [
+                h for h in self.hypernodes.values() if h.name and h.tier_name == topology["highestTierName"]
+            ]
+            highest = min((h.tier for h in named), default=1)
+        highest = int(highest or 1)
+        on = {(p.get("spec") or {}).get("nodeName") for p in bound}
+        candidates = sorted(
+            (h for h in self.hypernodes.values() if h.tier <= highest and h.nodes and on <= h.nodes),
+            key=lambda h: (h.tier, len(h.nodes), h.name),
+        )
+        domains: list[frozenset[str] | None] = [h.nodes for h in candidates]
+        if topology.get("mode", "hard") == "soft":
+            domains.append(None)
+        why = f"network topology (hard): no HyperNode of tier <= {highest} can hold the gang"
+        return domains, why
+
+    def _gang(self, pg: Obj, pending: list[Obj], bound: list[Obj], min_member: int) -> None:
+        total = len(self._nodes())
+        domains, topology_reason = self._domains(pg, bound)
         plan: list[tuple[Obj, str, list[int]]] = []
         failure: Counter[str] | None = None
-        for pod in pending:
-            node, devices, reasons = self._place(nodes, pod)
-            if node is None:
-                failure = failure or reasons
-                continue
-            plan.append((pod, node, devices))
-        if bound + len(plan) < min_member:
+        for allowed in domains:
+            nodes = self._nodes()
+            spread: Counter[str] = Counter(
+                nodes[n].labels.get(LEAF_LABEL, "") if n in nodes else ""
+                for n in ((p.get("spec") or {}).get("nodeName") for p in bound)
+            )
+            plan, failure = [], None
+            for pod in pending:
+                node, devices, reasons = self._place(nodes, pod, allowed, spread)
+                if node is None:
+                    failure = failure or reasons
+                    continue
+                plan.append((pod, node, devices))
+            if len(bound) + len(plan) >= min_member:
+                break
+        if len(bound) + len(plan) < min_member:
             reasons = failure or Counter()
             detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+            if not domains or (topology_reason and None not in domains):
+                detail = f"{detail}; {topology_reason}" if detail else topology_reason
             message = (
                 f"0/{total} nodes are available: {detail}." if detail else f"0/{total} nodes are available."
             )
-            self._report(pg, pending, message, bound + len(plan), min_member)
+            self._report(pg, pending, message, len(bound) + len(plan), min_member)
             return
         self._last_failure.pop(pg["metadata"]["uid"], None)
         for pod, node, devices in plan:

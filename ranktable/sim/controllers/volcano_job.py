@@ -13,7 +13,7 @@ import threading
 from datetime import datetime, timezone
 from typing import Any
 
-from ranktable.sim.controllers import svc_plugin
+from ranktable.sim.controllers import ssh_plugin, svc_plugin
 from ranktable.sim.controllers.common import (
     GROUP_NAME,
     JOB_NAME,
@@ -109,6 +109,8 @@ class JobController:
         self._ensure_podgroup(job)
         if "svc" in (spec.get("plugins") or {}):
             svc_plugin.ensure_objects(self.store, job)
+        if "ssh" in (spec.get("plugins") or {}):
+            ssh_plugin.ensure_secret(self.store, job)
         phase = status["state"]["phase"]
         key = job["metadata"]["uid"]
         with self._lock:
@@ -142,7 +144,7 @@ class JobController:
             if not [p for p in pods if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")]:
                 phase = self._transition(status, WINDING_DOWN[phase], "", "")
         if phase in ("Pending", "Running"):
-            self._create_missing(job, status, {p["metadata"]["name"] for p in pods})
+            self._create_missing(job, status, {p["metadata"]["name"] for p in pods}, live)
         counts = self._count(live)
         status.update(counts)
         status["minAvailable"] = int(spec.get("minAvailable", 0))
@@ -283,6 +285,11 @@ class JobController:
                         for t in job["spec"].get("tasks") or []
                     },
                     "priorityClassName": job["spec"].get("priorityClassName", ""),
+                    **(
+                        {"networkTopology": job["spec"]["networkTopology"]}
+                        if job["spec"].get("networkTopology")
+                        else {}
+                    ),
                 },
                 "status": {"phase": "Pending"},
             },
@@ -305,9 +312,38 @@ class JobController:
 
         self.store.mutate(PODGROUPS, job["metadata"]["namespace"], podgroup_name(job), update)
 
-    def _create_missing(self, job: Obj, status: Obj, existing: set[str]) -> None:
+    @staticmethod
+    def _task_ready(job: Obj, task_name: str, pods: list[Obj]) -> bool:
+        """Volcano's `isDependsOnPodsReady`: at least minAvailable pods of the task run ready or succeeded."""
+        task = next((t for t in job["spec"].get("tasks") or [] if t.get("name") == task_name), None)
+        if task is None:
+            return True
+        ready = 0
+        for p in pods:
+            if (p["metadata"].get("labels") or {}).get(TASK_SPEC) != task_name:
+                continue
+            status = p.get("status") or {}
+            if status.get("phase") == "Succeeded" or (
+                status.get("phase") == "Running"
+                and all(c.get("ready") for c in status.get("containerStatuses") or [{}])
+            ):
+                ready += 1
+        return ready >= int(task.get("minAvailable", task.get("replicas", 1)))
+
+    def _dependencies_met(self, job: Obj, task: Obj, pods: list[Obj]) -> bool:
+        """`dependsOn`: a task's pods are created once the tasks it names are ready (all, or any)."""
+        depends = task.get("dependsOn") or {}
+        names = list(depends.get("name") or [])
+        if not names:
+            return True
+        ready = [self._task_ready(job, name, pods) for name in names]
+        return any(ready) if len(names) > 1 and depends.get("iteration") == "any" else all(ready)
+
+    def _create_missing(self, job: Obj, status: Obj, existing: set[str], pods: list[Obj]) -> None:
         meta = job["metadata"]
         for task in job["spec"].get("tasks") or []:
+            if not self._dependencies_met(job, task, pods):
+                continue
             for index in range(int(task.get("replicas", 1))):
                 name = f"{meta['name']}-{task['name']}-{index}"
                 if name in existing:

@@ -16,8 +16,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from ranktable.sim.k8s.server import Limits
-from tests.fixtures.simpool import SimPoolHandle
-from tests.sim_helpers import eventually, volcano_job
+from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.sim_helpers import eventually, volcano_job
 
 
 def _connect(pool: SimPoolHandle, timeout: float = 10) -> ssl.SSLSocket:

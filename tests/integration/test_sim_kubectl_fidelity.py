@@ -15,9 +15,9 @@ import pytest
 import yaml
 from kubernetes import client
 
-from tests.fixtures.simpool import SimPoolHandle
-from tests.sim_helpers import eventually, volcano_job
-from tests.test_sim_kubectl import kubectl
+from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.sim_helpers import eventually, volcano_job
+from tests.integration.test_sim_kubectl import kubectl
 
 JOBS = ("batch.volcano.sh", "v1alpha1", "default", "jobs")
 MAGIC = b"k8s\x00"  # every Kubernetes protobuf body starts with it
