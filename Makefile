@@ -6,7 +6,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-APT_PACKAGES := openssh-server openssh-client rsync chromium
+APT_PACKAGES := openssh-server openssh-client rsync chromium bubblewrap
 
 .PHONY: demo test tree-snapshot lint pytest test-core wheel-check system-deps env clean bench labextension jest ui-test screenshots \
 	controlplane conformance

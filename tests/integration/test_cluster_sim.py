@@ -81,14 +81,16 @@ def test_four_node_job_end_to_end(pool: SimPoolHandle) -> None:
 
     with client.logs("bert", follow=True) as stream:
         lines = list(stream)
-    pods = {f"bert-bert-1-{i}": i for i in range(4)}
+    # the gang is spread over both leaves (pods 0, 2 under leaf-0; 1, 3 under leaf-1), so the route
+    # plan numbers the servers leaf by leaf
+    pods = {"bert-bert-1-0": 0, "bert-bert-1-1": 2, "bert-bert-1-2": 1, "bert-bert-1-3": 3}
     assert {line.pod for line in lines} == set(pods)
     assert all(line.node_rank == pods[line.pod] for line in lines)
     assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", line.timestamp) for line in lines)
     # every rank of every pod printed its 5 steps exactly once, in order
     assert steps_by_rank(lines) == {rank: [1, 2, 3, 4, 5] for rank in range(32)}
     intro = [line for line in lines if line.text.startswith("rank 8/32 ")]
-    assert len(intro) == 1 and intro[0].pod == "bert-bert-1-1"
+    assert len(intro) == 1 and intro[0].pod == "bert-bert-1-2"
     assert any("route plan applied" in line.text for line in lines)
 
     summary = next(j for j in client.list_jobs() if j.name == "bert")

@@ -50,7 +50,8 @@ def test_job_commands_and_exit_codes(
 
     assert run(pool, "job", "logs", "demo", "-f", "--rank", "2") == 0
     out = capsys.readouterr().out.splitlines()
-    assert out and all(line.startswith("[2 demo-demo-1-2] ") for line in out)
+    # spread over both leaves (pods 0 and 2 under leaf-0): the route plan makes pod 1 node rank 2
+    assert out and all(line.startswith("[2 demo-demo-1-1] ") for line in out)
     assert sum("loss" in line for line in out) == 8 * 3
 
     assert run(pool, "job", "watch", "demo", "--timeout", "30") == 0

@@ -22,6 +22,7 @@ import pytest
 
 from ranktable.sim.k8s.websocket import WebSocket
 from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.sim_helpers import pod_visible
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data/reference/lite-volcano-job.yaml"
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
@@ -53,6 +54,7 @@ def test_exec_output_is_byte_exact_sequentially_and_concurrently(
     pool, home = running_pod
     blob = tmp_path / "blob"
     blob.write_bytes(os.urandom(SIZE))
+    pod_visible(blob)
     want = hashlib.sha256(blob.read_bytes()).hexdigest()
 
     def cat() -> tuple[int, int, str, bytes]:

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from ranktable.sim.controllers.sandbox import Confinement
 from tests.integration.fixtures.simpool import SimPoolHandle
 from tests.integration.sim_helpers import eventually, volcano_job
 from tests.integration.test_sim_kubectl import kubectl
@@ -152,3 +153,49 @@ def test_explain_reads_volcanos_published_schema(sim_pool: SimPoolHandle, home: 
     topology = kubectl(sim_pool, home, "explain", "vcjob.spec.networkTopology")
     assert "highestTierAllowed\t<integer>" in topology and "mode\t<string>" in topology
     assert "members\t<[]Object>" in kubectl(sim_pool, home, "explain", "hypernode.spec")
+
+
+SSHD_POD = """
+apiVersion: v1
+kind: Pod
+metadata: {name: sshd}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: volcanosh/example-mpi:0.0.3
+    command:
+    - sh
+    - -c
+    - ssh-keygen -q -N "" -t ed25519 -f $HOME/hk && exec /usr/sbin/sshd -D -e -p 22 -h $HOME/hk
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: probe}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, 'id -u; whoami; hostname; cat /etc/shadow >/dev/null 2>&1 || echo denied; sleep 30']
+"""
+
+
+def test_pods_run_unprivileged_in_their_own_namespaces(
+    sim_pool: SimPoolHandle, home: Path, tmp_path: Path
+) -> None:
+    """Volcano's MPI example starts sshd on port 22: in the pool it must fail inside the pod."""
+    confinement = Confinement.detect()
+    assert confinement.active, "bubblewrap is missing: `make system-deps` installs it"
+    manifest = tmp_path / "pods.yaml"
+    manifest.write_text(SSHD_POD)
+    kubectl(sim_pool, home, "apply", "-f", str(manifest))
+    core = client.CoreV1Api(sim_pool.api_client())
+    eventually(
+        lambda: core.read_namespaced_pod("sshd", "default").status.phase == "Failed", what="sshd fails"
+    )
+    assert "Bind to port 22 on 0.0.0.0 failed: Permission denied" in kubectl(sim_pool, home, "logs", "sshd")
+    eventually(lambda: "denied" in kubectl(sim_pool, home, "logs", "probe"), what="probe output")
+    assert kubectl(sim_pool, home, "logs", "probe").split() == ["10001", "pod", "probe", "denied"]
+    assert kubectl(sim_pool, home, "exec", "probe", "--", "id", "-u").strip() == "10001"
+    assert kubectl(sim_pool, home, "exec", "probe", "--", "hostname").strip() == "probe"

@@ -125,9 +125,11 @@ class Kubelet:
         return self.sandboxes.env(pod, spec, box), str(box.root / "work")
 
     def exec_argv(self, pod: Obj, argv: list[str]) -> list[str]:
-        """An exec command line with the pod's mounted paths pointed into its sandbox."""
+        """An exec command line with the pod's mounted paths pointed into its sandbox, confined as the
+        pod's own processes are (same user and namespaces)."""
         box = self.sandboxes.get(pod)
-        return [self.sandboxes.map_path(box, a) for a in argv]
+        mapped = [self.sandboxes.map_path(box, a) for a in argv]
+        return self.sandboxes.confine(pod, box, mapped, box.root / "work")
 
     def _pod_ip(self) -> str:
         self._next_ip += 1
@@ -177,7 +179,9 @@ class Kubelet:
             with open(raw, "ab") as out:
                 try:
                     proc = subprocess.Popen(
-                        ["/bin/sh", "-c", WRAPPER, str(run_dir / f"{restart}.exit"), *argv],
+                        self.sandboxes.confine(
+                            pod, box, ["/bin/sh", "-c", WRAPPER, str(run_dir / f"{restart}.exit"), *argv], cwd
+                        ),
                         stdin=subprocess.DEVNULL,
                         stdout=out,
                         stderr=subprocess.STDOUT,

@@ -8,8 +8,12 @@ hosts) are copied into the sandbox and any env value or working directory under 
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import re
+import shutil
+import stat
+import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +31,59 @@ VOLCANO_MOUNT = "/etc/volcano"
 BIN_DIR = str(Path(sys.executable).parent)  # so `ranktable wait` / `ranktable route` work inside pods
 _MOUNTED = re.compile(r"(?<![\w./-])(/user/config|/etc/volcano)(?![\w.-])")
 _VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+
+
+POD_UID = POD_GID = 10001  # the unprivileged user pod processes run as when the pool runs as root
+
+
+@dataclass(frozen=True)
+class Confinement:
+    """How pod processes are confined: bubblewrap namespaces, and an unprivileged user when we are root."""
+
+    bwrap: str | None
+    setpriv: str | None
+    uid: int | None  # None: keep ours (we are not root)
+
+    @staticmethod
+    def detect() -> Confinement:
+        bwrap = shutil.which("bwrap")
+        if os.geteuid() != 0:  # already unprivileged; namespaces need an unprivileged user namespace
+            usable = bwrap is not None and _works([bwrap, "--unshare-user", "--bind", "/", "/", "true"])
+            return Confinement(bwrap if usable else None, None, None)
+        setpriv = shutil.which("setpriv")
+        if bwrap is None or setpriv is None:
+            return Confinement(None, None, None)  # docs: install bubblewrap (Makefile APT_PACKAGES)
+        return Confinement(bwrap, setpriv, POD_UID)
+
+    @property
+    def active(self) -> bool:
+        return self.bwrap is not None
+
+
+def _works(argv: list[str]) -> bool:
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=10, check=False).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _exposed_python() -> list[Path]:
+    """What a pod needs to run our Python (`ranktable wait`, `ranktable route`, training scripts)."""
+    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(os.path.realpath(sys.executable)).parents[1]}
+    paths.add(Path(__file__).resolve().parents[3])  # the ranktable source tree (editable installs)
+    return sorted(p for p in paths if p.is_dir())
+
+
+def _hidden_ancestors(paths: list[Path]) -> list[Path]:
+    """The topmost directories on the way to `paths` that others may not enter: each becomes an empty
+    tmpfs in the pod (hiding what else is in it) and the paths are bound back on top."""
+    out: set[Path] = set()
+    for path in paths:
+        for parent in reversed(path.parents):
+            if parent != Path("/") and not parent.stat().st_mode & stat.S_IXOTH:
+                out.add(parent)
+                break
+    return sorted(p for p in out if not any(q in p.parents for q in out))
 
 
 @dataclass
@@ -102,10 +159,61 @@ def write_npu_smi(bin_dir: Path, pod: Obj) -> None:
 class Sandboxes:
     """Sandboxes of the pods this kubelet runs, under `root`."""
 
-    def __init__(self, store: ObjectStore, root: Path) -> None:
+    def __init__(self, store: ObjectStore, root: Path, confinement: Confinement | None = None) -> None:
         self.store = store
         self.root = root
+        self.confinement = confinement if confinement is not None else Confinement.detect()
         self._boxes: dict[str, PodSandbox] = {}
+
+    def confine(self, pod: Obj, box: PodSandbox, argv: list[str], cwd: Path) -> list[str]:
+        """`argv` run in the pod's own IPC, UTS (hostname = pod name) and mount namespaces, as an
+        unprivileged user when the pool runs as root: it can bind no privileged port, signal no host
+        process, and read only what others may read (plus its sandbox)."""
+        conf = self.confinement
+        if not conf.active or conf.bwrap is None:
+            return argv
+        if conf.uid is not None:
+            self._own(box, cwd)
+        exposed = _exposed_python()
+        command = [conf.bwrap, "--bind", "/", "/", "--dev", "/dev"]
+        for hidden in _hidden_ancestors([box.root, *exposed]):
+            command += ["--tmpfs", str(hidden)]
+            for path, how in [*((p, "--ro-bind") for p in exposed), (box.root, "--bind")]:
+                if hidden in path.parents:  # bound back, through directories others may enter
+                    between = [d for d in reversed(path.parents) if hidden in d.parents]
+                    command += [a for d in between for a in ("--perms", "0755", "--dir", str(d))]
+                    command += [how, str(path), str(path)]
+        if conf.uid is not None:  # tools that look the user up (ssh-keygen, whoami) find the pod user
+            for name, entry in (
+                ("passwd", f"pod:x:{conf.uid}:{conf.uid}:simulated pod user:{box.root / 'work'}:/bin/sh\n"),
+                ("group", f"pod:x:{conf.uid}:\n"),
+            ):
+                users = box.root / f".{name}"
+                users.write_text(Path(f"/etc/{name}").read_text() + entry)
+                command += ["--ro-bind", str(users), f"/etc/{name}"]
+        command += ["--unshare-ipc", "--unshare-uts", "--hostname", pod["metadata"]["name"][:63]]
+        if conf.uid is None:
+            command += ["--unshare-user"]
+        command += ["--chdir", str(cwd), "--"]
+        if conf.setpriv is not None and conf.uid is not None:
+            command += [conf.setpriv, f"--reuid={conf.uid}", f"--regid={conf.uid}", "--clear-groups"]
+            command += ["--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"]
+        return command + argv
+
+    def _own(self, box: PodSandbox, cwd: Path) -> None:
+        """Give the pod user what it writes: its sandbox (work, logs, the exit files), not the rest."""
+        uid = self.confinement.uid
+        assert uid is not None
+        mounts = [box.root / m.strip("/") for m in (CONFIG_MOUNT, VOLCANO_MOUNT)]
+        for path in (box.root, cwd, *box.root.glob("logs/*"), box.root / "logs", *mounts):
+            with contextlib.suppress(OSError):
+                os.chown(path, uid, uid)
+        for path in (box.root / "work").rglob("*"):
+            with contextlib.suppress(OSError):
+                if path.stat().st_uid == 0:
+                    os.chown(path, uid, uid, follow_symlinks=False)
+        with contextlib.suppress(OSError):
+            os.chown(box.root / "work", uid, uid)
 
     def get(self, pod: Obj) -> PodSandbox:
         """The pod's sandbox (created on first use): `<root>/<ns>/<pod>-<uid8>/`."""
@@ -150,8 +258,7 @@ class Sandboxes:
                 tmp.replace(target)
                 box.files[rel] = value
 
-    @staticmethod
-    def _project_ssh(box: PodSandbox, secret: Obj | None) -> None:
+    def _project_ssh(self, box: PodSandbox, secret: Obj | None) -> None:
         """The `ssh` plugin's Secret, mounted (mode 0600) where the pod's user finds it: `$HOME/.ssh`."""
         if secret is None:
             return
@@ -163,6 +270,9 @@ class Sandboxes:
             path = target / key
             path.write_bytes(base64.b64decode(value))
             path.chmod(0o600)
+            if self.confinement.uid is not None:  # the pod's user owns its keys, as on a real mount
+                os.chown(path, self.confinement.uid, self.confinement.uid)
+                os.chown(target, self.confinement.uid, self.confinement.uid)
             box.files[f"work/.ssh/{key}"] = value
 
     @staticmethod
