@@ -29,7 +29,7 @@ def _pool_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="T",
-        help="nodes held by other tenants' jobs, as in a shared pool (default: one per 4 nodes; 0 for none)",
+        help="nodes held by other tenants' jobs, as in a shared pool (default: one per 8 nodes; 0 for none)",
     )
     parser.add_argument(
         "--port", type=int, default=0, metavar="P", help="port on 127.0.0.1 (default: a free one)"
@@ -132,7 +132,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         topology=Path(args.topology).expanduser().resolve() if args.topology else None,
         resume=args.resume,
-        tenants=args.nodes // 4 if args.tenants is None else args.tenants,
+        tenants=args.nodes // 8 if args.tenants is None else args.tenants,
     )
     if args.control_plane == "real":
         if args.resume:

@@ -111,6 +111,7 @@ class Pool:
             shutil.rmtree(self.state_dir / "pods", ignore_errors=True)
         nodes = cfg.fabric()
         bootstrap(self.store, nodes, cfg.tenants)
+        self.store.compact()
         self.token = str(saved.get("token") or secrets.token_urlsafe(32))
         self.kubelet = Kubelet(self.store, self.state_dir, cfg.log_limit, cfg.backoff_seconds)
         hooks = Hooks(

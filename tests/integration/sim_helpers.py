@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import os
-import stat
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -105,17 +102,3 @@ def eventually(fn: Callable[[], T | None], timeout: float = 15.0, what: str = "c
             return last
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-def pod_visible(path: Path) -> Path:
-    """Let pod processes (an unprivileged user when the pool runs as root) read `path` and reach it:
-    pytest's temporary directories are private (0700), as any user's files would be."""
-    for part in [path, *path.parents]:
-        if part == Path("/"):
-            break
-        mode = part.stat().st_mode
-        extra = stat.S_IROTH | (stat.S_IXOTH if stat.S_ISDIR(mode) else 0)
-        if part == path and stat.S_ISDIR(mode):
-            extra |= stat.S_IWOTH  # a directory the pod shares with the test
-        os.chmod(part, stat.S_IMODE(mode) | extra)
-    return path

@@ -22,7 +22,6 @@ import pytest
 
 from ranktable.sim.k8s.websocket import WebSocket
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.sim_helpers import pod_visible
 
 REFERENCE = Path(__file__).resolve().parents[1] / "data/reference/lite-volcano-job.yaml"
 KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
@@ -49,12 +48,11 @@ def running_pod(sim_pool: SimPoolHandle, tmp_path: Path) -> tuple[SimPoolHandle,
 
 
 def test_exec_output_is_byte_exact_sequentially_and_concurrently(
-    running_pod: tuple[SimPoolHandle, Path], tmp_path: Path
+    running_pod: tuple[SimPoolHandle, Path], pod_shared_dir: Path
 ) -> None:
     pool, home = running_pod
-    blob = tmp_path / "blob"
+    blob = pod_shared_dir / "blob"
     blob.write_bytes(os.urandom(SIZE))
-    pod_visible(blob)
     want = hashlib.sha256(blob.read_bytes()).hexdigest()
 
     def cat() -> tuple[int, int, str, bytes]:

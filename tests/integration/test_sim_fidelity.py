@@ -246,10 +246,10 @@ def test_the_ssh_plugin_makes_a_secret_and_mounts_it(sim_pool: SimPoolHandle) ->
 
 def test_a_four_node_job_crosses_leaves_in_a_shared_pool(sim_pool_factory: Any) -> None:
     """Other tenants hold nodes and the scheduler spreads a gang over leaves, so routing has work."""
-    from ranktable.jobs.cluster import ClusterClient
-    from ranktable.jobs.compose import compose
-    from ranktable.jobs.layout import job_layout
-    from ranktable.jobs.spec import JobSpec
+    from ranktable.cluster.client import ClusterClient
+    from ranktable.compose.manifests import compose
+    from ranktable.compose.spec import JobSpec
+    from ranktable.usecases.jobs import job_layout
 
     pool = sim_pool_factory(tenants=2, ranktable_delay=0.1)
     core, _ = _apis(pool)
@@ -268,3 +268,18 @@ def test_a_four_node_job_crosses_leaves_in_a_shared_pool(sim_pool_factory: Any) 
     assert len({_leaf(core, n) for n in placed}) == 2
     report = job_layout(cluster, "demo").report
     assert report["speedup"] > 1.0
+
+
+def test_a_watch_from_before_the_server_started_is_gone(sim_pool: SimPoolHandle) -> None:
+    """A fresh API server's watch cache starts at its first list: resourceVersion 1 gets 410 Gone."""
+    core, _ = _apis(sim_pool)
+    resp = core.list_namespaced_config_map(
+        "default", watch=True, resource_version="1", timeout_seconds=2, _preload_content=False
+    )
+    first = json.loads(resp.read().decode().splitlines()[0])
+    assert first["type"] == "ERROR" and first["object"]["code"] == 410
+    current = core.list_namespaced_config_map("default").metadata.resource_version
+    resp = core.list_namespaced_config_map(
+        "default", watch=True, resource_version=current, timeout_seconds=1, _preload_content=False
+    )
+    assert b"ERROR" not in resp.read()

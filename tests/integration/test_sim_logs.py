@@ -13,7 +13,7 @@ from kubernetes import client
 
 from ranktable.sim.controllers.logs import READ_BLOCK, LogPump, read_log
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.sim_helpers import eventually, pod_visible
+from tests.integration.sim_helpers import eventually
 
 TIMEOUT = (5, 60)
 
@@ -120,10 +120,9 @@ def test_log_reader_returns_long_lines_whole(tmp_path: Path) -> None:
     _assert_same_lines(text.split(b"\n")[:-1], lines)
 
 
-def test_pod_log_has_every_printed_line_once_and_whole(sim_pool: SimPoolHandle, tmp_path: Path) -> None:
-    script = tmp_path / "printer.py"
+def test_pod_log_has_every_printed_line_once_and_whole(sim_pool: SimPoolHandle, pod_shared_dir: Path) -> None:
+    script = pod_shared_dir / "printer.py"
     script.write_text(PRINTER)
-    pod_visible(script)
     core = client.CoreV1Api(sim_pool.api_client())
     pod = {
         "apiVersion": "v1",

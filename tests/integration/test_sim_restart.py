@@ -16,7 +16,7 @@ from kubernetes import client
 from ranktable.sim.controllers.kubelet import WRAPPER, Kubelet, Run
 from ranktable.sim.k8s.server import ApiServer
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.sim_helpers import eventually, pod_visible, volcano_job
+from tests.integration.sim_helpers import eventually, volcano_job
 
 JOBS = ("batch.volcano.sh", "v1alpha1", "default", "jobs")
 
@@ -43,11 +43,15 @@ def _wait_for(flag: Path) -> str:
     return f"while [ ! -e {flag} ]; do sleep 0.05; done"
 
 
-def test_pods_and_jobs_finish_after_an_in_process_restart(sim_pool: SimPoolHandle, tmp_path: Path) -> None:
+def test_pods_and_jobs_finish_after_an_in_process_restart(
+    sim_pool: SimPoolHandle, pod_shared_dir: Path
+) -> None:
     core = client.CoreV1Api(sim_pool.api_client())
     custom = client.CustomObjectsApi(sim_pool.api_client())
-    pod_visible(tmp_path)
-    down, up = tmp_path / "down", tmp_path / "up"  # created while the pool is down / once it is back
+    down, up = (
+        pod_shared_dir / "down",
+        pod_shared_dir / "up",
+    )  # created while the pool is down / once it is back
     core.create_namespaced_pod("default", _pod("during", f"echo up; {_wait_for(down)}; exit 3"))
     core.create_namespaced_pod("default", _pod("after", f"echo up; {_wait_for(up)}; exit 5"))
     job = volcano_job("pair", 2, ["sh", "-c", f"{_wait_for(up)}; echo done"], npus=8, restart="Never")

@@ -146,7 +146,7 @@ def write_npu_smi(bin_dir: Path, pod: Obj) -> None:
     """A stand-in `npu-smi` on the pod's PATH: `npu-smi info` lists the pod's NPUs as the real tool does."""
     text = (pod["metadata"].get("annotations") or {}).get(DEVICES_ANNOTATION, "")
     devices = sorted(int(p.rsplit("-", 1)[1]) for p in text.split(",") if "-" in p)
-    ensure_dir(bin_dir)
+    ensure_dir(bin_dir).chmod(0o755)  # on the pod user's PATH
     script = bin_dir / "npu-smi"
     script.write_text(
         "#!/bin/sh\n"

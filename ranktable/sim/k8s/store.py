@@ -237,6 +237,12 @@ class Store:
                 self._cond.wait(timeout)
             return self._rv
 
+    def compact(self) -> None:
+        """Forget the watch history so far, as a fresh API server's watch cache starts at its first list:
+        a watch from an older resourceVersion then gets 410 Gone."""
+        with self._cond:
+            self._history.clear()
+
     def poke(self) -> None:
         """Wake every waiter (used at shutdown)."""
         with self._cond:
