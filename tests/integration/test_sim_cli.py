@@ -86,7 +86,10 @@ def _log(core: client.CoreV1Api) -> str | None:
 def test_bad_options_are_one_clear_line(tmp_path: Path) -> None:
     env = {**os.environ, "RANKTABLE_HOME": str(tmp_path)}
     out = _ranktable("sim", "start", "--nodes", "2", "--leaves", "5", env=env)
-    assert out.returncode == 1 and out.stderr.startswith("ranktable sim: --leaves: --leaves 5")
+    assert out.returncode == 1 and out.stderr.startswith("ranktable sim start: --leaves: --leaves 5")
+    out = _ranktable("sim", "start", "--tenants", "2", "--nodes", "2", env=env)
+    assert out.returncode == 1 and out.stderr.startswith("ranktable sim start: --tenants: 2 tenant nodes")
+    assert out.stderr.count("\n") == 1
     out = _ranktable("sim", "start", "--topology", str(tmp_path / "missing.conf"), env=env)
     assert out.returncode == 1 and "missing.conf: no such file" in out.stderr
     assert "Traceback" not in out.stderr
