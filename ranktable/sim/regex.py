@@ -1,7 +1,7 @@
 """HyperNode `regexMatch` patterns as Volcano evaluates them: RE2 (Go's `regexp`), linear time.
 
-The pattern is user input; Python's `re` backtracks exponentially on patterns such as `^(a+)+$`, so
-patterns are compiled with Google's RE2 instead (the topology loader does the same in `topology/hypernode.py`).
+The pattern is user input; Python's `re` backtracks exponentially on patterns such as `^(a+)+$`, so the
+patterns are compiled with Google's RE2 instead (as the topology loader does in `topology/hypernode.py`).
 """
 
 from __future__ import annotations
