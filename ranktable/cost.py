@@ -206,7 +206,11 @@ def _device_codes(placement: Placement, fabric: _Fabric) -> np.ndarray:
     per_server: list[int] = []
     counts: list[int] = []
     mixed: dict[int, list[str | None]] = {}
-    for i, leaves in enumerate(placement.device_leaf):
+    if not placement.rails:  # one leaf per server
+        firsts = [leaves[0] if leaves else None for leaves in placement.device_leaf]
+        per_server = [unknown if leaf is None else code.get(leaf, unknown) for leaf in firsts]
+        counts = list(map(len, placement.device_leaf))
+    for i, leaves in enumerate(placement.device_leaf if placement.rails else ()):
         first = leaves[0] if leaves else None
         if len(leaves) > 1 and leaves.count(first) != len(leaves):
             mixed[i] = leaves

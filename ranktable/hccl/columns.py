@@ -89,9 +89,9 @@ class RankColumns:
             start,
             self.device_id[rows],
             np.arange(len(rows), dtype=np.int64),
-            [self.device_ip[j] for j in picked],
-            [self.device_port[j] for j in picked],
-            [self.super_device_id[j] for j in picked],
+            _picked(self.device_ip, picked),
+            _picked(self.device_port, picked),
+            _picked(self.super_device_id, picked),
         )
         return columns, self.rank_id[rows]
 
@@ -114,6 +114,12 @@ class RankColumns:
             [d.device_port for d in devices],
             [d.super_device_id for d in devices],
         )
+
+
+def _picked(values: list[str | None], rows: list[int]) -> list[str | None]:
+    if values.count(None) == len(values):  # a field the table does not use
+        return [None] * len(rows)
+    return list(map(values.__getitem__, rows))
 
 
 def lazy_columns(table: RankTable) -> RankColumns | None:

@@ -181,17 +181,22 @@ def _well_formed_columns(items: Any) -> RankColumns | None:
         return None
     counts = list(map(len, raw))
     devices = list(chain.from_iterable(raw))
-    if not set(map(type, devices)) <= {dict} or not set().union(*devices) <= _DEVICE_KEYS:
+    if not set(map(type, devices)) <= {dict}:
+        return None
+    keys = set().union(*devices)
+    if not keys <= _DEVICE_KEYS:
         return None
     device_id = _plain_numbers([d.get("device_id") for d in devices])
     rank_id = _plain_numbers([d.get("rank_id") for d in devices])
     if device_id is None or rank_id is None:
         return None
-    ips = [d.get("device_ip") for d in devices]
-    ports = [d.get("device_port") for d in devices]
-    supers = [d.get("super_device_id") for d in devices]
-    if not set(map(type, ips + ports + supers)) <= _TEXT_TYPES:
+    texts: list[list[str | None]] = [
+        [d.get(key) for d in devices] if key in keys else [None] * len(devices)
+        for key in ("device_ip", "device_port", "super_device_id")
+    ]
+    if not all(set(map(type, column)) <= _TEXT_TYPES for column in texts):
         return None
+    ips, ports, supers = texts
     start = np.zeros(len(items) + 1, dtype=np.int64)
     np.cumsum(counts, out=start[1:])
     return RankColumns(server_ids, hosts, containers, hardware, start, device_id, rank_id, ips, ports, supers)
@@ -212,7 +217,8 @@ def _plain_numbers(values: list[Any]) -> np.ndarray | None:
             or not (joined.isascii() and joined.isdigit())
         ):
             return None
-        return np.array(list(map(int, values)), dtype=np.int64)
+        numbers = np.fromstring(",".join(values), dtype=np.int64, sep=",")  # checked digits only
+        return numbers if len(numbers) == len(values) else None
     if kinds == {int}:
         if min(values) < 0 or max(values) >= 1 << 63:
             return None

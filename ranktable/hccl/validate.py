@@ -123,13 +123,14 @@ def _columns_look_fine(table: RankTable, columns: RankColumns) -> bool:
     if len(counts) and counts.min() != counts.max():
         return False
     if columns.devices:
-        server = columns.server_of_device()
         device = columns.device_id
         if device.min() < 0 or device.max() > MAX_DEVICE_ID:
             return False
-        if len(np.unique(server * (MAX_DEVICE_ID + 1) + device)) != len(device):
+        per_server = np.sort(device.reshape(len(counts), int(counts[0])), axis=1)
+        if not (per_server[:, 1:] > per_server[:, :-1]).all():  # a device id twice in one server
             return False
-    present = [ip for ip in columns.device_ip if ip]
+    ips = columns.device_ip
+    present = ips if None not in ips and "" not in ips else [ip for ip in ips if ip]
     if columns.servers > 1 and len(present) != columns.devices:
         return False
     if len(set(present)) != len(present):

@@ -18,7 +18,7 @@ from ranktable.cost import CollectiveQuery, LinkModel, order_metrics
 from ranktable.hccl.columns import columns_of
 from ranktable.hccl.model import RankTable
 from ranktable.plan.placement import Placement, place, ring_crossings
-from ranktable.plan.planner import PlanResult, renumber
+from ranktable.plan.planner import PlanResult, renumbered
 from ranktable.topology.model import Topology
 
 RELATIVE_GAIN = 1e-9  # a candidate must be cheaper than this fraction to replace the tree order
@@ -118,7 +118,7 @@ def choose_order(
         return result, ""
 
     def cost_of(order: list[int]) -> tuple[float, str]:
-        planned, _, _ = renumber(table, order)
+        planned, _, _ = renumbered(table, order)
         metrics = order_metrics(planned, topology, message_bytes=message_bytes, links=links, query=query)
         if query.parallel is not None:
             return metrics.groups_seconds, metrics.algorithm
@@ -152,13 +152,13 @@ def choose_order(
 
 
 def _with_order(table: RankTable, topology: Topology, result: PlanResult, order: list[int]) -> PlanResult:
-    planned, node_rank, mapping = renumber(table, order)
+    planned, node_rank, old_ranks = renumbered(table, order)
     codes = place(table, topology).tier_codes()
     return replace(
         result,
         planned=planned,
         server_order=order,
         node_rank=node_rank,
-        rank_mapping=mapping,
+        old_ranks=old_ranks,
         crossings_per_tier=ring_crossings(codes, order),
     )

@@ -37,6 +37,7 @@ class Placement:
     keys: list[tuple[tuple[str, ...], ...]]  # keys[i][k-1] = tier-k position of server i
     rank_order: list[int]  # server indices in the table's own rank order
     device_leaf: list[list[str | None]] = field(default_factory=list)  # per server, per device entry
+    rails: bool = True  # False: no server's devices span leaves (each device_leaf entry is one leaf repeated)
 
     def reordered(self, order: list[int]) -> Placement:
         """The placement of the table `renumber(table, order)` builds: servers in `order`, ranks ascending."""
@@ -47,6 +48,7 @@ class Placement:
             [self.keys[i] for i in order],
             list(range(len(order))),
             [self.device_leaf[i] for i in order] if self.device_leaf else [],
+            self.rails,
         )
 
     @property
@@ -58,9 +60,7 @@ class Placement:
         codes = np.zeros((self.tiers, len(self.keys)), dtype=np.int64)
         for k in range(self.tiers):
             seen: dict[tuple[str, ...], int] = {}
-            row = codes[k]
-            for i, key in enumerate(self.keys):
-                row[i] = seen.setdefault(key[k], len(seen))
+            codes[k] = [seen.setdefault(key[k], len(seen)) for key in self.keys]
         return codes
 
     def switches_per_tier(self) -> list[int]:
@@ -138,7 +138,7 @@ def place_columns(columns: RankColumns, topology: Topology) -> Placement:
         if key is None:
             key = key_cache[used] = _tier_key(topology, used, tiers)
         keys.append(key)
-    return Placement(tiers, names, leaves, keys, first_rank_order(columns), device_leaf)
+    return Placement(tiers, names, leaves, keys, first_rank_order(columns), device_leaf, bool(rails))
 
 
 def _tier_key(topology: Topology, used: tuple[str, ...], tiers: int) -> tuple[tuple[str, ...], ...]:
@@ -173,7 +173,7 @@ def _place_objects(table: RankTable, topology: Topology) -> Placement:
         if key is None:
             key = key_cache[used] = _tier_key(topology, used, tiers)
         keys.append(key)
-    return Placement(tiers, names, leaves, keys, rank_order(table), device_leaf)
+    return Placement(tiers, names, leaves, keys, rank_order(table), device_leaf, bool(rails))
 
 
 def _device_leaves(

@@ -8,7 +8,11 @@ which is the least any order can do. Sorting makes it O(n log n) and determinist
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
 
 from ranktable.errors import InputError
 from ranktable.hccl.bulk import gc_paused
@@ -55,7 +59,7 @@ class PlanResult:
     planned: RankTable
     server_order: list[int]  # indices into the given table's server_list, in planned order
     node_rank: dict[str, int]  # server_id -> new node rank (RANK_AFTER_ACC / NODE_RANK)
-    rank_mapping: str  # "newRank-oldRank,..." in new-rank order
+    old_ranks: Sequence[int] | np.ndarray  # per new rank, the rank it had in the given table
     warnings: list[str] = field(default_factory=list)
     unknown_servers: list[str] = field(default_factory=list)
     crossings_per_tier: list[int] = field(default_factory=list)  # planned ring, tier 1 first
@@ -64,6 +68,11 @@ class PlanResult:
     stable: bool = False
     replan: ReplanGain | None = None
     placement: Placement | None = None  # of the given table, for costing without placing again
+
+    @cached_property
+    def rank_mapping(self) -> str:
+        """ "newRank-oldRank,..." in new-rank order (built when asked: 65,536 pairs take a while)."""
+        return mapping_text(self.old_ranks)
 
     def first_rank(self, server_id: str) -> int:
         """The lowest rank id of a server in the planned table (RANK_ID of its local device 0)."""
@@ -95,26 +104,48 @@ def topology_order(placement: Placement, slice_ids: dict[str, int] | None = None
     """Server indices sorted top tier first; inside a leaf group by the source's slot number
     (MindCluster `slice_id`, as the Ascend scheduler orders a ToR) when known, else in given order;
     unknown servers last in their given order."""
-    position = {server: n for n, server in enumerate(placement.rank_order)}
+    count = len(placement.names)
+    position = np.empty(count, dtype=np.int64)
+    position[np.asarray(placement.rank_order, dtype=np.int64)] = np.arange(count, dtype=np.int64)
     slots = slice_ids or {}
-    no_slot = float("inf")
-    paths: dict[tuple[tuple[str, ...], ...], tuple[object, ...]] = {}  # per distinct tier key
+    paths: dict[tuple[tuple[str, ...], ...], tuple[object, ...]] = {}  # per distinct tier key, top first
+    for name, keys in zip(placement.names, placement.keys, strict=True):
+        if name is not None and keys not in paths:
+            paths[keys] = tuple(tuple(natural_key(n) for n in key) for key in reversed(keys))
+    rank = {path: n for n, path in enumerate(sorted(set(paths.values())))}
+    unknown = np.array([name is None for name in placement.names], dtype=bool)
+    path_rank = np.array(
+        [
+            0 if name is None else rank[paths[keys]]
+            for name, keys in zip(placement.names, placement.keys, strict=True)
+        ],
+        dtype=np.int64,
+    )
+    slot = np.full(count, np.inf)
+    if slots:
+        slot[:] = [slots.get(name, np.inf) if name else np.inf for name in placement.names]
+    slot[unknown] = 0
+    return [int(i) for i in np.lexsort((position, slot, path_rank, unknown))]
 
-    def sort_key(i: int) -> tuple[object, ...]:
-        name = placement.names[i]
-        if name is None:
-            return (1, (), 0, position[i])
-        keys = placement.keys[i]
-        path = paths.get(keys)
-        if path is None:
-            path = paths[keys] = tuple(tuple(natural_key(n) for n in key) for key in reversed(keys))
-        return (0, path, slots.get(name, no_slot) if name else no_slot, position[i])
 
-    return sorted(range(len(placement.names)), key=sort_key)
+def mapping_text(old_ranks: Sequence[int] | np.ndarray) -> str:
+    """ "newRank-oldRank,..." for new ranks 0..N-1."""
+    pairs = np.empty(2 * len(old_ranks), dtype=np.int64)
+    pairs[0::2] = np.arange(len(old_ranks))
+    pairs[1::2] = old_ranks
+    return ("%d-%d," * len(old_ranks) % tuple(pairs.tolist()))[:-1]
 
 
 def renumber(table: RankTable, order: list[int]) -> tuple[RankTable, dict[str, int], str]:
     """The table with servers in `order`, ranks 0..N-1 contiguous per server, device order kept."""
+    planned, node_rank, old_ranks = renumbered(table, order)
+    return planned, node_rank, mapping_text(old_ranks)
+
+
+def renumbered(
+    table: RankTable, order: list[int]
+) -> tuple[RankTable, dict[str, int], Sequence[int] | np.ndarray]:
+    """`renumber` with the old rank of every new rank instead of the mapping text."""
     columns = lazy_columns(table)
     if columns is not None:
         return _renumber_columns(table, columns, order)
@@ -141,22 +172,20 @@ def renumber(table: RankTable, order: list[int]) -> tuple[RankTable, dict[str, i
             Server(src.server_id, devices, src.host_ip, src.container_ip, src.hardware_type, dict(src.extra))
         )
         node_rank[src.server_id] = node
-    mapping = ",".join(map("{}-{}".format, range(rank), old_ranks))
     planned = RankTable(table.status, table.version, servers, _copy_pods(table.super_pods), dict(table.extra))
-    return planned, node_rank, mapping
+    return planned, node_rank, old_ranks
 
 
 def _renumber_columns(
     table: RankTable, columns: RankColumns, order: list[int]
-) -> tuple[RankTable, dict[str, int], str]:
+) -> tuple[RankTable, dict[str, int], Sequence[int] | np.ndarray]:
     """`renumber` of a table read column-wise: the planned table is column-wise too."""
     planned_columns, old_ranks = columns.renumbered(order)
     node_rank = dict(zip(planned_columns.server_id, range(len(order)), strict=True))
-    mapping = ",".join(map("{}-{}".format, range(len(old_ranks)), old_ranks.tolist()))
     planned = RankTable.from_columns(
         table.status, table.version, planned_columns, _copy_pods(table.super_pods), dict(table.extra)
     )
-    return planned, node_rank, mapping
+    return planned, node_rank, old_ranks
 
 
 def _copy_pods(pods: list[SuperPod] | None) -> list[SuperPod] | None:
@@ -212,12 +241,12 @@ def _plan(table: RankTable, topology: Topology, previous: RankTable | None, stab
             full_crossings_per_tier=ring_crossings(codes, full_order),
             full_plan=full_plan,
         )
-    planned, node_rank, mapping = renumber(table, order)
+    planned, node_rank, old_ranks = renumbered(table, order)
     return PlanResult(
         planned=planned,
         server_order=order,
         node_rank=node_rank,
-        rank_mapping=mapping,
+        old_ranks=old_ranks,
         warnings=warnings,
         unknown_servers=unknown,
         crossings_per_tier=ring_crossings(codes, order),
