@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 
@@ -14,3 +15,11 @@ async def call(jp_fetch: Any, *path: str, method: str = "GET", body: Any = None,
     response = await jp_fetch(*path, **kwargs)
     assert response.code == expect, response.body
     return json.loads(response.body)
+
+
+def extension_without_cluster(tmp_path: Path, **server_app: Any) -> dict[str, Any]:
+    """`jp_server_config` for the extension with a private state dir and no cluster configured."""
+    return {
+        "ServerApp": {"jpserver_extensions": {"ranktable": True}, **server_app},
+        "Ranktable": {"state_dir": str(tmp_path / "state"), "kubeconfig": str(tmp_path / "no-kubeconfig")},
+    }

@@ -9,16 +9,15 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.integration.server_helpers import extension_without_cluster
+
 OPENAPI = Path(__file__).parents[2] / "ranktable" / "server_ext" / "openapi.yaml"
 DOC = yaml.safe_load(OPENAPI.read_text())
 
 
 @pytest.fixture
 def jp_server_config(tmp_path: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {"state_dir": str(tmp_path / "state"), "kubeconfig": str(tmp_path / "no-kubeconfig")},
-    }
+    return extension_without_cluster(tmp_path)
 
 
 def resolve(schema: dict[str, Any]) -> dict[str, Any]:

@@ -115,7 +115,7 @@ def test_no_request_the_openapi_document_allows_gets_a_5xx(live_server: LiveServ
         "--max-examples",
         "15",
         "--max-time",
-        "60",
+        "50",
         "--request-timeout",
         "15",
         "--seed",

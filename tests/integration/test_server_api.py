@@ -19,6 +19,7 @@ from jupyter_server.utils import JupyterServerAuthWarning
 from ranktable.hccl import Device, RankTable, Server
 from ranktable.hccl.io import rank_table_to_dict
 from ranktable.server_ext.routes import ROUTES
+from tests.integration.server_helpers import extension_without_cluster
 
 DATA = Path(__file__).parents[1] / "data" / "topology"
 OPENAPI = Path(__file__).parents[2] / "ranktable" / "server_ext" / "openapi.yaml"
@@ -26,10 +27,7 @@ OPENAPI = Path(__file__).parents[2] / "ranktable" / "server_ext" / "openapi.yaml
 
 @pytest.fixture
 def jp_server_config(tmp_path: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {"state_dir": str(tmp_path / "state"), "kubeconfig": str(tmp_path / "no-kubeconfig")},
-    }
+    return extension_without_cluster(tmp_path)
 
 
 def rank_table(server_ids: list[str], devices: int = 8) -> dict[str, Any]:

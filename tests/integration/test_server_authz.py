@@ -12,7 +12,7 @@ import yaml
 from jupyter_server.auth.authorizer import Authorizer
 
 from ranktable.server_ext.routes import ROUTES
-from tests.integration.server_helpers import call
+from tests.integration.server_helpers import call, extension_without_cluster
 
 OPENAPI = Path(__file__).parents[2] / "ranktable" / "server_ext" / "openapi.yaml"
 
@@ -43,10 +43,7 @@ def authorizer(request: Any) -> type[Authorizer]:
 @pytest.fixture
 def jp_server_config(tmp_path: Path, authorizer: type[Authorizer]) -> dict[str, Any]:
     authorizer.asked.clear()  # type: ignore[attr-defined]
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}, "authorizer_class": authorizer},
-        "Ranktable": {"state_dir": str(tmp_path / "state"), "kubeconfig": str(tmp_path / "no-kubeconfig")},
-    }
+    return extension_without_cluster(tmp_path, authorizer_class=authorizer)
 
 
 def documented_operations() -> list[tuple[str, str]]:

@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
+from tests.integration.server_helpers import extension_without_cluster
+
 
 @pytest.fixture
 def jp_server_config(tmp_path: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {"state_dir": str(tmp_path / "state"), "kubeconfig": str(tmp_path / "no-kubeconfig")},
-    }
+    return extension_without_cluster(tmp_path)
 
 
 DEEP = "[" * 100_000 + "]" * 100_000
