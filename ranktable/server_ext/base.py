@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from jupyter_server.base.handlers import APIHandler
 from tornado.web import RequestHandler
 
+from ranktable import limits
 from ranktable.errors import InputError, RanktableError
 from ranktable.limits import load_json
 from ranktable.server_ext.errors import body_for, status_for
@@ -76,6 +77,12 @@ class RanktableHandler(APIHandler):
         raw = self.request.body
         if not raw:
             return {}
+        if len(raw) > limits.MAX_FILE_BYTES:
+            raise InputError(
+                f"is larger than the {limits.size_text(limits.MAX_FILE_BYTES)} limit for a request",
+                where="body",
+                fix="send a file path in the Jupyter root instead of the content",
+            )
         body = load_json(raw, "body", fix="send a JSON object")
         if not isinstance(body, dict):
             raise InputError("request body must be a JSON object", where="body")

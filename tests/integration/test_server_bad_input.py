@@ -140,3 +140,16 @@ async def test_the_stream_refuses_deep_messages_with_an_error(jp_ws_fetch: Any) 
         assert json.loads(await ws.read_message())["id"] == "a"  # the connection is still usable
     finally:
         ws.close()
+
+
+async def test_a_body_over_the_size_limit_is_a_400_naming_it(
+    jp_fetch: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ranktable.limits
+
+    monkeypatch.setattr(ranktable.limits, "MAX_FILE_BYTES", 1024)
+    body = json.dumps({"ranktable": {"status": "initializing", "pad": "x" * 2000}})
+    response = await send(jp_fetch, "/ranktable/validate", body=body)
+    assert response.code == 400
+    reply = json.loads(response.body)
+    assert reply["field"] == "body" and "1,024 bytes limit" in reply["message"]
