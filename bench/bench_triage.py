@@ -216,9 +216,11 @@ def main() -> int:
     )
     print(f"  first failure found: rank {run['first_rank']}")
     print(f"  peak RSS {rss1:.0f} MiB (before the run {rss0:.0f} MiB)")
-    retained = retained_mib(args.ranks, max(1000, args.lines // 10))
+    retained_lines = max(1000, args.lines // 10)
+    retained = retained_mib(args.ranks, retained_lines)
     print(
-        f"  observer retained memory: {retained:.1f} MiB (1,024 ranks, 1/10 of the lines; bounded per rank)"
+        f"  observer retained memory: {retained:.1f} MiB ({args.ranks} ranks x {retained_lines} lines; "
+        "bounded per rank by max_points)"
     )
     result = live(args.live_pods, args.live_rate, args.live_seconds)
     print(
