@@ -38,10 +38,11 @@ class Placement:
     rank_order: list[int]  # server indices in the table's own rank order
     device_leaf: list[list[str | None]] = field(default_factory=list)  # per server, per device entry
     rails: bool = True  # False: no server's devices span leaves (each device_leaf entry is one leaf repeated)
+    _codes: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
     def reordered(self, order: list[int]) -> Placement:
         """The placement of the table `renumber(table, order)` builds: servers in `order`, ranks ascending."""
-        return Placement(
+        placement = Placement(
             self.tiers,
             [self.names[i] for i in order],
             [self.leaves[i] for i in order],
@@ -50,18 +51,24 @@ class Placement:
             [self.device_leaf[i] for i in order] if self.device_leaf else [],
             self.rails,
         )
+        if self._codes is not None:
+            placement._codes = self._codes[:, np.asarray(order, dtype=np.int64)]
+        return placement
 
     @property
     def unknown(self) -> list[int]:
         return [i for i, name in enumerate(self.names) if name is None]
 
     def tier_codes(self) -> np.ndarray:
-        """An int array [tiers, servers]: equal code = same tier-k position."""
-        codes = np.zeros((self.tiers, len(self.keys)), dtype=np.int64)
-        for k in range(self.tiers):
-            seen: dict[tuple[str, ...], int] = {}
-            codes[k] = [seen.setdefault(key[k], len(seen)) for key in self.keys]
-        return codes
+        """An int array [tiers, servers]: equal code = same tier-k position (computed once; read-only)."""
+        if self._codes is None or self._codes.shape[1] != len(self.keys):
+            codes = np.zeros((self.tiers, len(self.keys)), dtype=np.int64)
+            for k in range(self.tiers):
+                seen: dict[tuple[str, ...], int] = {}
+                codes[k] = [seen.setdefault(key[k], len(seen)) for key in self.keys]
+            codes.flags.writeable = False
+            self._codes = codes
+        return self._codes
 
     def switches_per_tier(self) -> list[int]:
         """How many distinct tier-k positions the job uses (the planner's bound for ring crossings)."""
@@ -102,6 +109,8 @@ def place_columns(columns: RankColumns, topology: Topology) -> Placement:
     """`place` for a table read column-wise (the same placement, without per-device objects)."""
     tiers = max(topology.tier_count, 1)
     rails = rails_of(topology)
+    if not rails:
+        return _place_whole_servers(columns, topology, tiers)
     key_cache: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
     unknown_key = tuple((UNKNOWN,) for _ in range(tiers))
     names: list[str | None] = []
@@ -139,6 +148,31 @@ def place_columns(columns: RankColumns, topology: Topology) -> Placement:
             key = key_cache[used] = _tier_key(topology, used, tiers)
         keys.append(key)
     return Placement(tiers, names, leaves, keys, first_rank_order(columns), device_leaf, bool(rails))
+
+
+def _place_whole_servers(columns: RankColumns, topology: Topology, tiers: int) -> Placement:
+    """`place_columns` when every server sits under one leaf (no rails): a few passes over servers."""
+    unknown_key = tuple((UNKNOWN,) for _ in range(tiers))
+    counts = columns.counts().tolist()
+    resolved = list(map(topology.resolve, columns.server_id, columns.host_ip, columns.container_ip))
+    leaf_of = topology.server_leaf
+    found = [
+        leaf_of.get(name) if name is not None and count else None
+        for name, count in zip(resolved, counts, strict=True)
+    ]
+    key_of: dict[str | None, tuple[tuple[str, ...], ...]] = {
+        leaf: _tier_key(topology, (leaf,), tiers) for leaf in set(found) if leaf is not None
+    }
+    key_of[None] = unknown_key
+    return Placement(
+        tiers,
+        [name if leaf is not None else None for name, leaf in zip(resolved, found, strict=True)],
+        [(leaf,) if leaf is not None else () for leaf in found],
+        list(map(key_of.__getitem__, found)),
+        first_rank_order(columns),
+        [[leaf] * count for leaf, count in zip(found, counts, strict=True)],
+        False,
+    )
 
 
 def _tier_key(topology: Topology, used: tuple[str, ...], tiers: int) -> tuple[tuple[str, ...], ...]:

@@ -67,13 +67,17 @@ def test_columns_read_the_same_table_as_the_careful_reader(case: tuple[dict[str,
 
 
 @settings(max_examples=25, deadline=None)
-@given(pools(), st.sampled_from([None, "tp=2,pp=2"]))
+@given(pools(), st.sampled_from([None, "tp=2,pp=2"]), st.booleans())
 def test_plan_and_cost_on_columns_equal_the_object_path(
-    case: tuple[dict[str, Any], int], parallel: str | None
+    case: tuple[dict[str, Any], int], parallel: str | None, railed: bool
 ) -> None:
     doc, leaves = case
     servers = len(doc["server_list"])
-    topology, _ = synthetic_topology(servers, leaves, oversubscription=2.0, devices_per_server=8)
+    per = len(doc["server_list"][0]["device"])
+    rails = 2 if railed and per >= 2 and servers >= 1 else 0
+    topology, _ = synthetic_topology(
+        servers, leaves * 2 if rails else leaves, oversubscription=2.0, devices_per_server=8, rails=rails
+    )
     query = CollectiveQuery()
     ranks = sum(len(s["device"]) for s in doc["server_list"])
     if parallel and ranks % 4 == 0:
