@@ -10,10 +10,8 @@ import asyncio
 import os
 import queue
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from jupyter_client import KernelManager
 from jupyter_client.blocking import BlockingKernelClient
 
@@ -21,21 +19,9 @@ from ranktable.remote.kernel_output import parse_records
 from ranktable.remote.kernel_provisioner import SSHKernelProvisioner
 from ranktable.remote.kernel_records import KernelRecords
 from ranktable.remote.kernelspec import install_kernelspec
-from tests.integration.fixtures.sshd import SshServer
-from tests.integration.test_kernel_remote import REMOTE_PYTHON, _start, remote_profile  # noqa: F401 (fixture)
+from tests.integration.fixtures.sshd import REMOTE_PYTHON, SshServer
 
 CELL_SECONDS = int(os.environ.get("RANKTABLE_CELL_SECONDS", "8"))
-
-
-@pytest.fixture
-def kernel(remote_profile: Path) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:  # noqa: F811
-    km, kc = _start(install_kernelspec("box", python=REMOTE_PYTHON))
-    try:
-        yield km, kc
-    finally:
-        kc.stop_channels()
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
 
 
 def printing_cell(seconds: int) -> str:
@@ -86,9 +72,11 @@ def outage(sshd: SshServer, seconds: float) -> None:
 
 
 def _disconnect_during_cell(
-    kernel: tuple[KernelManager, BlockingKernelClient], sshd: SshServer, n: int
+    remote_kernel: tuple[KernelManager, BlockingKernelClient],
+    sshd: SshServer,
+    n: int,
 ) -> None:
-    _km, kc = kernel
+    _km, kc = remote_kernel
     msg_id = kc.execute(printing_cell(n))
     first = wait_for_line(kc, msg_id, "line 1")
     outage(sshd, min(n / 2, 20))
@@ -97,24 +85,26 @@ def _disconnect_during_cell(
 
 
 def test_disconnect_during_a_cell_loses_no_output(
-    kernel: tuple[KernelManager, BlockingKernelClient], sshd: SshServer
+    remote_kernel: tuple[KernelManager, BlockingKernelClient],
+    sshd: SshServer,
 ) -> None:
-    _disconnect_during_cell(kernel, sshd, CELL_SECONDS)
+    _disconnect_during_cell(remote_kernel, sshd, CELL_SECONDS)
 
 
 def test_disconnect_during_a_60_second_cell(
-    kernel: tuple[KernelManager, BlockingKernelClient], sshd: SshServer
+    remote_kernel: tuple[KernelManager, BlockingKernelClient],
+    sshd: SshServer,
 ) -> None:
-    _disconnect_during_cell(kernel, sshd, 60)
+    _disconnect_during_cell(remote_kernel, sshd, 60)
 
 
 def test_server_restart_mid_cell_replays_what_was_missed(
-    kernel: tuple[KernelManager, BlockingKernelClient],
-    remote_profile: Path,  # noqa: F811
+    remote_kernel: tuple[KernelManager, BlockingKernelClient],
+    remote_profile: Path,
 ) -> None:
     """What a restarted Jupyter server does: the old one detaches (the kernel keeps running and
     printing), a new provisioner takes the kernel over from the saved record and replays the rest."""
-    km, kc = kernel
+    km, kc = remote_kernel
     n = CELL_SECONDS
     msg_id = kc.execute(printing_cell(n))
     first = wait_for_line(kc, msg_id, "line 1")
@@ -136,7 +126,7 @@ def test_server_restart_mid_cell_replays_what_was_missed(
     assert first + rest == [f"line {i}" for i in range(n)]
 
 
-def test_output_log_is_bounded_and_rotated(remote_profile: Path) -> None:  # noqa: F811
+def test_output_log_is_bounded_and_rotated(remote_profile: Path) -> None:
     """A cell printing far more than the cap: the instance keeps at most two files of about the cap,
     and the client still gets every line (the follower crosses rotations)."""
     from traitlets.config import Config

@@ -9,66 +9,16 @@ from __future__ import annotations
 
 import queue
 import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from jupyter_client import KernelManager
 from jupyter_client.blocking import BlockingKernelClient
 
-from ranktable.remote import manager as manager_module
 from ranktable.remote.kernel_remote import RemoteKernelError
 from ranktable.remote.kernelspec import install_kernelspec
-from ranktable.remote.profiles import ProfileStore
-from tests.integration.fixtures.sshd import SshServer
-
-REMOTE_PYTHON = sys.executable  # the venv's python has ipykernel; /usr/bin/python3 does not
-
-
-@pytest.fixture
-def remote_profile(sshd: SshServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """RANKTABLE_HOME and Jupyter dirs in tmp, a profile "box" for the sshd with its host key pinned."""
-    home = tmp_path / "ranktable-home"
-    monkeypatch.setenv("RANKTABLE_HOME", str(home))
-    monkeypatch.setenv("RANKTABLE_USER_KNOWN_HOSTS", str(tmp_path / "no-user-known-hosts"))
-    monkeypatch.setenv("RANKTABLE_SSH_CONFIG", str(tmp_path / "no-ssh-config"))
-    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-data"))
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter-runtime"))
-    sshd.write_known_hosts(home / "known_hosts")
-    remote_root = tmp_path / "remote-root"
-    ProfileStore().add(sshd.profile("box", remote_root))
-    monkeypatch.setattr(manager_module, "_default", None)  # a manager bound to this RANKTABLE_HOME
-    yield remote_root
-    manager_module.default_manager().close()
-
-
-def _start(kernel_name: str) -> tuple[KernelManager, BlockingKernelClient]:
-    km = KernelManager(kernel_name=kernel_name)
-    km.start_kernel()
-    kc = km.client()
-    kc.start_channels()
-    try:
-        kc.wait_for_ready(timeout=60)
-    except RuntimeError:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-        raise
-    return km, kc
-
-
-@pytest.fixture
-def remote_kernel(remote_profile: Path) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
-    name = install_kernelspec("box", python=REMOTE_PYTHON)
-    km, kc = _start(name)
-    try:
-        yield km, kc
-    finally:
-        kc.stop_channels()
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
+from tests.integration.fixtures.sshd import REMOTE_PYTHON, SshServer
 
 
 def run_code(kc: BlockingKernelClient, code: str, timeout: float = 30) -> tuple[str, dict]:

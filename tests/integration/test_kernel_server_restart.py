@@ -5,7 +5,6 @@ printed — including those printed while no server ran — in order, once. Real
 from __future__ import annotations
 
 import asyncio
-import datetime
 import json
 import os
 import signal
@@ -24,6 +23,7 @@ from tornado.websocket import websocket_connect
 
 from ranktable.remote.kernelspec import install_kernelspec
 from tests.integration.fixtures.sshd import SshdProfile
+from tests.integration.test_kernel_server import _message
 
 TOKEN = "restart-test-token"
 CELL_SECONDS = int(os.environ.get("RANKTABLE_CELL_SECONDS", "8"))
@@ -81,25 +81,6 @@ class Server:
                 self.process.wait()
 
 
-def _execute_request(code: str, session: str) -> dict[str, Any]:
-    return {
-        "header": {
-            "msg_id": uuid.uuid4().hex,
-            "msg_type": "execute_request",
-            "username": "test",
-            "session": session,
-            "version": "5.3",
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(),
-        },
-        "parent_header": {},
-        "metadata": {},
-        "content": {"code": code, "silent": False, "store_history": False, "user_expressions": {},
-                    "allow_stdin": False, "stop_on_error": True},
-        "channel": "shell",
-        "buffers": [],
-    }  # fmt: skip
-
-
 async def _lines(ws: Any, msg_id: str, until_line: str | None, timeout: float) -> list[str]:
     """Stream lines of ``msg_id`` until ``until_line`` is seen, or (None) until the idle status."""
     lines: list[str] = []
@@ -147,7 +128,7 @@ async def test_restarted_server_reattaches_the_kernel_and_replays_missed_output(
         ws = await websocket_connect(first.url(channels, "ws"))
         cell = f"import time\nfor i in range({CELL_SECONDS}):\n    print(f'line {{i}}', flush=True)\n"
         cell += "    time.sleep(1)\n"
-        request = _execute_request(cell, session)
+        request = _message(cell, session)
         ws.write_message(json.dumps(request))
         seen = await _lines(ws, request["header"]["msg_id"], "line 1", timeout=90)
         ws.close()

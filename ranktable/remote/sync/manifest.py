@@ -34,6 +34,7 @@ class Entry(NamedTuple):
 
 FIELDS = list(Entry._fields)
 _thread_locks: dict[str, threading.Lock] = {}
+_cache: dict[str, tuple[tuple[int, int], dict[str, Entry]]] = {}  # path -> (mtime_ns, size), entries
 _thread_locks_guard = threading.Lock()
 
 
@@ -48,7 +49,16 @@ class Manifest:
 
     def load(self) -> Manifest:
         self.entries = {}
-        if self.path.exists():
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            st = None
+        cached = _cache.get(str(self.path))
+        if st is not None and cached is not None and cached[0] == (st.st_mtime_ns, st.st_size):
+            self.entries = dict(cached[1])  # unchanged since we last read or wrote it: no JSON parse
+            self._saved = dict(self.entries)
+            return self
+        if st is not None:
             try:
                 data = json.loads(self.path.read_text(encoding="utf-8"))
                 if data.get("fields") == FIELDS:
@@ -56,7 +66,14 @@ class Manifest:
             except (ValueError, TypeError, AttributeError):
                 self.entries = {}  # a damaged manifest only costs a full comparison
         self._saved = dict(self.entries)
+        self._remember()
         return self
+
+    def _remember(self) -> None:
+        """Keep what the file holds now, keyed by its mtime and size (watch mode reloads it per save)."""
+        with contextlib.suppress(FileNotFoundError):
+            st = self.path.stat()
+            _cache[str(self.path)] = ((st.st_mtime_ns, st.st_size), dict(self.entries))
 
     def save(self) -> None:
         """Write the manifest if it changed (compact JSON: thousands of entries load and save fast)."""
@@ -71,6 +88,7 @@ class Manifest:
         }
         write_private_json(self.path, data, compact=True)
         self._saved = dict(self.entries)
+        self._remember()
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:

@@ -281,8 +281,14 @@ class Syncer:
         """Files we uploaded that are gone locally: which to delete remotely (and all of them)."""
         remote = remote_side.files
         deletes: list[str] = []
-        gone = [r for r in manifest.entries if r not in local and not rules.ignored_path(r)]
-        for rel in sorted(gone if only is None else [r for r in gone if r in only]):
+        # With ``only`` (a few saved files in a large tree) just those entries are candidates: matching
+        # every recorded path against the ignore rules would cost more than the sync.
+        gone = [
+            r
+            for r in manifest.entries
+            if r not in local and (only is None or r in only) and not rules.ignored_path(r)
+        ]
+        for rel in sorted(gone):
             entry = manifest.entries[rel]
             rf = remote.get(rel)
             link = remote_side.link_on_path(rel)
