@@ -22,6 +22,7 @@ from ranktable import limits
 from ranktable.errors import InputError
 from ranktable.hccl.bulk import gc_paused
 from ranktable.hccl.columns import RankColumns
+from ranktable.hccl.fastread import digits_column, read_platform_table
 from ranktable.hccl.model import (
     STATUS_INITIALIZING,
     SUPPORTED_VERSIONS,
@@ -158,7 +159,6 @@ def read_document(doc: Any, reader: FieldReader, columns: RankColumns | None = _
 _SERVER_KEYS = frozenset(SERVER_FIELDS)
 _DEVICE_KEYS = frozenset(DEVICE_FIELDS)
 _TEXT_TYPES = frozenset((str, type(None)))
-_MAX_PLAIN_DIGITS = 18  # a longer id may not fit an int64 column: left to the careful reader
 
 
 def _well_formed_columns(items: Any) -> RankColumns | None:
@@ -209,16 +209,7 @@ def _plain_numbers(values: list[Any]) -> np.ndarray | None:
     if not values:
         return np.zeros(0, dtype=np.int64)
     if kinds == {str}:
-        lengths = list(map(len, values))
-        joined = "".join(values)
-        if (
-            min(lengths) == 0
-            or max(lengths) > _MAX_PLAIN_DIGITS
-            or not (joined.isascii() and joined.isdigit())
-        ):
-            return None
-        numbers = np.fromstring(",".join(values), dtype=np.int64, sep=",")  # checked digits only
-        return numbers if len(numbers) == len(values) else None
+        return digits_column(values)
     if kinds == {int}:
         if min(values) < 0 or max(values) >= 1 << 63:
             return None
@@ -295,6 +286,13 @@ def read_rank_table_lenient(
 ) -> tuple[RankTable | None, list[Problem]]:
     """Read what can be read and list every shape problem; raises `InputError` only for non-JSON text."""
     with gc_paused():
+        platform = None if isinstance(data, dict) else read_platform_table(data)
+        if platform is not None:
+            top, read_columns = platform
+            for value in top.values():  # the server list's depth is known; the other fields' is not
+                check_nesting(value, source, limits.MAX_NESTING - 1)
+            reader = FieldReader()
+            return read_document(top, reader, read_columns), reader.problems
         doc = data if isinstance(data, dict) else decode_json(data, source, nesting=False)
         columns = None
         if isinstance(doc, dict) and "group_list" not in doc:

@@ -163,3 +163,27 @@ def test_depth_limit_still_applies_to_fields_next_to_the_server_list() -> None:
     doc["note"] = deep
     with pytest.raises(InputError, match="nest"):
         parse_rank_table(json.dumps(doc))
+
+
+@settings(max_examples=25, deadline=None)
+@given(pools())
+def test_both_fast_readers_agree_with_the_careful_reader(case: tuple[dict[str, Any], int]) -> None:
+    """The msgspec reader takes the platform form; numbers written as JSON numbers go through json and
+    the column reader; both give the careful reader's table."""
+    from ranktable.hccl.fastread import read_platform_table
+
+    doc, _ = case
+    text = json.dumps(doc)
+    found = read_platform_table(text)
+    assert found is not None
+    top, columns = found
+    assert top == {k: v for k, v in doc.items() if k != "server_list"}
+    assert RankTable.from_columns(doc["status"], doc["version"], columns).servers == object_read(doc).servers
+    numeric = json.loads(text)
+    for server in numeric["server_list"]:
+        for device in server["device"]:
+            device["rank_id"], device["device_id"] = int(device["rank_id"]), int(device["device_id"])
+    assert read_platform_table(json.dumps(numeric)) is None
+    table = parse_rank_table(json.dumps(numeric))
+    assert lazy_columns(table) is not None
+    assert table == object_read(doc)
