@@ -102,3 +102,16 @@ def eventually(fn: Callable[[], T | None], timeout: float = 15.0, what: str = "c
             return last
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def shell_pod(name: str, script: str, restart: str = "Never") -> dict[str, Any]:
+    """A bare pod running `sh -c script` (the image is ignored by the simulated kubelet)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": restart,
+            "containers": [{"name": "main", "image": "ignored", "command": ["sh", "-c", script]}],
+        },
+    }

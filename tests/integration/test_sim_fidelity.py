@@ -16,7 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ranktable.sim.regex import search
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.sim_helpers import eventually, rank_table_configmap, volcano_job
+from tests.integration.sim_helpers import eventually, rank_table_configmap, shell_pod, volcano_job
 
 JOBS = ("batch.volcano.sh", "v1alpha1", "default", "jobs")
 
@@ -30,22 +30,10 @@ def _phase(custom: client.CustomObjectsApi, name: str) -> str:
     return str(custom.get_namespaced_custom_object(*JOBS, name)["status"]["state"]["phase"])
 
 
-def _crasher(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": "Always",
-            "containers": [{"name": "main", "image": "x", "command": ["sh", "-c", "echo boom; exit 1"]}],
-        },
-    }
-
-
 def test_a_crashing_container_backs_off_like_the_kubelet(sim_pool: SimPoolHandle) -> None:
     """First restart at once, then 10 s: after 4 s a crash loop has restarted once, not five times."""
     core, _ = _apis(sim_pool)
-    core.create_namespaced_pod("default", _crasher("loop"))
+    core.create_namespaced_pod("default", shell_pod("loop", "echo boom; exit 1", restart="Always"))
 
     def waiting() -> Any:
         st = (core.read_namespaced_pod("loop", "default").status.container_statuses or [None])[0]

@@ -16,21 +16,9 @@ from kubernetes import client
 from ranktable.sim.controllers.kubelet import WRAPPER, Kubelet, Run
 from ranktable.sim.k8s.server import ApiServer
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.sim_helpers import eventually, volcano_job
+from tests.integration.sim_helpers import eventually, shell_pod, volcano_job
 
 JOBS = ("batch.volcano.sh", "v1alpha1", "default", "jobs")
-
-
-def _pod(name: str, script: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": "Never",
-            "containers": [{"name": "main", "image": "ignored", "command": ["sh", "-c", script]}],
-        },
-    }
 
 
 def _terminated(core: client.CoreV1Api, name: str) -> tuple[str, int | None]:
@@ -52,8 +40,8 @@ def test_pods_and_jobs_finish_after_an_in_process_restart(
         pod_shared_dir / "down",
         pod_shared_dir / "up",
     )  # created while the pool is down / once it is back
-    core.create_namespaced_pod("default", _pod("during", f"echo up; {_wait_for(down)}; exit 3"))
-    core.create_namespaced_pod("default", _pod("after", f"echo up; {_wait_for(up)}; exit 5"))
+    core.create_namespaced_pod("default", shell_pod("during", f"echo up; {_wait_for(down)}; exit 3"))
+    core.create_namespaced_pod("default", shell_pod("after", f"echo up; {_wait_for(up)}; exit 5"))
     job = volcano_job("pair", 2, ["sh", "-c", f"{_wait_for(up)}; echo done"], npus=8, restart="Never")
     custom.create_namespaced_custom_object(*JOBS, job)
     names = ("during", "after", "pair-worker-0", "pair-worker-1")
@@ -106,7 +94,7 @@ def test_a_stopped_server_answers_nothing_on_a_late_connection(sim_pool: SimPool
     """A connection the old server picked up while shutting down must not be served from its frozen
     store (in one process the old server object lives on; the client would see pods stuck Running)."""
     core = client.CoreV1Api(sim_pool.api_client())
-    core.create_namespaced_pod("default", _pod("short", "sleep 0.5"))
+    core.create_namespaced_pod("default", shell_pod("short", "sleep 0.5"))
     eventually(lambda: _terminated(core, "short")[0] == "Running", what="Running")
     assert sim_pool.pool is not None and sim_pool.pool.api is not None
     old: ApiServer = sim_pool.pool.api
