@@ -2,7 +2,8 @@
 
 The magics are a thin notebook face on the same layers the CLI and the panel use (jobs, remote, core):
 each subcommand parses its options like the CLI, calls one service and shows the result with
-IPython.display (HTML tables, the layout SVG, progress bars). Bad input is one `UsageError` line.
+one rich result per call (``ranktable.magic_results``: HTML tables, the layout SVG); progress bars
+while it runs. Bad input is one `UsageError` line.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.display import HTML, SVG, Markdown, display
+from IPython.display import display
 
 from ranktable.errors import RanktableError
+from ranktable.magic_results import ShownDict, ShownList, ShownStr, pre_html, table_html, text_html
 
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
@@ -51,6 +53,7 @@ class Progress:
     label: str
     bar: Any = None
     text: Any = None
+    box: Any = None
 
     def __post_init__(self) -> None:
         try:
@@ -58,7 +61,8 @@ class Progress:
 
             self.bar = w.FloatProgress(min=0.0, max=1.0, description=self.label)
             self.text = w.Label("")
-            display(w.HBox([self.bar, self.text]))
+            self.box = w.HBox([self.bar, self.text])
+            display(self.box)
         except ImportError:  # pragma: no cover - ipywidgets is a declared dependency
             self.bar = None
 
@@ -69,20 +73,19 @@ class Progress:
         else:  # pragma: no cover
             print(f"{self.label}: {text}")
 
+    def close(self) -> None:
+        """Remove the bar: the magic's result then is the call's one output."""
+        if self.bar is not None:
+            self.bar.close()
+            self.text.close()
+            if self.box is not None:
+                self.box.close()
+
     def finish(self, text: str, ok: bool = True) -> None:
         if self.bar is not None:
             self.bar.value = 1.0
             self.bar.bar_style = "success" if ok else "danger"
             self.text.value = text
-
-
-def _table(rows: list[dict[str, Any]], columns: list[str]) -> HTML:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(str(r.get(c, '')))}</td>" for c in columns) + "</tr>"
-        for r in rows
-    )
-    return HTML(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 @magics_class
@@ -156,26 +159,23 @@ class RanktableMagics(Magics):
         client = self.client(args)
         capacity = client.npu_capacity().to_json()
         nodes = client.list_nodes()
-        display(
-            Markdown(
-                f"**Cluster** {client.kube.host} · namespace `{self.namespace}` · {len(nodes)} nodes · "
-                f"free NPUs per leaf: {capacity.get('per_leaf') or capacity}"
-            )
+        summary = (
+            f"Cluster {client.kube.host} · namespace {self.namespace} · {len(nodes)} nodes · "
+            f"free NPUs per leaf: {capacity.get('per_leaf') or capacity}"
         )
-        return capacity
+        return ShownDict(capacity, text_html(summary), summary)
 
     # -- jobs ----------------------------------------------------------------------------------------------
     def _cmd_jobs(self, argv: list[str]) -> list[dict[str, Any]]:
         """`%ranktable jobs [-n NS]`: the jobs table."""
         args = self._cluster_parser("jobs").parse_args(argv)
         jobs = [j.to_json() for j in self.client(args).list_jobs()]
+        columns = ["name", "phase", "nodes", "running", "succeeded", "failed", "retries", "queue"]
         if jobs:
-            display(
-                _table(jobs, ["name", "phase", "nodes", "running", "succeeded", "failed", "retries", "queue"])
-            )
-        else:
-            print(f"no jobs in {args.namespace or self.namespace}")
-        return jobs
+            summary = f"{len(jobs)} job(s): " + ", ".join(f"{j['name']} {j['phase']}" for j in jobs)
+            return ShownList(jobs, table_html(jobs, columns), summary)
+        summary = f"no jobs in {args.namespace or self.namespace}"
+        return ShownList(jobs, text_html(summary), summary)
 
     def _cmd_stop(self, argv: list[str]) -> list[str]:
         """`%ranktable stop NAME`: delete the job and its rank-table ConfigMap."""
@@ -183,8 +183,8 @@ class RanktableMagics(Magics):
         p.add_argument("name")
         args = p.parse_args(argv)
         deleted = self.client(args).stop(args.name)
-        print("deleted " + ", ".join(deleted))
-        return deleted
+        summary = "deleted " + ", ".join(deleted)
+        return ShownList(deleted, text_html(summary), summary)
 
     def _cmd_logs(self, argv: list[str]) -> list[str]:
         """`%ranktable logs NAME [-f] [--rank R] [--timeout S]`: every pod's log, tagged `[rank pod]`."""
@@ -208,7 +208,8 @@ class RanktableMagics(Magics):
             pass
         finally:
             stream.close()
-        return lines
+        summary = f"{len(lines)} line(s) from {args.name}"  # the lines themselves were printed as they came
+        return ShownList(lines, text_html(summary), summary)
 
     def _cmd_wait(self, argv: list[str]) -> dict[str, Any]:
         """`%ranktable wait NAME [--timeout S]`: wait for the completed, valid rank table (progress bar)."""
@@ -223,8 +224,9 @@ class RanktableMagics(Magics):
             bar.update((time.monotonic() - start) / args.timeout, text)
 
         result = self.client(args).wait_rank_table(args.name, timeout=args.timeout, progress=progress)
-        bar.finish(result.report.summary(), ok=result.ok)
-        return result.to_json()
+        bar.close()
+        summary = f"rank table of {args.name}: {result.report.summary()} (after {result.waited_seconds:.0f}s)"
+        return ShownDict(result.to_json(), text_html(summary), summary)
 
     def _cmd_layout(self, argv: list[str]) -> dict[str, Any]:
         """`%ranktable layout NAME [--topology FILE]`: given vs planned layout of a running job."""
@@ -233,9 +235,7 @@ class RanktableMagics(Magics):
         p.add_argument("--topology", default=None)
         args = p.parse_args(argv)
         layout = self.jobs(args).layout(None, args.name, args.topology)
-        display(Markdown(f"```\n{layout.report_text}\n```"))
-        display(SVG(layout.svg))
-        return layout.report
+        return ShownDict(layout.report, pre_html(layout.report_text) + layout.svg, layout.report_text)
 
     def _observation(self, name: str, argv: list[str]) -> Any:
         from ranktable.usecases.observe import observe_run
@@ -292,25 +292,31 @@ class RanktableMagics(Magics):
         if command and args.script is None:
             spec = replace(spec, command=[*SHELL, command])
         issues = validate_spec(spec)
-        self._show_issues(issues)
+        if args.submit and has_errors(issues):
+            raise UsageError(
+                "not submitted: "
+                + "; ".join(f"{i.field}: {i.message}" for i in issues if i.severity == "error")
+            )
         docs = compose(spec)
         text = dump_manifests(docs)
-        display(Markdown(f"```yaml\n{text}```"))
         out: dict[str, Any] = {"spec": spec.to_dict(), "issues": [i.to_json() for i in issues], "yaml": text}
+        parts = [self._issues_html(issues), pre_html(text, "yaml")]
         if not args.no_layout:
-            out["layout"] = self._preview(args, spec)
+            out["layout"], svg = self._preview(args, spec)
+            parts.append(svg)
+        summary = f"{spec.name}: {len(issues)} issue(s)"
         if args.submit:
-            if has_errors(issues):
-                raise UsageError("not submitted: fix the errors listed above")
             result = self.client(args).submit(docs)
-            display(Markdown(f"submitted **{result.name}** in `{result.namespace}`"))
             out["submitted"] = result.to_json()
-        return out
+            summary = f"submitted {result.name} in {result.namespace}"
+            parts.insert(
+                0, f"<p>submitted <b>{html.escape(result.name)}</b> in {html.escape(result.namespace)}</p>"
+            )
+        return ShownDict(out, "".join(parts), summary)
 
-    def _show_issues(self, issues: list[Any]) -> None:
+    def _issues_html(self, issues: list[Any]) -> str:
         if not issues:
-            display(Markdown("✅ the job spec is valid"))
-            return
+            return "<p>✅ the job spec is valid</p>"
         rows = [
             f"<li><b>{html.escape(i.severity)}</b> <code>{html.escape(i.field)}</code>: "
             + html.escape(i.message)
@@ -318,17 +324,15 @@ class RanktableMagics(Magics):
             + "</li>"
             for i in issues
         ]
-        display(HTML("<ul>" + "".join(rows) + "</ul>"))
+        return "<ul>" + "".join(rows) + "</ul>"
 
-    def _preview(self, args: argparse.Namespace, spec: JobSpec) -> dict[str, Any] | None:
+    def _preview(self, args: argparse.Namespace, spec: JobSpec) -> tuple[dict[str, Any] | None, str]:
         """The planned layout for the nodes the job would likely get (needs a reachable cluster)."""
         try:
             result = self.jobs(args).layout_preview(spec)
         except RanktableError as exc:
-            display(Markdown(f"*no layout preview: {exc.message}*"))
-            return None
-        display(SVG(result["svg"]))
-        return result["report"]
+            return None, f"<p><i>no layout preview: {html.escape(exc.message)}</i></p>"
+        return result["report"], str(result["svg"])
 
     # -- SSH -----------------------------------------------------------------------------------------------
     def _manager(self) -> Any:
@@ -350,15 +354,15 @@ class RanktableMagics(Magics):
         result = remote.test_connection(args.profile, accept_host_key=args.accept_host_key)
         status = str(result["status"])
         if status == "unknown-host-key":
-            print(
-                f"unknown host key for {result['host']}: {result['key_type']} {result['fingerprint']}\n"
+            summary = (
+                f"unknown host key for {result['host']}: {result['key_type']} {result['fingerprint']}; "
                 f"check it, then: %ranktable connect {args.profile} --accept-host-key {result['fingerprint']}"
             )
         elif status == "error" and result.get("reason"):
             raise UsageError(str(result["message"]))
         else:
-            print(f"{args.profile}: {result['message']}")
-        return status
+            summary = f"{args.profile}: {result['message']}"
+        return ShownStr(status, text_html(summary), summary)
 
     def _cmd_sync(self, argv: list[str]) -> dict[str, Any]:
         """`%ranktable sync PROFILE [LOCAL_DIR] [--force] [--delete] [--dry-run]`: upload, with progress."""
@@ -384,11 +388,10 @@ class RanktableMagics(Magics):
             )
 
         result = syncer.sync(dry_run=args.dry_run, force=args.force, delete=args.delete, progress=progress)
-        bar.finish(result.summary(), ok=not result.conflicts)
-        print(result.summary())
-        for conflict in result.conflicts:
-            print(f"conflict: {conflict.path}: {conflict.reason}")
-        return {"uploaded": result.uploaded, "conflicts": [c.path for c in result.conflicts]}
+        bar.close()
+        lines = [result.summary(), *(f"conflict: {c.path}: {c.reason}" for c in result.conflicts)]
+        data = {"uploaded": result.uploaded, "conflicts": [c.path for c in result.conflicts]}
+        return ShownDict(data, "".join(text_html(line) for line in lines), "\n".join(lines))
 
     def _cmd_forward(self, argv: list[str]) -> Any:
         """`%ranktable forward PROFILE REMOTE_PORT [--local-port P]`, `--list`, `--close ID`."""
@@ -411,13 +414,14 @@ class RanktableMagics(Magics):
                     "%ranktable forward PROFILE REMOTE_PORT [--local-port P] (or --list, --close ID)"
                 )
             fwd = self.forwards.open(args.profile, args.remote_port, args.local_port)
-            return HTML(
-                f'<a href="{fwd.url}" target="_blank" rel="noopener">{fwd.url}</a> &rarr; '
-                f"{html.escape(fwd.profile)}:{fwd.remote_port} "
-                f"({fwd.id}; close: %ranktable forward --close {fwd.id})"
-            )
+            where = f"{fwd.profile}:{fwd.remote_port} ({fwd.id}; close: %ranktable forward --close {fwd.id})"
+            url = html.escape(fwd.url)
+            link = f'<a href="{url}" target="_blank" rel="noopener">{url}</a> &rarr; {html.escape(where)}'
+            summary = f"{fwd.url} -> {where}"
+            return ShownDict(fwd.to_json(), link, summary)
         rows = [{**f.to_json(), "remote": f"{f.profile}:{f.remote_port}"} for f in self.forwards.list()]
-        return _table(rows, ["id", "url", "remote"])
+        summary = f"{len(rows)} forward(s)"
+        return ShownList(rows, table_html(rows, ["id", "url", "remote"]), summary)
 
 
 USAGE = """%ranktable — plan, compose, submit and watch ranktable-routed jobs; sync to Notebook instances

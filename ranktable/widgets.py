@@ -14,7 +14,12 @@ import ipywidgets as w
 from ranktable.errors import InputError, RanktableError
 
 SHELL = ["/bin/bash", "-c"]
-FIELDS = ("name", "image", "namespace", "framework", "command", "nodes", "npus_per_node", "cpu", "memory")
+#: how a volume is typed on one line (the CLI's --hostpath/--pvc/--nfs syntax, with the kind first)
+VOLUME_FORMS = {
+    "hostPath": ("name", "path", "mount_path"),
+    "pvc": ("name", "claim", "mount_path"),
+    "nfs": ("name", "server", "path", "mount_path"),
+}
 
 
 def _pairs(text: str, field: str) -> dict[str, str]:
@@ -30,57 +35,163 @@ def _pairs(text: str, field: str) -> dict[str, str]:
     return out
 
 
+def _secrets(text: str, field: str) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for name, ref in _pairs(text, field).items():
+        secret, sep, key = ref.partition(":")
+        if not sep or not secret or not key:
+            raise InputError(f"expected NAME=SECRET:KEY for {name}", where=field)
+        out[name] = {"secret": secret, "key": key}
+    return out
+
+
+def _volumes(text: str, field: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        kind, _, rest = line.partition(":")
+        names = VOLUME_FORMS.get(kind)
+        parts = rest.split(":")
+        if names is None or len(parts) != len(names):
+            forms = "; ".join(f"{k}:{':'.join(n.upper() for n in v)}" for k, v in VOLUME_FORMS.items())
+            raise InputError(f"line {number}: expected one of {forms}, got {line!r}", where=field)
+        out.append({"kind": kind, **dict(zip(names, parts, strict=True))})
+    return out
+
+
+def _part(prop: dict[str, Any]) -> w.Widget:
+    """A widget for one part of a nested record (lists are typed as one shell-like line)."""
+    title = str(prop.get("title") or "")
+    if prop.get("type") == "integer":
+        return w.BoundedIntText(
+            value=prop.get("default", prop.get("minimum", 0)),
+            min=prop.get("minimum", 0),
+            max=prop.get("maximum", 2**31 - 1),
+            description=title,
+        )
+    return w.Text(description=title, placeholder=str(prop.get("description") or ""))
+
+
+class _Field:
+    """One schema property as a widget, and how to read it back as JSON."""
+
+    def __init__(self, name: str, prop: dict[str, Any], defs: dict[str, Any]) -> None:
+        self.name = name
+        title = str(prop.get("title") or name)
+        kind = prop.get("type")
+        kinds = kind if isinstance(kind, list) else [kind]
+        default = prop.get("default")
+        self.read: Any
+        if "enum" in prop:
+            self.widget: w.Widget = w.Dropdown(
+                options=list(prop["enum"]), value=default or prop["enum"][0], description=title
+            )
+            self.read = lambda: self.widget.value
+        elif "integer" in kinds:
+            self.widget = w.BoundedIntText(
+                value=default if default is not None else prop.get("minimum", 0),
+                min=prop.get("minimum", 0),
+                max=prop.get("maximum", 2**31 - 1),
+                description=title,
+            )
+            self.read = lambda: int(self.widget.value)
+        elif "boolean" in kinds:
+            self.widget = w.Checkbox(value=bool(default), description=title)
+            self.read = lambda: bool(self.widget.value)
+        elif name == "command":
+            self.widget = w.Textarea(description=title, placeholder="python train.py (run with bash -c)")
+            self.read = lambda: [*SHELL, self.widget.value] if self.widget.value.strip() else []
+        elif "anyOf" in prop:  # a nested record (entry point, parallel sizes): one widget per part
+            record = defs[prop["anyOf"][0]["$ref"].rsplit("/", 1)[-1]]
+            self.parts = {key: _part(sub) for key, sub in record["properties"].items()}
+            self.widget = w.VBox([w.HTML(f"<b>{html.escape(title)}</b>"), *self.parts.values()])
+            self.read = lambda: self._record(record)
+        elif "array" in kinds and "$ref" not in prop.get("items", {}):  # strings, one per line
+            self.widget = w.Textarea(description=title, placeholder=str(prop.get("description") or ""))
+            self.read = lambda: [line for line in self.widget.value.splitlines() if line.strip()]
+        elif "array" in kinds:  # volumes, one per line
+            self.widget = w.Textarea(description=title, placeholder="pvc:data:my-claim:/data")
+            self.read = lambda: _volumes(self.widget.value, name)
+        elif "object" in kinds:
+            values = prop.get("additionalProperties") or {}
+            if "$ref" in values:  # NAME=SECRET:KEY
+                self.widget = w.Textarea(description=title, placeholder="NAME=SECRET:KEY per line")
+                self.read = lambda: _secrets(self.widget.value, name)
+            else:
+                self.widget = w.Textarea(description=title, placeholder="KEY=VALUE per line")
+                self.read = lambda: _pairs(self.widget.value, name)
+        else:  # strings; an empty optional string is "not set"
+            self.widget = w.Text(
+                value=default or "", description=title, placeholder=prop.get("description", "")
+            )
+            nullable = "null" in kinds
+            self.read = lambda: (self.widget.value.strip() or None) if nullable else self.widget.value.strip()
+
+    def _record(self, record: dict[str, Any]) -> dict[str, Any] | None:
+        """The record's value; None while a required part is empty or every part is at its default."""
+        import shlex
+
+        values: dict[str, Any] = {}
+        for key, sub in record["properties"].items():
+            value = self.parts[key].value
+            if sub.get("type") == "array":
+                values[key] = shlex.split(value)
+            elif sub.get("type") == "integer":
+                values[key] = int(value)
+            else:
+                values[key] = value.strip()
+        if any(not values[key] for key in record["required"]):
+            return None
+        if not record["required"] and all(
+            values[k] == s.get("default") for k, s in record["properties"].items()
+        ):
+            return None
+        return values
+
+    def observe(self, callback: Any) -> None:
+        for child in getattr(self, "parts", {"": self.widget}).values():
+            child.observe(callback, names="value")
+
+
 class JobComposer(w.VBox):
-    """A form for a job spec: per-field messages, the YAML preview, and Submit."""
+    """A form for a job spec built from the JobSpec JSON Schema: every field, messages beside each."""
 
     def __init__(self, client: Any = None, namespace: str = "default", **kwargs: Any) -> None:
-        from ranktable.compose.spec import FRAMEWORKS
+        from ranktable.compose.spec_schema import job_spec_schema
 
+        schema = job_spec_schema()
         self.client = client
-        self.name = w.Text(description="Job name", placeholder="bert-pretrain")
-        self.image = w.Text(description="Image", placeholder="bert_pretrain_mindspore:v1")
-        self.namespace = w.Text(value=namespace, description="Namespace")
-        self.framework = w.Dropdown(options=list(FRAMEWORKS), value="mindspore", description="Framework")
-        self.command = w.Textarea(description="Command", placeholder="python train.py (run with bash -c)")
-        self.nodes = w.BoundedIntText(value=1, min=1, max=4096, description="Nodes")
-        self.npus_per_node = w.Dropdown(options=[1, 2, 4, 8, 16], value=8, description="NPUs/node")
-        self.cpu = w.Text(description="CPU/pod", placeholder="192")
-        self.memory = w.Text(description="Memory/pod", placeholder="1536Gi")
-        self.env = w.Textarea(description="Env", placeholder="KEY=VALUE per line")
-        self.routing = w.Checkbox(value=False, description="Ranktable routing")
-        self.messages = {f: w.HTML() for f in (*FIELDS, "env", "routing", "other")}
+        self.fields = {
+            name: _Field(name, prop, schema["$defs"]) for name, prop in schema["properties"].items()
+        }
+        for name, field in self.fields.items():
+            setattr(self, name, field.widget)
+        self.fields["namespace"].widget.value = namespace
+        self.messages = {f: w.HTML() for f in (*self.fields, "other")}
         self.yaml = w.HTML()
         self.submit_button = w.Button(description="Submit", button_style="primary", disabled=True)
         self.status = w.HTML()
         self.issues: list[dict[str, Any]] = []
         self.manifests = ""
-        rows = []
-        for field in (*FIELDS, "env", "routing"):
-            rows.append(w.VBox([getattr(self, field), self.messages[field]]))
+        rows = [w.VBox([field.widget, self.messages[name]]) for name, field in self.fields.items()]
         super().__init__(
             [*rows, self.messages["other"], w.HBox([self.submit_button, self.status]), self.yaml], **kwargs
         )
-        for field in (*FIELDS, "env", "routing"):
-            getattr(self, field).observe(lambda _change: self.refresh(), names="value")
+        for field in self.fields.values():
+            field.observe(lambda _change: self.refresh())
         self.submit_button.on_click(lambda _b: self.submit())
         self.refresh()
 
     def spec_dict(self) -> dict[str, Any]:
         """The form as `JobSpec.from_dict` input; field errors raise InputError naming the field."""
-        data: dict[str, Any] = {
-            "name": self.name.value.strip(),
-            "image": self.image.value.strip(),
-            "namespace": self.namespace.value.strip() or "default",
-            "framework": self.framework.value,
-            "command": [*SHELL, self.command.value] if self.command.value.strip() else [],
-            "nodes": int(self.nodes.value),
-            "npus_per_node": int(self.npus_per_node.value),
-            "routing": bool(self.routing.value),
-            "env": _pairs(self.env.value, "env"),
-        }
-        for field in ("cpu", "memory"):
-            if getattr(self, field).value.strip():
-                data[field] = getattr(self, field).value.strip()
+        data: dict[str, Any] = {}
+        for name, field in self.fields.items():
+            value = field.read()
+            if value is not None:
+                data[name] = value
+        data["namespace"] = data.get("namespace") or "default"
         return data
 
     def refresh(self) -> None:

@@ -3,27 +3,50 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette, Notification } from '@jupyterlab/apputils';
+import {
+  ICommandPalette,
+  MainAreaWidget,
+  Notification,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { DocumentWidget } from '@jupyterlab/docregistry';
+import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import { ILauncher } from '@jupyterlab/launcher';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStateDB } from '@jupyterlab/statedb';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
+import { ReactWidget } from '@jupyterlab/ui-components';
 import { ReadonlyPartialJSONValue } from '@lumino/coreutils';
 
 import { ranktableIcon } from './icon';
 import { registerInsights } from './insights';
-import { IKeyValueStore, RanktableModel, SectionId } from './model';
-import { RanktablePanel } from './panel';
+import { IKeyValueStore, RanktableModel } from './model';
+import { IRunRef, JobsModel } from './models/jobs';
+import { JobViewContent, createJobView, jobViewId } from './jobview';
+import { LAYOUT_FACTORY, LayoutDocFactory } from './layoutdoc';
+import {
+  SPEC_FACTORY,
+  SPEC_FILE_TYPE,
+  SpecEditor,
+  SpecEditorFactory
+} from './specdoc';
+import { SPEC_FILE_EXTENSION, newSpecText } from './specfile';
+import { createSidebar } from './sidebar';
+import { StreamClient } from './stream';
 
 const PLUGIN_ID = 'jupyter-ranktable:plugin';
 const PANEL_ID = 'jp-ranktable-panel';
 
 export namespace CommandIDs {
   export const open = 'ranktable:open';
-  export const show = 'ranktable:show';
   export const refreshJobs = 'ranktable:refresh-jobs';
+  export const openJob = 'ranktable:open-job';
+  export const newSpec = 'ranktable:new-spec';
+  export const stopJob = 'ranktable:stop-job';
+  export const resubmitJob = 'ranktable:resubmit-job';
 }
 
-/** Templates and saved versions persist in JupyterLab's state database (per user, server-side). */
+/** Profiles' UI state persists in JupyterLab's state database (per user, server-side). */
 class StateStore implements IKeyValueStore {
   constructor(private _db: IStateDB) {}
   async load<T>(key: string): Promise<T | undefined> {
@@ -38,6 +61,8 @@ class StateStore implements IKeyValueStore {
   }
 }
 
+const TERMINAL = ['Completed', 'Failed', 'Aborted', 'Terminated'];
+
 const PHASE_KIND: Record<string, 'success' | 'error' | 'warning' | 'info'> = {
   Completed: 'success',
   Running: 'info',
@@ -47,17 +72,34 @@ const PHASE_KIND: Record<string, 'success' | 'error' | 'warning' | 'info'> = {
   Restarting: 'warning'
 };
 
+/** The job row a context-menu command acts on (the row under the pointer in the sidebar). */
+function rowRun(app: JupyterFrontEnd): IRunRef | null {
+  const node = app.contextMenuHitTest(n =>
+    n.classList.contains('jp-Ranktable-jobRow')
+  );
+  if (!node?.dataset.job || !node.dataset.uid) {
+    return null;
+  }
+  return {
+    namespace: node.dataset.namespace ?? 'default',
+    name: node.dataset.job,
+    uid: node.dataset.uid
+  };
+}
+
 const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description:
-    'Ranktable sidebar: SSH profiles and sync, job composer, rank layouts, live jobs and logs.',
+    'Ranktable workspace: a sidebar for status; job specs, Job views and rank layouts in the main area.',
   autoStart: true,
   optional: [
     ICommandPalette,
     ILayoutRestorer,
     ISettingRegistry,
     IStateDB,
-    ITranslator
+    ITranslator,
+    ILauncher,
+    IDefaultFileBrowser
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -65,10 +107,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
     restorer: ILayoutRestorer | null,
     settingRegistry: ISettingRegistry | null,
     state: IStateDB | null,
-    translator: ITranslator | null
+    translator: ITranslator | null,
+    launcher: ILauncher | null,
+    browser: IDefaultFileBrowser | null
   ) => {
     const trans = (translator ?? nullTranslator).load('jupyter-ranktable');
-    const model = new RanktableModel();
+    const stream = new StreamClient();
+    const model = new RanktableModel(stream);
+    const jobs = new JobsModel(stream);
     if (state) {
       model.store = new StateStore(state);
     }
@@ -88,12 +134,193 @@ const plugin: JupyterFrontEndPlugin<void> = {
         );
     }
 
+    // -- Job views: one per run, tracked and restored after a reload --------------------------------
+    const jobViews = new WidgetTracker<MainAreaWidget<JobViewContent>>({
+      namespace: 'ranktable-job'
+    });
+    const openRun = (run: IRunRef): void => {
+      const existing = jobViews.find(w => w.id === jobViewId(run));
+      if (existing) {
+        app.shell.activateById(existing.id);
+        return;
+      }
+      const widget = createJobView(run, jobs, stream, trans, openRun);
+      void jobViews.add(widget);
+      app.shell.add(widget, 'main');
+      app.shell.activateById(widget.id);
+    };
+    app.commands.addCommand(CommandIDs.openJob, {
+      label: args =>
+        args.name
+          ? trans.__('Open Job view of %1', String(args.name))
+          : trans.__('Open Job view'),
+      icon: ranktableIcon,
+      execute: args => {
+        const run = rowRun(app) ?? {
+          namespace: String(args.namespace ?? 'default'),
+          name: String(args.name ?? ''),
+          uid: String(args.uid ?? '')
+        };
+        if (!run.name || !run.uid) {
+          return;
+        }
+        openRun(run);
+      }
+    });
+    app.commands.addCommand(CommandIDs.stopJob, {
+      label: trans.__('Stop job'),
+      execute: async () => {
+        const run = rowRun(app);
+        if (run) {
+          await jobs.stop(run);
+        }
+      }
+    });
+    app.commands.addCommand(CommandIDs.resubmitJob, {
+      label: trans.__('Resubmit job (new run)'),
+      execute: async () => {
+        const run = rowRun(app);
+        if (run) {
+          openRun(await jobs.resubmit(run));
+        }
+      }
+    });
+    app.contextMenu.addItem({
+      command: CommandIDs.openJob,
+      selector: '.jp-Ranktable-jobRow',
+      rank: 1
+    });
+    app.contextMenu.addItem({
+      command: CommandIDs.resubmitJob,
+      selector: '.jp-Ranktable-jobRow',
+      rank: 2
+    });
+    app.contextMenu.addItem({
+      command: CommandIDs.stopJob,
+      selector: '.jp-Ranktable-jobRow',
+      rank: 3
+    });
+
+    // -- Job spec files (*.rtjob.yaml): a form view; "Open With → Editor" edits the same text ---------
+    app.docRegistry.addFileType({
+      name: SPEC_FILE_TYPE,
+      displayName: trans.__('Ranktable job spec'),
+      extensions: [SPEC_FILE_EXTENSION],
+      mimeTypes: ['text/x-yaml'],
+      contentType: 'file',
+      fileFormat: 'text',
+      icon: ranktableIcon
+    });
+    const specFactory = new SpecEditorFactory(
+      {
+        name: SPEC_FACTORY,
+        label: trans.__('Ranktable job'),
+        modelName: 'text',
+        fileTypes: [SPEC_FILE_TYPE],
+        defaultFor: [SPEC_FILE_TYPE],
+        translator: translator ?? nullTranslator
+      },
+      jobs,
+      trans,
+      openRun
+    );
+    app.docRegistry.addWidgetFactory(specFactory);
+    const specs = new WidgetTracker<DocumentWidget<SpecEditor>>({
+      namespace: 'ranktable-spec'
+    });
+    specFactory.widgetCreated.connect((_, widget) => {
+      widget.context.pathChanged.connect(() => void specs.save(widget));
+      void specs.add(widget);
+    });
+
+    // -- Rank layout viewer: "Open With → Rank layout" on a rank-table JSON ----------------------------
+    const layoutFactory = new LayoutDocFactory(
+      {
+        name: LAYOUT_FACTORY,
+        label: trans.__('Rank layout'),
+        modelName: 'text',
+        fileTypes: ['json'],
+        translator: translator ?? nullTranslator
+      },
+      trans
+    );
+    app.docRegistry.addWidgetFactory(layoutFactory);
+    const layouts = new WidgetTracker<DocumentWidget<ReactWidget>>({
+      namespace: 'ranktable-layout'
+    });
+    layoutFactory.widgetCreated.connect((_, widget) => {
+      widget.context.pathChanged.connect(() => void layouts.save(widget));
+      void layouts.add(widget);
+    });
+
+    app.commands.addCommand(CommandIDs.newSpec, {
+      label: args =>
+        args.isLauncher
+          ? trans.__('Ranktable job')
+          : trans.__('New Ranktable job'),
+      caption: trans.__(
+        'A job spec file (%1) opened in the form',
+        SPEC_FILE_EXTENSION
+      ),
+      icon: ranktableIcon,
+      execute: async args => {
+        const cwd = String(args.cwd ?? browser?.model.path ?? '');
+        const file = await app.serviceManager.contents.newUntitled({
+          path: cwd,
+          type: 'file',
+          ext: SPEC_FILE_EXTENSION
+        });
+        await app.serviceManager.contents.save(file.path, {
+          type: 'file',
+          format: 'text',
+          content: newSpecText()
+        });
+        return app.commands.execute('docmanager:open', {
+          path: file.path,
+          factory: SPEC_FACTORY
+        });
+      }
+    });
+    if (launcher) {
+      launcher.add({ command: CommandIDs.newSpec, category: 'Other', rank: 1 });
+    }
+    app.contextMenu.addItem({
+      command: CommandIDs.newSpec,
+      selector: '.jp-DirListing-content',
+      rank: 52
+    });
+
+    if (restorer) {
+      void restorer.restore(jobViews, {
+        command: CommandIDs.openJob,
+        args: w => ({ ...w.content.run }),
+        name: w => w.content.run.uid
+      });
+      void restorer.restore(specs, {
+        command: 'docmanager:open',
+        args: w => ({ path: w.context.path, factory: SPEC_FACTORY }),
+        name: w => w.context.path
+      });
+      void restorer.restore(layouts, {
+        command: 'docmanager:open',
+        args: w => ({ path: w.context.path, factory: LAYOUT_FACTORY }),
+        name: w => w.context.path
+      });
+    }
+
+    // -- the sidebar --------------------------------------------------------------------------------
     const openNotebook = async (kernelName: string): Promise<void> => {
       await app.serviceManager.kernelspecs.refreshSpecs();
       await app.commands.execute('notebook:create-new', { kernelName });
     };
-
-    const panel = new RanktablePanel(model, trans, openNotebook);
+    const panel = createSidebar({
+      model,
+      jobs,
+      trans,
+      openRun,
+      openNotebook,
+      newSpec: () => void app.commands.execute(CommandIDs.newSpec)
+    });
     panel.id = PANEL_ID;
     panel.title.icon = ranktableIcon;
     panel.title.caption = trans.__('Ranktable');
@@ -103,8 +330,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
 
     // a notification whenever a job moves to another phase (one watch for the whole UI)
-    model.phaseChanged.connect((_, { job, previous }) => {
-      if (!notify || !previous) {
+    jobs.phaseChanged.connect((_, { job, previous }) => {
+      // finished and failed jobs are announced by the insights notification, with the diagnosis
+      if (!notify || !previous || TERMINAL.includes(job.phase)) {
         return;
       }
       const kind = PHASE_KIND[job.phase] ?? 'info';
@@ -113,65 +341,46 @@ const plugin: JupyterFrontEndPlugin<void> = {
         kind,
         {
           autoClose: kind === 'error' ? false : 6000,
-          actions: [
-            {
-              label: trans.__('Show'),
-              callback: () => {
-                model.logsJob = job;
-                app.shell.activateById(PANEL_ID);
-                model.show('jobs');
-              }
-            }
-          ]
+          actions: job.uid
+            ? [
+                {
+                  label: trans.__('Open'),
+                  callback: () =>
+                    openRun({
+                      namespace: job.namespace,
+                      name: job.name,
+                      uid: job.uid!
+                    })
+                }
+              ]
+            : []
         }
       );
     });
-    registerInsights(app, model, trans, palette); // metrics + diagnosis document, finish/failure notification
-    app.restored.then(() => {
-      model.watchJobs();
+    registerInsights(app, jobs, trans, palette); // metrics + diagnosis document, finish/failure notification
+    void app.restored.then(() => {
+      jobs.watch();
       void model.loadConfig().catch(() => undefined);
     });
 
-    const sections: Record<SectionId, string> = {
-      connections: trans.__('Connections'),
-      sync: trans.__('Sync'),
-      compose: trans.__('Compose'),
-      layout: trans.__('Layout'),
-      jobs: trans.__('Jobs'),
-      logs: trans.__('Logs'),
-      kernels: trans.__('Remote kernels')
-    };
     app.commands.addCommand(CommandIDs.open, {
       label: trans.__('Open the Ranktable panel'),
       icon: ranktableIcon,
       execute: () => app.shell.activateById(PANEL_ID)
     });
-    app.commands.addCommand(CommandIDs.show, {
-      label: args =>
-        trans.__(
-          'Ranktable: %1',
-          sections[(args.section as SectionId) ?? 'jobs'] ?? ''
-        ),
-      execute: args => {
-        app.shell.activateById(PANEL_ID);
-        model.show((args.section as SectionId) ?? 'jobs');
-      }
-    });
     app.commands.addCommand(CommandIDs.refreshJobs, {
       label: trans.__('Ranktable: Refresh jobs'),
-      execute: () => model.refreshJobs()
+      execute: () => jobs.refresh()
     });
     if (palette) {
       const category = trans.__('Ranktable');
-      palette.addItem({ command: CommandIDs.open, category });
-      for (const section of Object.keys(sections)) {
-        palette.addItem({
-          command: CommandIDs.show,
-          category,
-          args: { section }
-        });
+      for (const command of [
+        CommandIDs.open,
+        CommandIDs.refreshJobs,
+        CommandIDs.newSpec
+      ]) {
+        palette.addItem({ command, category });
       }
-      palette.addItem({ command: CommandIDs.refreshJobs, category });
     }
   }
 };

@@ -15,7 +15,7 @@ import * as React from 'react';
 
 import { DiagnosisPanel } from './components/diagnosis';
 import { MetricsPanel } from './components/metrics';
-import { RanktableModel } from './model';
+import { JobsModel } from './models/jobs';
 import {
   IDiagnosis,
   IJobRunRef,
@@ -45,7 +45,7 @@ export function JobInsights(props: { job: IJobRunRef }): JSX.Element {
 
 export function registerInsights(
   app: JupyterFrontEnd,
-  model: RanktableModel,
+  jobs: JobsModel,
   trans: TranslationBundle,
   palette?: ICommandPalette | null
 ): void {
@@ -98,7 +98,7 @@ export function registerInsights(
   palette?.addItem({ command: OPEN_INSIGHTS, category: trans.__('Ranktable') });
 
   // when a job finishes or fails: the one-line diagnosis, with "Open"
-  model.phaseChanged.connect((_, { job, previous }) => {
+  jobs.phaseChanged.connect((_, { job, previous }) => {
     if (!previous || !TERMINAL_PHASES.includes(job.phase)) {
       return;
     }

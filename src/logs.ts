@@ -4,16 +4,30 @@
  */
 export interface ILogLine {
   pod: string;
+  /** The pod's node rank (server index after route planning), as the server tags each line. */
   rank: number | null;
   ts: string;
   text: string;
+  /** The rank id the line names (`rank 13`, `[rank13]`, `RANK_ID=13`), parsed once on arrival. */
+  rankId?: number | null;
 }
 
 export interface ILogFilter {
   pods?: string[];
-  ranks?: number[];
+  /** node ranks (one per pod/server) */
+  nodeRanks?: number[];
+  /** rank ids (one per NPU process), as the lines name them */
+  rankIds?: number[];
   search?: string;
   errorsOnly?: boolean;
+}
+
+const RANK_ID_RE = /\brank(?:[ _-]?id)?\s*[:=#]?\s*\[?(\d{1,6})\b/i;
+
+/** The rank id a training log line names, or null (launchers and frameworks print it differently). */
+export function rankIdOf(text: string): number | null {
+  const m = RANK_ID_RE.exec(text);
+  return m ? parseInt(m[1], 10) : null;
 }
 
 /** HCCL / CANN error codes and Python failures worth a red line. */
@@ -29,11 +43,17 @@ export function matchesFilter(line: ILogLine, filter: ILogFilter): boolean {
     return false;
   }
   if (
-    filter.ranks &&
-    filter.ranks.length &&
-    (line.rank === null || !filter.ranks.includes(line.rank))
+    filter.nodeRanks &&
+    filter.nodeRanks.length &&
+    (line.rank === null || !filter.nodeRanks.includes(line.rank))
   ) {
     return false;
+  }
+  if (filter.rankIds && filter.rankIds.length) {
+    const id = line.rankId === undefined ? rankIdOf(line.text) : line.rankId;
+    if (id === null || !filter.rankIds.includes(id)) {
+      return false;
+    }
   }
   if (filter.errorsOnly && !isErrorLine(line.text)) {
     return false;

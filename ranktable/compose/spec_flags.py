@@ -16,47 +16,70 @@ from ranktable.limits import brief, decode_utf8, load_json, read_stream, read_te
 
 
 def add_spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
-    """The JobSpec fields as flags; `required` adds `-n/--namespace` (commands without cluster flags)."""
+    """One flag (a few for nested fields) per JobSpec field, help and choices from its JSON Schema;
+    `required` adds `-n/--namespace` (commands without cluster flags)."""
+    from ranktable.compose.spec_schema import job_spec_schema
+
+    props = job_spec_schema()["properties"]
+
+    def text(field: str, extra: str = "") -> str:
+        prop = props[field]
+        return "; ".join(part for part in (prop.get("description") or prop["title"], extra) if part)
+
     p.add_argument(
         "--spec", help="a JobSpec as JSON (file, or - for stdin); flags given as well override its fields"
     )
-    p.add_argument("--name", required=False)
-    p.add_argument("--image")
+    p.add_argument("--name", required=False, help=text("name"))
+    p.add_argument("--image", help=text("image"))
     if required:
-        p.add_argument("-n", "--namespace", default=None)
-    p.add_argument("--nodes", type=int)
-    p.add_argument("--npus", type=int, help="NPUs per node/pod (8 for multi-node)")
-    p.add_argument("--framework", choices=("mindspore", "pytorch"))
+        p.add_argument("-n", "--namespace", default=None, help=text("namespace"))
+    p.add_argument("--nodes", type=int, help=text("nodes"))
+    p.add_argument("--npus", type=int, help=text("npus_per_node", "8 for multi-node"))
+    p.add_argument("--framework", choices=props["framework"]["enum"], help=text("framework"))
     p.add_argument(
         "--command",
         dest="container_command",
-        help="container command line (split like a shell; not run by a shell)",
+        help=text("command", "a command line, split like a shell; not run by a shell"),
     )
-    p.add_argument("--script", help="training entry point run by the framework launcher")
+    p.add_argument("--script", help=text("entry"))
     p.add_argument("--script-args", default=None, help="arguments for --script (split like a shell)")
     p.add_argument("--master-port", type=int)
     p.add_argument("--python", help="interpreter for --script (default: the launcher's python)")
-    p.add_argument("--cpu")
-    p.add_argument("--memory")
-    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--secret-env", action="append", default=[], metavar="NAME=SECRET:KEY")
+    p.add_argument("--cpu", help=text("cpu"))
+    p.add_argument("--memory", help=text("memory"))
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help=text("env"))
+    p.add_argument(
+        "--secret-env", action="append", default=[], metavar="NAME=SECRET:KEY", help=text("secret_env")
+    )
     p.add_argument("--hostpath", action="append", default=[], metavar="NAME:HOST_PATH:MOUNT_PATH")
     p.add_argument("--pvc", action="append", default=[], metavar="NAME:CLAIM:MOUNT_PATH")
     p.add_argument("--nfs", action="append", default=[], metavar="NAME:SERVER:PATH:MOUNT_PATH")
-    p.add_argument("--queue")
-    p.add_argument("--max-retry", type=int)
-    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--node-selector", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--routing", action=argparse.BooleanOptionalAction, default=None)
-    p.add_argument("--rank-table-version", choices=("v1", "v2"))
-    p.add_argument("--flavour")
-    p.add_argument("--task-name")
+    p.add_argument("--queue", help=text("queue"))
+    p.add_argument("--max-retry", type=int, help=text("max_retry"))
+    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE", help=text("labels"))
+    p.add_argument(
+        "--node-selector", action="append", default=[], metavar="KEY=VALUE", help=text("node_selector")
+    )
+    p.add_argument("--routing", action=argparse.BooleanOptionalAction, default=None, help=text("routing"))
+    p.add_argument(
+        "--rank-table-version", choices=props["rank_table_version"]["enum"], help=text("rank_table_version")
+    )
+    p.add_argument("--flavour", help=text("flavour"))
+    p.add_argument("--task-name", help=text("task_name"))
+    p.add_argument("--hccl-algo", help=text("hccl_algo"))
+    p.add_argument("--parallel", metavar="tp=N,cp=N,ep=N,pp=N", help=text("parallel"))
+
+
+def _int_flag(value: str, flag: str) -> int:
+    if not value.strip().isdigit():
+        raise InputError(f"expected a whole number, got {value!r}", where=flag)
+    return int(value)
     p.add_argument(
         "--metric-pattern",
         action="append",
         default=[],
         metavar="REGEX",
-        help="a metric regex with named groups (step, loss, step_time_s, lr, ...) for `job metrics`",
+        help=text("metric_patterns"),
     )
 
 
@@ -126,6 +149,7 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         "rank_table_version": args.rank_table_version,
         "flavour": args.flavour,
         "task_name": args.task_name,
+        "hccl_algo": args.hccl_algo,
     }
     data.update({k: v for k, v in simple.items() if v is not None})
     if args.container_command is not None:
@@ -150,6 +174,9 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         data["secret_env"] = {**(data.get("secret_env") or {}), **refs}
     if getattr(args, "metric_pattern", None):
         data["metric_patterns"] = [*(data.get("metric_patterns") or []), *args.metric_pattern]
+    if args.parallel:
+        sizes = _pairs([part for part in args.parallel.split(",") if part.strip()], "--parallel")
+        data["parallel"] = {k.strip(): _int_flag(v, f"--parallel {k.strip()}") for k, v in sizes.items()}
     vols = _volumes(args)
     if vols:
         data["volumes"] = [*(data.get("volumes") or []), *vols]

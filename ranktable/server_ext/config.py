@@ -58,6 +58,11 @@ class Ranktable(Configurable):
     stream_buffer = Integer(
         2000, config=True, help="Events kept per background operation for late subscribers."
     )
+    jobs_poll_seconds = Float(
+        1.0,
+        config=True,
+        help="Seconds between re-reads of jobs, pods and rank tables for the live job list.",
+    )
     workers = Integer(16, config=True, help="Threads for blocking cluster/SSH work.")
     keep_remote_kernels = Bool(
         True,

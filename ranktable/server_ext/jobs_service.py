@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ranktable.errors import InputError
 from ranktable.server_ext.hub import StopEvent
 from ranktable.server_ext.layout_service import message_bytes
-from ranktable.usecases.jobs import ClusterSettings, Jobs, job_row
+from ranktable.usecases.jobs import ClusterSettings, Jobs
 
 if TYPE_CHECKING:
     from ranktable.server_ext.services import Services
@@ -120,40 +120,25 @@ class JobsService:
             yield {"lines": batch}
 
     async def jobs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
-        from ranktable.cluster.client import GROUP, PLURAL, VERSION, JobSummary
-        from ranktable.cluster.kube import interrupt, watch
+        """The job table, re-read every `jobs_poll_seconds`: a snapshot whenever any row changed.
 
+        A row joins three resources (the Volcano job, its pods, its rank-table ConfigMap); a watch on
+        jobs alone missed pod health and rank-table changes, so the table is re-listed instead.
+        """
         namespace = str(msg.get("namespace") or self.config.namespace)
-        client = await self.services.run_blocking(self.usecases.client, namespace)
-        jobs = await self.services.run_blocking(self.usecases.job_rows, namespace)
-        yield {"event": "snapshot", "jobs": jobs}
+        await self.services.run_blocking(self.usecases.client, namespace)  # bad namespace: error now
+        interval = float(self.config.jobs_poll_seconds)
 
-        def events(stop: StopEvent) -> Iterator[dict[str, Any]]:
-            kube = client.kube
+        def snapshots(stop: StopEvent) -> Iterator[dict[str, Any]]:
+            last: list[dict[str, Any]] | None = None
+            while not stop.is_set():
+                rows = self.usecases.job_rows(namespace)
+                comparable = [{k: v for k, v in r.items() if k != "age_seconds"} for r in rows]
+                if comparable != last:
+                    last = comparable
+                    yield {"event": "snapshot", "jobs": rows}
+                stop.wait(interval)
 
-            def interruptible(resp: Any) -> None:
-                stop.on_set(lambda: interrupt(resp))
-
-            for event in watch(
-                kube,
-                kube.custom.list_namespaced_custom_object,
-                GROUP,
-                VERSION,
-                namespace,
-                PLURAL,
-                what=f"Volcano jobs in {namespace}",
-                deadline=None,
-                stop=stop,
-                on_response=interruptible,
-            ):
-                if stop.is_set():
-                    return
-                summary = JobSummary.from_job(event.obj)
-                if event.type == "DELETED":
-                    yield {"event": "delete", "job": summary.to_json()}
-                else:
-                    yield {"event": "upsert", "job": job_row(client, summary)}
-
-        async for batch in self.services.hub.iterate(events):
+        async for batch in self.services.hub.iterate(snapshots):
             for item in batch:
                 yield item

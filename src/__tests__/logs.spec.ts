@@ -3,7 +3,8 @@ import {
   highlight,
   isErrorLine,
   matchesFilter,
-  parseRanks
+  parseRanks,
+  rankIdOf
 } from '../logs';
 
 const line = (pod: string, ts: string, text: string, rank = 0) => ({
@@ -31,9 +32,19 @@ describe('logs', () => {
     const l = line('job-w-1', 't', 'loss 0.5', 1);
     expect(matchesFilter(l, { pods: ['job-w-1'] })).toBe(true);
     expect(matchesFilter(l, { pods: ['job-w-0'] })).toBe(false);
-    expect(matchesFilter(l, { ranks: [0, 2] })).toBe(false);
+    expect(matchesFilter(l, { nodeRanks: [0, 2] })).toBe(false);
+    expect(matchesFilter(l, { nodeRanks: [1] })).toBe(true);
     expect(matchesFilter(l, { search: 'LOSS' })).toBe(true);
     expect(matchesFilter(l, { errorsOnly: true })).toBe(false);
+  });
+  it('filters by the rank id a line names, not by node rank', () => {
+    const l = line('job-w-1', 't', '[rank 13] step 5 loss 0.5', 1);
+    expect(rankIdOf(l.text)).toBe(13);
+    expect(rankIdOf('RANK_ID=7 starting')).toBe(7);
+    expect(rankIdOf('epoch 1 step 2')).toBeNull();
+    expect(matchesFilter(l, { rankIds: [13] })).toBe(true);
+    expect(matchesFilter(l, { rankIds: [1] })).toBe(false);
+    expect(matchesFilter(l, { nodeRanks: [1], rankIds: [13] })).toBe(true);
   });
   it('highlights every match case-insensitively', () => {
     expect(highlight('Loss loss', 'loss')).toEqual([

@@ -22,60 +22,21 @@ export interface ISectionProps {
   trans: TranslationBundle;
 }
 
+/** One sidebar section's body (the SidePanel's accordion draws its title and collapses it). */
 export function Section(props: {
   id: SectionId;
   title: string;
   model: RanktableModel;
   children: React.ReactNode;
-  badge?: React.ReactNode;
 }): JSX.Element {
-  const { id, model } = props;
-  useModel(model);
-  const open = model.open[id];
-  const ref = React.useRef<HTMLElement>(null);
-  React.useEffect(() => {
-    const onRequest = (_: RanktableModel, wanted: SectionId) => {
-      if (wanted === id) {
-        ref.current?.scrollIntoView?.({ block: 'start' });
-        ref.current
-          ?.querySelector<HTMLElement>('.jp-Ranktable-sectionHeader')
-          ?.focus();
-      }
-    };
-    model.requested.connect(onRequest);
-    return () => {
-      model.requested.disconnect(onRequest);
-    };
-  }, [model, id]);
-  const bodyId = `jp-Ranktable-section-${id}`;
   return (
-    <section
-      ref={ref}
-      className="jp-Ranktable-section"
-      data-section={id}
+    <div
+      className="jp-Ranktable-sectionBody"
+      data-section={props.id}
       aria-label={props.title}
     >
-      <h3 className="jp-Ranktable-sectionTitle">
-        <button
-          className="jp-Ranktable-sectionHeader"
-          aria-expanded={open}
-          aria-controls={bodyId}
-          onClick={() => {
-            model.open[id] = !open;
-            model.emit();
-          }}
-        >
-          <span className="jp-Ranktable-caret">{open ? '▾' : '▸'}</span>
-          {props.title}
-          {props.badge}
-        </button>
-      </h3>
-      {open && (
-        <div className="jp-Ranktable-sectionBody" id={bodyId}>
-          {props.children}
-        </div>
-      )}
-    </section>
+      {props.children}
+    </div>
   );
 }
 

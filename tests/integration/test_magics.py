@@ -55,6 +55,24 @@ def test_job_cell_shows_validation_and_yaml_without_a_cluster(
         ip.run_cell_magic("ranktable", "job --nodes 2", "true")
 
 
+def test_a_magic_shows_one_rich_output_never_a_raw_dict(
+    ip: InteractiveShell, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The result is the one output: HTML in a notebook, a one-line summary in a terminal."""
+    from IPython.utils.capture import capture_output
+
+    with capture_output(stdout=False, stderr=False, display=True) as shown:
+        ip.run_cell(
+            "%%ranktable job --name bert --image bert:v1 --nodes 4 --npus 4 --no-layout\npython train.py"
+        )
+    assert shown.outputs == []  # nothing displayed besides the result
+    out = capsys.readouterr().out
+    assert out.count("Out[") == 1 and "bert: " in out and "{'spec'" not in out
+    result = ip.user_ns["_"]
+    assert "kind: Job" in result._repr_html_() and "npus_per_node" in result._repr_html_()
+    assert result["spec"]["name"] == "bert"  # still the data
+
+
 def test_submit_list_logs_layout_and_stop_on_the_simulated_pool(
     ip: InteractiveShell, sim_pool: SimPoolHandle, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -98,6 +116,9 @@ def test_connect_and_sync_with_progress(
     (project / "a.py").write_text("A = 1\n")
     result = ip.run_line_magic("ranktable", f"sync box {project}")
     assert result == {"uploaded": ["a.py"], "conflicts": []}
+    assert result._repr_html_().count("uploaded 1 file(s)") == 1 and "via" in result._repr_html_()
+    again = ip.run_line_magic("ranktable", f"sync box {project}")  # nothing to do: no "via none"
+    assert "unchanged 1" in again._repr_html_() and "via none" not in again._repr_html_()
     assert (sshd_profile.remote_dir / "a.py").read_text() == "A = 1\n"
     with pytest.raises(UsageError, match="no SSH profile named 'ghost'"):
         ip.run_line_magic("ranktable", "connect ghost")

@@ -69,15 +69,21 @@ async def test_submit_watch_logs_layout_and_stop_a_4_node_job(jp_fetch: Any, jp_
         )
         assert submitted["name"] == "bert4" and submitted["namespace"] == "default"
 
-        # the watch reports the job reaching Running
-        phases = []
-        while "Running" not in phases:
+        # the live list reports the job reaching Running, then its rank table completed and pods ready
+        rows: dict[str, Any] = {}
+        while not (rows.get("phase") == "Running" and rows.get("rank_table") == "completed"):
             msg = await read(ws, 60)
-            if msg["id"] == "jobs" and msg["data"].get("job", {}).get("name") == "bert4":
-                phases.append(msg["data"]["job"]["phase"])
+            if msg["id"] == "jobs":
+                rows = next((j for j in msg["data"]["jobs"] if j["name"] == "bert4"), {})
+        assert rows["uid"] == submitted["uid"] and rows["health"]["total"] == 4
+        assert (rows["health"]["restarts"], rows["health"]["reasons"], rows["health"]["exit_code"]) == (
+            0,
+            [],
+            None,
+        )
         listing = await call(jp_fetch, "ranktable", "jobs")
         assert [j["name"] for j in listing["jobs"]] == ["bert4"]
-        assert listing["jobs"][0]["rank_table"] in ("initializing", "completed")
+        assert listing["jobs"][0]["rank_table"] == "completed"
         Draft202012Validator(response_schema("/ranktable/jobs", "get", 200)).validate(listing)
 
         # logs from every pod, tagged with pod and node rank; an error line comes through verbatim
@@ -132,8 +138,8 @@ async def test_submit_watch_logs_layout_and_stop_a_4_node_job(jp_fetch: Any, jp_
                 assert msg["type"] in ("end", "error") or msg["data"]["lines"] == [], msg
                 if msg["type"] != "data":
                     break
-            elif msg["id"] == "jobs" and msg["data"]["event"] == "delete":
-                pass
+            elif msg["id"] == "jobs":
+                assert msg["data"]["event"] == "snapshot"
     finally:
         ws.close()
 

@@ -87,7 +87,9 @@ class SyncResult:
         if self.unverified:
             text += " (no sha256sum on the instance: remote edits that kept size and time go unnoticed)"
         if not self.dry_run:
-            text += f" in {self.seconds:.2f}s via {self.method}"
+            text += f" in {self.seconds:.2f}s"
+            if self.method and self.method != "none":  # nothing transferred: no transport to name
+                text += f" via {self.method}"
         return text
 
 

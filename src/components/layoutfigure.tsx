@@ -1,0 +1,278 @@
+import * as React from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
+
+function formatDuration(s: number): string {
+  return s < 1 ? `${(s * 1000).toFixed(1)} ms` : `${s.toFixed(2)} s`;
+}
+
+interface ISide {
+  crossings_per_tier: number[];
+  max_uplink_flows: number | number[];
+  allreduce_seconds: number;
+}
+
+export interface ILayoutResult {
+  report: {
+    given: ISide;
+    planned: ISide;
+    speedup: number;
+    [k: string]: unknown;
+  };
+  svg: string;
+  warnings?: string[];
+  source?: string;
+}
+
+/** Parse the server's SVG and drop anything active (scripts, event handlers, external links). */
+export function sanitizeSvg(text: string): SVGSVGElement | null {
+  const doc = new DOMParser().parseFromString(text, 'image/svg+xml');
+  const svg = doc.documentElement;
+  if (
+    !svg ||
+    svg.nodeName.toLowerCase() !== 'svg' ||
+    doc.querySelector('parsererror')
+  ) {
+    return null;
+  }
+  svg.querySelectorAll('script, foreignObject').forEach(n => n.remove());
+  svg.querySelectorAll('*').forEach(el => {
+    for (const attr of Array.from(el.attributes)) {
+      if (
+        /^on/i.test(attr.name) ||
+        (/href$/i.test(attr.name) && !attr.value.startsWith('#'))
+      ) {
+        el.removeAttribute(attr.name);
+      }
+    }
+  });
+  return document.importNode(svg, true) as unknown as SVGSVGElement;
+}
+
+export function describeTarget(el: Element | null): string {
+  const server = el?.closest('[data-server]');
+  if (!server) {
+    return '';
+  }
+  const d = (server as HTMLElement).dataset;
+  const parts = [`server ${d.server}`];
+  if (d.ranks) {
+    parts.push(`ranks ${d.ranks}`);
+  }
+  if (d.pod) {
+    parts.push(`pod ${d.pod}`);
+  }
+  if (d.node) {
+    parts.push(`node ${d.node}`);
+  }
+  if (d.leaf) {
+    parts.push(`leaf ${d.leaf}`);
+  }
+  return parts.join(' · ');
+}
+
+/** Given-vs-planned key figures of a layout report. */
+export function LayoutFigures(props: {
+  result: ILayoutResult;
+  trans: TranslationBundle;
+}): JSX.Element | null {
+  const { result, trans } = props;
+  const r = result.report;
+  if (!r?.given || !r?.planned) {
+    return null;
+  }
+  const tiers = Math.max(
+    r.given.crossings_per_tier.length,
+    r.planned.crossings_per_tier.length
+  );
+  const flows = (v: number | number[]) =>
+    Array.isArray(v) ? v.join(' / ') : String(v);
+  return (
+    <>
+      <table
+        className="jp-Ranktable-figures"
+        aria-label={trans.__('Key figures')}
+      >
+        <thead>
+          <tr>
+            <th />
+            <th>{trans.__('given')}</th>
+            <th>{trans.__('planned')}</th>
+          </tr>
+        </thead>
+        <tbody>
+          {Array.from({ length: tiers }, (_, t) => (
+            <tr key={t}>
+              <th>{trans.__('tier-%1 crossings', t + 1)}</th>
+              <td>{r.given.crossings_per_tier[t] ?? 0}</td>
+              <td>{r.planned.crossings_per_tier[t] ?? 0}</td>
+            </tr>
+          ))}
+          <tr>
+            <th>{trans.__('most flows on an uplink')}</th>
+            <td>{flows(r.given.max_uplink_flows)}</td>
+            <td>{flows(r.planned.max_uplink_flows)}</td>
+          </tr>
+          <tr>
+            <th>{trans.__('all-reduce (est.)')}</th>
+            <td>{formatDuration(r.given.allreduce_seconds)}</td>
+            <td>{formatDuration(r.planned.allreduce_seconds)}</td>
+          </tr>
+          <tr>
+            <th>{trans.__('speed-up')}</th>
+            <td colSpan={2} className="jp-Ranktable-speedup">
+              ×{r.speedup.toFixed(2)}
+            </td>
+          </tr>
+        </tbody>
+      </table>
+    </>
+  );
+}
+
+interface IView {
+  x: number;
+  y: number;
+  zoom: number;
+}
+
+/**
+ * The layout picture at full width with pan (drag) and zoom (wheel, +/−, fit), and a tooltip that
+ * follows the cursor naming the server, ranks, pod, node and leaf under it.
+ */
+export function LayoutFigure(props: {
+  result: ILayoutResult;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { result, trans } = props;
+  const host = React.useRef<HTMLDivElement>(null);
+  const frame = React.useRef<HTMLDivElement>(null);
+  const [view, setView] = React.useState<IView>({ x: 0, y: 0, zoom: 1 });
+  const [tip, setTip] = React.useState<{ x: number; y: number; text: string }>({
+    x: 0,
+    y: 0,
+    text: ''
+  });
+  const [error, setError] = React.useState('');
+  const drag = React.useRef<{ x: number; y: number; view: IView } | null>(null);
+
+  React.useEffect(() => {
+    const el = host.current;
+    if (!el) {
+      return;
+    }
+    el.replaceChildren();
+    setError('');
+    const svg = sanitizeSvg(result.svg);
+    if (!svg) {
+      setError(
+        trans.__('The server sent a layout picture that is not valid SVG.')
+      );
+      return;
+    }
+    svg.setAttribute('role', 'img');
+    svg.setAttribute('aria-label', trans.__('Rank layout: given and planned'));
+    svg.removeAttribute('height');
+    svg.setAttribute('width', '100%');
+    el.appendChild(svg);
+    setView({ x: 0, y: 0, zoom: 1 });
+  }, [result.svg]);
+
+  const zoomAt = (factor: number, cx: number, cy: number) =>
+    setView(v => {
+      const zoom = Math.min(20, Math.max(0.2, v.zoom * factor));
+      const k = zoom / v.zoom;
+      return { zoom, x: cx - (cx - v.x) * k, y: cy - (cy - v.y) * k };
+    });
+  const local = (e: React.MouseEvent | React.WheelEvent) => {
+    const box = frame.current!.getBoundingClientRect();
+    return { x: e.clientX - box.left, y: e.clientY - box.top };
+  };
+
+  return (
+    <div className="jp-Ranktable-layoutFigure">
+      <div className="jp-Ranktable-toolbar">
+        <button
+          className="jp-mod-styled"
+          aria-label={trans.__('Zoom in')}
+          onClick={() => zoomAt(1.25, 0, 0)}
+        >
+          +
+        </button>
+        <button
+          className="jp-mod-styled"
+          aria-label={trans.__('Zoom out')}
+          onClick={() => zoomAt(0.8, 0, 0)}
+        >
+          −
+        </button>
+        <button
+          className="jp-mod-styled"
+          onClick={() => setView({ x: 0, y: 0, zoom: 1 })}
+        >
+          {trans.__('Fit')}
+        </button>
+        <span className="jp-Ranktable-muted">
+          {trans.__(
+            'Drag to pan, wheel to zoom (%1%)',
+            Math.round(view.zoom * 100)
+          )}
+        </span>
+      </div>
+      {error && (
+        <div className="jp-Ranktable-error" role="alert">
+          {error}
+        </div>
+      )}
+      <div
+        ref={frame}
+        className="jp-Ranktable-panZoom"
+        onWheel={e => {
+          const p = local(e);
+          zoomAt(e.deltaY < 0 ? 1.15 : 1 / 1.15, p.x, p.y);
+        }}
+        onMouseDown={e => {
+          drag.current = { x: e.clientX, y: e.clientY, view };
+        }}
+        onMouseUp={() => (drag.current = null)}
+        onMouseLeave={() => {
+          drag.current = null;
+          setTip(t => ({ ...t, text: '' }));
+        }}
+        onMouseMove={e => {
+          const d = drag.current;
+          if (d) {
+            setView({
+              ...d.view,
+              x: d.view.x + e.clientX - d.x,
+              y: d.view.y + e.clientY - d.y
+            });
+          }
+          const p = local(e);
+          setTip({ x: p.x, y: p.y, text: describeTarget(e.target as Element) });
+        }}
+      >
+        <div
+          ref={host}
+          className="jp-Ranktable-svg"
+          style={{
+            transform: `translate(${view.x}px, ${view.y}px) scale(${view.zoom})`
+          }}
+        />
+        {tip.text && (
+          <div
+            className="jp-Ranktable-tooltip"
+            role="tooltip"
+            style={{ left: tip.x + 14, top: tip.y + 14 }}
+          >
+            {tip.text}
+          </div>
+        )}
+      </div>
+      {(result.warnings ?? []).map((w, i) => (
+        <div key={i} className="jp-Ranktable-fieldWarning">
+          {w}
+        </div>
+      ))}
+    </div>
+  );
+}

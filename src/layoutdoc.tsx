@@ -1,0 +1,107 @@
+import * as React from 'react';
+import {
+  ABCWidgetFactory,
+  DocumentRegistry,
+  DocumentWidget
+} from '@jupyterlab/docregistry';
+import { TranslationBundle } from '@jupyterlab/translation';
+import { ReactWidget } from '@jupyterlab/ui-components';
+
+import { ErrorLine, errorText } from './components/common';
+import {
+  ILayoutResult,
+  LayoutFigure,
+  LayoutFigures
+} from './components/layoutfigure';
+import { ranktableIcon } from './icon';
+import { postJSON } from './request';
+
+export const LAYOUT_FACTORY = 'Rank layout';
+
+/** "Open With → Rank layout" on a rank-table JSON: its layout on the cluster's topology or a file's. */
+function LayoutDoc(props: {
+  context: DocumentRegistry.CodeContext;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { context, trans } = props;
+  const [topology, setTopology] = React.useState('');
+  const [result, setResult] = React.useState<ILayoutResult | null>(null);
+  const [error, setError] = React.useState('');
+  const [busy, setBusy] = React.useState(false);
+  const plan = async () => {
+    setBusy(true);
+    setError('');
+    try {
+      const body: Record<string, unknown> = {
+        ranktable: context.model.sharedModel.getSource()
+      };
+      if (topology.trim()) {
+        body.topology_path = topology.trim();
+      }
+      setResult(await postJSON<ILayoutResult>('plan', body));
+    } catch (e) {
+      setResult(null);
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+  React.useEffect(() => {
+    void context.ready.then(plan);
+  }, [context]);
+  return (
+    <div className="jp-Ranktable-layoutDoc">
+      <div className="jp-Ranktable-toolbar">
+        <label className="jp-Ranktable-inline">
+          {trans.__('Topology file (empty: the cluster’s)')}
+          <input
+            className="jp-mod-styled"
+            value={topology}
+            placeholder="topology.yaml"
+            onChange={e => setTopology(e.target.value)}
+          />
+        </label>
+        <button
+          className="jp-mod-styled jp-mod-accept"
+          disabled={busy}
+          onClick={() => void plan()}
+        >
+          {busy ? trans.__('Planning…') : trans.__('Plan')}
+        </button>
+      </div>
+      <ErrorLine error={error} />
+      {result && (
+        <>
+          <LayoutFigures result={result} trans={trans} />
+          <LayoutFigure result={result} trans={trans} />
+        </>
+      )}
+    </div>
+  );
+}
+
+export class LayoutDocFactory extends ABCWidgetFactory<
+  DocumentWidget<ReactWidget>,
+  DocumentRegistry.ICodeModel
+> {
+  constructor(
+    options: DocumentRegistry.IWidgetFactoryOptions<
+      DocumentWidget<ReactWidget>
+    >,
+    private _trans: TranslationBundle
+  ) {
+    super(options);
+  }
+
+  protected createNewWidget(
+    context: DocumentRegistry.CodeContext
+  ): DocumentWidget<ReactWidget> {
+    const content = ReactWidget.create(
+      <LayoutDoc context={context} trans={this._trans} />
+    );
+    content.addClass('jp-Ranktable-layoutDocWidget');
+    const widget = new DocumentWidget({ content, context });
+    widget.title.icon = ranktableIcon;
+    return widget;
+  }
+}

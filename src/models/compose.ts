@@ -1,0 +1,202 @@
+import { ISignal, Signal } from '@lumino/signaling';
+import { IDisposable } from '@lumino/disposable';
+
+import { postJSON } from '../request';
+import { ILayoutResult } from '../components/layoutfigure';
+import { ITemplateParam, substitute, templateParams } from '../template';
+import {
+  JobSpecJSON,
+  compactSpec,
+  parseSpecText,
+  specToText
+} from '../specfile';
+import { IRunRef, JobsModel } from './jobs';
+
+export interface IIssue {
+  field: string | null;
+  severity: 'error' | 'warning' | string;
+  message: string;
+  fix?: string;
+}
+
+interface IComposeAnswer {
+  issues: IIssue[];
+  yaml: string;
+  spec: JobSpecJSON | null;
+}
+
+export const CHECK_DELAY_MS = 400;
+
+/**
+ * One spec file being edited: its text (shared with the text editor), the spec parsed from it, the
+ * template parameters and the server's verdict (issues + manifest), refreshed after each edit.
+ */
+export class ComposeModel implements IDisposable {
+  text = '';
+  spec: JobSpecJSON = {};
+  parseError = '';
+  issues: IIssue[] = [];
+  yaml = '';
+  checking = false;
+  submitTried = false;
+  params: ITemplateParam[] = [];
+  private _changed = new Signal<this, void>(this);
+  private _textEdited = new Signal<this, string>(this);
+  private _timer: ReturnType<typeof setTimeout> | null = null;
+  private _seq = 0;
+  private _disposed = false;
+
+  constructor(private _jobs: JobsModel) {}
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** The form changed the spec: the file's new text (the document writes it to its model). */
+  get textEdited(): ISignal<this, string> {
+    return this._textEdited;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** The file's text changed (opened, or edited in the text editor). */
+  setText(text: string): void {
+    this.text = text;
+    const parsed = parseSpecText(text);
+    if ('error' in parsed) {
+      this.parseError = parsed.error;
+    } else {
+      this.parseError = '';
+      this.spec = parsed.spec;
+    }
+    this._syncParams();
+    this._changed.emit();
+    this._checkSoon();
+  }
+
+  /** The form changed a field. */
+  setSpec(spec: JobSpecJSON): void {
+    const text = specToText(spec);
+    this.spec = compactSpec(spec);
+    if (text === this.text) {
+      return;
+    }
+    this.text = text;
+    this._syncParams();
+    this._textEdited.emit(text);
+    this._changed.emit();
+    this._checkSoon();
+  }
+
+  setParam(name: string, value: string): void {
+    this.params = this.params.map(p => (p.name === name ? { ...p, value } : p));
+    this._changed.emit();
+    this._checkSoon();
+  }
+
+  /** The spec with `${param}` values substituted; null (with issues) while a value is missing. */
+  resolved(): JobSpecJSON | null {
+    const missing = this.params.filter(p => p.value === '');
+    if (missing.length) {
+      return null;
+    }
+    const text = substitute(this.text, this.params);
+    const parsed = parseSpecText(text);
+    return 'spec' in parsed ? parsed.spec : null;
+  }
+
+  async check(): Promise<void> {
+    const spec = this.resolved();
+    const mine = ++this._seq;
+    if (!spec) {
+      const missing = this.params.filter(p => p.value === '').map(p => p.name);
+      this.issues = missing.length
+        ? [
+            {
+              field: null,
+              severity: 'error',
+              message: `give a value for ${missing.map(n => '${' + n + '}').join(', ')} under Template parameters`
+            }
+          ]
+        : [];
+      this.yaml = '';
+      this._changed.emit();
+      return;
+    }
+    this.checking = true;
+    this._changed.emit();
+    try {
+      const answer = await postJSON<IComposeAnswer>('jobs/compose', { spec });
+      if (mine === this._seq) {
+        this.issues = answer.issues;
+        this.yaml = answer.yaml;
+      }
+    } catch (e) {
+      if (mine === this._seq) {
+        this.issues = [
+          { field: null, severity: 'error', message: (e as Error).message }
+        ];
+      }
+    } finally {
+      if (mine === this._seq) {
+        this.checking = false;
+        if (!this._disposed) {
+          this._changed.emit();
+        }
+      }
+    }
+  }
+
+  async submit(): Promise<IRunRef | null> {
+    this.submitTried = true;
+    await this.check();
+    const spec = this.resolved();
+    if (!spec || this.issues.some(i => i.severity === 'error')) {
+      return null;
+    }
+    return this._jobs.submit(spec);
+  }
+
+  async preview(): Promise<ILayoutResult> {
+    const spec = this.resolved();
+    if (!spec) {
+      throw new Error('give every template parameter a value first');
+    }
+    return postJSON<ILayoutResult>('layout/preview', { spec });
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    if (this._timer) {
+      clearTimeout(this._timer);
+    }
+    Signal.clearData(this);
+  }
+
+  private _syncParams(): void {
+    const names = templateParams(this.text);
+    this.params = names.map(
+      n =>
+        this.params.find(p => p.name === n) ?? {
+          name: n,
+          value: '',
+          secret: /secret|token|password|key/i.test(n)
+        }
+    );
+  }
+
+  private _checkSoon(): void {
+    if (this._timer) {
+      clearTimeout(this._timer);
+    }
+    this._timer = setTimeout(() => {
+      this._timer = null;
+      void this.check();
+    }, CHECK_DELAY_MS);
+  }
+}

@@ -1,0 +1,262 @@
+import { ISignal, Signal } from '@lumino/signaling';
+import { IDisposable } from '@lumino/disposable';
+
+import { postJSON, requestAPI } from '../request';
+import { StreamClient } from '../stream';
+
+/** Pod health folded into one row: what the sidebar's health mark says. */
+export interface IJobHealth {
+  restarts: number;
+  reasons: string[];
+  exit_code: number | null;
+}
+
+/** One job as the `jobs` channel and `GET /ranktable/jobs` describe it. */
+export interface IJobRow {
+  name: string;
+  namespace: string;
+  uid?: string;
+  phase: string;
+  nodes?: number;
+  running?: number;
+  pods_ready?: number;
+  pods_total?: number;
+  health?: IJobHealth;
+  rank_table?: string;
+  created?: string | null;
+  age_seconds?: number | null;
+  [key: string]: unknown;
+}
+
+/** A run: one submission of a job, identified by its uid (a same-name resubmit is a new run). */
+export interface IRunRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/** Why the job list cannot be trusted right now, and when it is tried again. */
+export interface IBanner {
+  message: string;
+  reason: string;
+  retryAt: number;
+}
+
+export function jobKey(job: { namespace: string; name: string }): string {
+  return `${job.namespace}/${job.name}`;
+}
+
+export function jobPath(job: { namespace: string; name: string }): string {
+  return `jobs/${encodeURIComponent(job.namespace)}/${encodeURIComponent(job.name)}`;
+}
+
+/** Whether a row needs attention: restarts, a bad last state (CrashLoopBackOff, OOMKilled) or a failed exit. */
+export function healthIssue(job: IJobRow): string {
+  const h = job.health;
+  const parts: string[] = [];
+  if (h) {
+    parts.push(...h.reasons);
+    if (
+      h.exit_code !== null &&
+      h.exit_code !== undefined &&
+      h.exit_code !== 0
+    ) {
+      parts.push(`exit code ${h.exit_code}`);
+    }
+    if (h.restarts > 0) {
+      parts.push(`${h.restarts} restart${h.restarts === 1 ? '' : 's'}`);
+    }
+  }
+  return Array.from(new Set(parts)).join(', ');
+}
+
+/** Age in seconds from the creation timestamp (ticks client-side, so it is never frozen). */
+export function ageSeconds(job: IJobRow, now = Date.now()): number | null {
+  if (job.created) {
+    const t = Date.parse(job.created);
+    if (!Number.isNaN(t)) {
+      return Math.max(0, (now - t) / 1000);
+    }
+  }
+  return job.age_seconds ?? null;
+}
+
+const RETRY_MIN_MS = 1000;
+const RETRY_MAX_MS = 5000;
+
+/**
+ * The live job list: one `jobs` subscription for the whole UI, renewed with a short back-off when the
+ * pool or the API is lost (the banner says why and when it retries, and clears on the next data).
+ */
+export class JobsModel implements IDisposable {
+  jobs: IJobRow[] = [];
+  banner: IBanner | null = null;
+  /** Phases seen per run (uid), with when: the Job view's timeline. */
+  readonly history = new Map<string, { phase: string; at: number }[]>();
+  private _changed = new Signal<this, void>(this);
+  private _phaseChanged = new Signal<this, { job: IJobRow; previous: string }>(
+    this
+  );
+  private _watch: IDisposable | null = null;
+  private _timer: ReturnType<typeof setTimeout> | null = null;
+  private _delay = RETRY_MIN_MS;
+  private _first = true;
+  private _disposed = false;
+
+  constructor(readonly stream: StreamClient) {}
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** A job moved to another phase (not emitted for the first snapshot). */
+  get phaseChanged(): ISignal<this, { job: IJobRow; previous: string }> {
+    return this._phaseChanged;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  /** The current run of a job name, if it still exists. */
+  find(namespace: string, name: string): IJobRow | undefined {
+    return this.jobs.find(j => j.namespace === namespace && j.name === name);
+  }
+
+  findRun(uid: string): IJobRow | undefined {
+    return this.jobs.find(j => j.uid === uid);
+  }
+
+  /** Refetch now (also while the watch is live: the listing replaces the rows, newer events follow). */
+  async refresh(): Promise<void> {
+    try {
+      const data = await requestAPI<{ jobs: IJobRow[] }>('jobs');
+      this._apply(data.jobs);
+      this.banner = null;
+    } catch (error) {
+      this._fail(error);
+    }
+    this._changed.emit();
+  }
+
+  watch(): void {
+    if (this._watch || this._disposed) {
+      return;
+    }
+    this._watch = this.stream.subscribe(
+      'jobs',
+      {},
+      {
+        onData: (data: { event: string; jobs?: IJobRow[]; job?: IJobRow }) => {
+          if (data.event === 'snapshot' && data.jobs) {
+            this._apply(data.jobs);
+          } else if (data.event === 'upsert' && data.job) {
+            const job = data.job;
+            const rest = this.jobs.filter(j => jobKey(j) !== jobKey(job));
+            this._apply([...rest, job]);
+          } else if (data.event === 'delete' && data.job) {
+            const gone = jobKey(data.job);
+            this._apply(this.jobs.filter(j => jobKey(j) !== gone));
+          }
+          this.banner = null;
+          this._delay = RETRY_MIN_MS;
+          this._changed.emit();
+        },
+        onError: error => {
+          this._watch = null;
+          this._fail(error);
+          this._changed.emit();
+          this._retry();
+        },
+        onEnd: () => {
+          this._watch = null;
+          this._retry();
+        },
+        onReconnect: () => {
+          this.banner = {
+            message: 'Lost the connection to the Jupyter server',
+            reason: 'websocket',
+            retryAt: Date.now()
+          };
+          this._changed.emit();
+        }
+      }
+    );
+  }
+
+  async stop(job: { namespace: string; name: string }): Promise<string[]> {
+    const result = await requestAPI<{ deleted: string[] }>(jobPath(job), {
+      method: 'DELETE'
+    });
+    await this.refresh();
+    return result.deleted;
+  }
+
+  /** Stop and submit again; the answer names the new run. */
+  async resubmit(job: { namespace: string; name: string }): Promise<IRunRef> {
+    const run = await postJSON<IRunRef>(`${jobPath(job)}/resubmit`, {});
+    await this.refresh();
+    return run;
+  }
+
+  async submit(spec: Record<string, unknown>): Promise<IRunRef> {
+    const run = await postJSON<IRunRef>('jobs', { spec });
+    await this.refresh();
+    return run;
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    if (this._timer) {
+      clearTimeout(this._timer);
+    }
+    this._watch?.dispose();
+    Signal.clearData(this);
+  }
+
+  private _apply(rows: IJobRow[]): void {
+    const before = new Map(this.jobs.map(j => [jobKey(j), j]));
+    const now = Date.now();
+    for (const job of rows) {
+      if (job.uid) {
+        const seen = this.history.get(job.uid) ?? [];
+        if (!seen.length || seen[seen.length - 1].phase !== job.phase) {
+          seen.push({ phase: job.phase, at: now });
+          this.history.set(job.uid, seen);
+        }
+      }
+      const prev = before.get(jobKey(job));
+      if (!this._first && prev && prev.phase !== job.phase) {
+        this._phaseChanged.emit({ job, previous: prev.phase });
+      }
+    }
+    this._first = false;
+    this.jobs = [...rows].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  private _fail(error: unknown): void {
+    const e = error as { message?: string; reason?: string };
+    this.banner = {
+      message: e?.message || String(error),
+      reason: e?.reason || 'unavailable',
+      retryAt: Date.now() + this._delay
+    };
+  }
+
+  private _retry(): void {
+    if (this._disposed || this._timer) {
+      return;
+    }
+    if (this.banner) {
+      this.banner = { ...this.banner, retryAt: Date.now() + this._delay };
+    }
+    this._timer = setTimeout(() => {
+      this._timer = null;
+      this.watch();
+    }, this._delay);
+    this._delay = Math.min(this._delay * 2, RETRY_MAX_MS);
+  }
+}

@@ -1,0 +1,126 @@
+import { ISignal, Signal } from '@lumino/signaling';
+import { IDisposable } from '@lumino/disposable';
+
+import { requestAPI } from '../request';
+import { ILayoutResult } from '../components/layoutfigure';
+import { IJobRow, IRunRef, jobPath } from './jobs';
+
+export interface IPodRow {
+  name: string;
+  index: number;
+  node: string | null;
+  host_ip: string | null;
+  leaf: string | null;
+  phase: string;
+  restarts: number;
+  ready?: boolean;
+  reason?: string | null;
+  exit_code?: number | null;
+}
+
+export interface IEventRow {
+  type: string;
+  reason: string;
+  object: string;
+  message: string;
+  count: number;
+  last_seen: string | null;
+  hint: string;
+}
+
+export interface IDescription {
+  job: IJobRow;
+  pods: IPodRow[];
+  events: IEventRow[];
+  rank_table_status: string;
+}
+
+export const DESCRIBE_EVERY_MS = 2000;
+
+/**
+ * What one run's Job view shows besides logs: its description (pods, events), polled while the view is
+ * open and the run is current; once another run took the name (or the job is gone) it keeps the last one.
+ */
+export class RunModel implements IDisposable {
+  description: IDescription | null = null;
+  layout: ILayoutResult | null = null;
+  error = '';
+  layoutError = '';
+  /** Set once the cluster's job of this name is no longer this run. */
+  ended = '';
+  private _changed = new Signal<this, void>(this);
+  private _timer: ReturnType<typeof setInterval> | null = null;
+  private _disposed = false;
+
+  constructor(readonly run: IRunRef) {}
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  start(): void {
+    if (this._timer || this._disposed) {
+      return;
+    }
+    void this.refresh();
+    this._timer = setInterval(() => {
+      if (!this.ended) {
+        void this.refresh();
+      }
+    }, DESCRIBE_EVERY_MS);
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      const d = await requestAPI<IDescription>(jobPath(this.run));
+      if (d.job.uid && this.run.uid && d.job.uid !== this.run.uid) {
+        this.ended = 'a newer run of this job replaced it';
+      } else {
+        this.description = d;
+        this.error = '';
+      }
+    } catch (e) {
+      const err = e as { status?: number; message?: string };
+      if (err.status === 404) {
+        this.ended = 'the job was stopped or deleted';
+      } else {
+        this.error = err.message ?? String(e);
+      }
+    }
+    if (!this._disposed) {
+      this._changed.emit();
+    }
+  }
+
+  async loadLayout(topologyPath = ''): Promise<void> {
+    const q = topologyPath
+      ? `?topology_path=${encodeURIComponent(topologyPath)}`
+      : '';
+    try {
+      this.layout = await requestAPI<ILayoutResult>(
+        `${jobPath(this.run)}/layout${q}`
+      );
+      this.layoutError = '';
+    } catch (e) {
+      this.layoutError = (e as Error).message ?? String(e);
+    }
+    if (!this._disposed) {
+      this._changed.emit();
+    }
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    if (this._timer) {
+      clearInterval(this._timer);
+    }
+    Signal.clearData(this);
+  }
+}

@@ -1,0 +1,79 @@
+import * as React from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
+import {
+  ReactWidget,
+  SidePanel,
+  refreshIcon,
+  ToolbarButton
+} from '@jupyterlab/ui-components';
+
+import { RanktableModel } from './model';
+import { ConnectionsSection } from './components/connections';
+import { SyncSection } from './components/sync';
+import { KernelsSection } from './components/kernels';
+import { JobsList } from './components/jobslist';
+import { IRunRef, JobsModel } from './models/jobs';
+
+/**
+ * The Ranktable sidebar: a SidePanel whose sections (Connections, Jobs, Sync, Remote kernels) each
+ * render their own model; documents (job specs, Job views, layouts) open in the main area.
+ */
+export function createSidebar(options: {
+  model: RanktableModel;
+  jobs: JobsModel;
+  trans: TranslationBundle;
+  openRun: (run: IRunRef) => void;
+  openNotebook: (kernelName: string) => Promise<void>;
+  newSpec: () => void;
+}): SidePanel {
+  const { model, jobs, trans } = options;
+  const panel = new SidePanel({ translator: undefined });
+  panel.addClass('jp-Ranktable-panel');
+  const section = (
+    title: string,
+    id: string,
+    render: () => JSX.Element
+  ): ReactWidget => {
+    const widget = ReactWidget.create(render());
+    widget.title.label = title;
+    widget.id = `jp-Ranktable-section-${id}`;
+    widget.addClass('jp-Ranktable-section');
+    return widget;
+  };
+  const props = { model, trans };
+  panel.addWidget(
+    section(trans.__('Connections'), 'connections', () => (
+      <ConnectionsSection {...props} />
+    ))
+  );
+  panel.addWidget(
+    section(trans.__('Jobs'), 'jobs', () => (
+      <JobsList jobs={jobs} trans={trans} onOpen={options.openRun} />
+    ))
+  );
+  panel.addWidget(
+    section(trans.__('Sync'), 'sync', () => <SyncSection {...props} />)
+  );
+  panel.addWidget(
+    section(trans.__('Remote kernels'), 'kernels', () => (
+      <KernelsSection {...props} openNotebook={options.openNotebook} />
+    ))
+  );
+  panel.toolbar.addItem(
+    'new-job',
+    new ToolbarButton({
+      label: trans.__('New job'),
+      tooltip: trans.__('New Ranktable job spec'),
+      onClick: options.newSpec
+    })
+  );
+  panel.toolbar.addItem(
+    'refresh',
+    new ToolbarButton({
+      icon: refreshIcon,
+      tooltip: trans.__('Refresh jobs'),
+      onClick: () => void jobs.refresh()
+    })
+  );
+  return panel;
+}

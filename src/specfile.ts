@@ -1,0 +1,172 @@
+/**
+ * Job spec files (`*.rtjob.yaml`): YAML of `JobSpec`, read and written here, and the JSON Schema
+ * (generated from the Python `JobSpec`, see `ranktable/jobs/spec_schema.py`) prepared for the form.
+ */
+import * as jsyaml from 'js-yaml';
+import validatorAjv8 from '@rjsf/validator-ajv8';
+
+import jobSpecSchema from './jobspec.schema.json';
+
+export const SPEC_FILE_EXTENSION = '.rtjob.yaml';
+/** The largest spec file the form parses (a spec is a few hundred bytes; this bounds a mistake). */
+export const SPEC_MAX_BYTES = 256 * 1024;
+
+export type JobSpecJSON = Record<string, unknown>;
+
+type Schema = Record<string, any>;
+
+/** The generated JSON Schema as shipped (one source with the CLI, OpenAPI and the widget). */
+export function jobSpecJsonSchema(): Schema {
+  return jobSpecSchema as Schema;
+}
+
+/**
+ * The schema the form renders: nullable fields become plain ones (an empty value means "not set"),
+ * `entry` is inlined as an optional object, and draft-2020 `$schema`/`$id` are dropped for the validator.
+ */
+export function formSchema(): Schema {
+  const src = jobSpecJsonSchema();
+  const defs: Schema = src.$defs ?? {};
+  const properties: Schema = {};
+  for (const [name, prop] of Object.entries<Schema>(src.properties)) {
+    const p: Schema = { ...prop };
+    if (Array.isArray(p.anyOf)) {
+      const ref = p.anyOf.find((a: Schema) => a.$ref);
+      delete p.anyOf;
+      Object.assign(p, { ...ref });
+    }
+    if (Array.isArray(p.type)) {
+      p.type = p.type.find((t: string) => t !== 'null');
+    }
+    delete p['x-cli'];
+    properties[name] = p;
+  }
+  const out: Schema = {
+    type: 'object',
+    title: src.title,
+    required: src.required,
+    properties,
+    $defs: defs,
+    definitions: defs
+  };
+  return JSON.parse(
+    JSON.stringify(out).replace(/#\/\$defs\//g, '#/definitions/')
+  );
+}
+
+/** Every field the schema declares (what each surface must offer). */
+export function schemaFields(): string[] {
+  return Object.keys(jobSpecJsonSchema().properties);
+}
+
+function isEmpty(v: unknown): boolean {
+  return (
+    v === undefined ||
+    v === null ||
+    v === '' ||
+    (Array.isArray(v) && v.length === 0) ||
+    (typeof v === 'object' &&
+      !Array.isArray(v) &&
+      Object.keys(v as object).length === 0)
+  );
+}
+
+/**
+ * The spec as stored: fields equal to their default (or empty) are left out so files stay short and
+ * diff well; an entry point without a script is no entry point.
+ */
+export function compactSpec(spec: JobSpecJSON): JobSpecJSON {
+  const props = jobSpecJsonSchema().properties as Schema;
+  const out: JobSpecJSON = {};
+  for (const [key, value] of Object.entries(spec)) {
+    if (key === 'entry') {
+      const entry = value as { script?: string } | null;
+      if (entry && entry.script) {
+        out.entry = entry;
+      }
+      continue;
+    }
+    const def = props[key]?.default;
+    if (
+      key !== 'name' &&
+      key !== 'image' &&
+      (isEmpty(value) || JSON.stringify(value) === JSON.stringify(def))
+    ) {
+      continue;
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+export function specToText(spec: JobSpecJSON): string {
+  return jsyaml.dump(compactSpec(spec), { lineWidth: -1, noRefs: true });
+}
+
+/** Parse a spec file; errors say what is wrong and where (line), never throw. */
+export function parseSpecText(
+  text: string
+): { spec: JobSpecJSON } | { error: string } {
+  if (text.length > SPEC_MAX_BYTES) {
+    return {
+      error: `the file is larger than ${SPEC_MAX_BYTES / 1024} KiB (the limit for a job spec)`
+    };
+  }
+  let data: unknown;
+  try {
+    data = jsyaml.load(text, { schema: jsyaml.CORE_SCHEMA }) ?? {};
+  } catch (e) {
+    return { error: (e as Error).message.split('\n')[0] };
+  }
+  if (typeof data !== 'object' || Array.isArray(data) || data === null) {
+    return {
+      error: 'expected a mapping of JobSpec fields (name: ..., image: ...)'
+    };
+  }
+  const known = new Set(schemaFields());
+  const unknown = Object.keys(data as object).filter(k => !known.has(k));
+  if (unknown.length) {
+    return {
+      error: `unknown field(s) ${unknown.join(', ')}; use only: ${Array.from(known).join(', ')}`
+    };
+  }
+  return { spec: data as JobSpecJSON };
+}
+
+/** A new spec file's text: the required fields, ready to fill in. */
+export function newSpecText(name = 'my-job'): string {
+  return specToText({
+    name,
+    image: '${image}',
+    nodes: 2,
+    npus_per_node: 8,
+    entry: { script: 'train.py', args: [] }
+  });
+}
+
+export interface ISpecError {
+  /** dotted field path, e.g. `name`, `entry.script`, `volumes.0.kind` */
+  path: string;
+  message: string;
+}
+
+/**
+ * The schema's verdict on a spec, per field. Strings still holding a `${param}` are not judged (their
+ * value is only known at submit time).
+ */
+export function validateSpec(spec: JobSpecJSON): ISpecError[] {
+  const schema = formSchema();
+  const { errors } = validatorAjv8.validateFormData(spec, schema as any);
+  const out: ISpecError[] = [];
+  for (const e of errors) {
+    const path = (e.property ?? '').replace(/^\./, '');
+    const value = path
+      .split('.')
+      .reduce<any>((v, k) => (v === null || v === undefined ? v : v[k]), spec);
+    if (typeof value === 'string' && value.includes('${')) {
+      continue;
+    }
+    out.push({ path, message: e.message ?? 'is not valid' });
+  }
+  return out;
+}
