@@ -9,9 +9,15 @@ import { JobInsights } from './insights';
 import { LayoutFigure, LayoutFigures } from './components/layoutfigure';
 import { LogView } from './components/logview';
 import { ranktableIcon } from './icon';
-import { IRunRef, JobsModel, ageSeconds, healthIssue } from './models/jobs';
+import {
+  IRunRef,
+  JobsModel,
+  ageSeconds,
+  healthIssue,
+  podsReady
+} from './models/jobs';
 import { LogsModel } from './models/logs';
-import { RunModel } from './models/run';
+import { IPodRow, RunModel } from './models/run';
 import { StreamClient } from './stream';
 
 export type JobViewTab = 'overview' | 'logs' | 'metrics' | 'layout' | 'events';
@@ -25,6 +31,18 @@ function useSignal(signal: { connect: any; disconnect: any }): void {
       signal.disconnect(f);
     };
   }, [signal]);
+}
+
+/** A pod that needs attention: a bad reason, a failed exit, restarts. */
+function podIssue(p: IPodRow): boolean {
+  const bad = ['CrashLoopBackOff', 'OOMKilled', 'Error', 'ImagePullBackOff'];
+  return (
+    bad.includes(p.reason ?? '') ||
+    bad.includes(p.last_reason ?? '') ||
+    (p.exit_code ?? 0) !== 0 ||
+    (p.last_exit_code ?? 0) !== 0 ||
+    p.restarts > 0
+  );
 }
 
 function Overview(props: {
@@ -107,10 +125,10 @@ function Overview(props: {
                   <td>{p.host_ip ?? '–'}</td>
                   <td className={`jp-Ranktable-phase-${p.phase}`}>{p.phase}</td>
                   <td>{p.restarts}</td>
-                  <td className={p.reason ? 'jp-Ranktable-healthText' : ''}>
-                    {p.reason ?? '–'}
+                  <td className={podIssue(p) ? 'jp-Ranktable-healthText' : ''}>
+                    {p.reason ?? p.last_reason ?? p.state ?? '–'}
                   </td>
-                  <td>{p.exit_code ?? '–'}</td>
+                  <td>{p.exit_code ?? p.last_exit_code ?? '–'}</td>
                 </tr>
               ))}
             </tbody>
@@ -253,9 +271,9 @@ function JobViewBody(props: {
         <span className="jp-Ranktable-muted" title={run.run.uid}>
           {trans.__('run %1', run.run.uid.slice(0, 8))}
         </span>
-        {row?.pods_total !== undefined && (
+        {row && (
           <span className="jp-Ranktable-muted">
-            {trans.__('pods %1/%2 ready', row.pods_ready ?? 0, row.pods_total)}
+            {trans.__('pods %1 ready', podsReady(row))}
           </span>
         )}
         <span className="jp-Ranktable-spacer" />

@@ -56,18 +56,28 @@ describe('JobsList', () => {
             namespace: 'default',
             uid: 'u-crash',
             phase: 'Running',
-            pods_ready: 0,
-            pods_total: 4,
-            health: { restarts: 5, reasons: ['CrashLoopBackOff'], exit_code: 1 }
+            nodes: 4,
+            health: {
+              restarts: 5,
+              reasons: ['CrashLoopBackOff'],
+              exit_code: 1,
+              ready: 0,
+              total: 4
+            }
           },
           {
             name: 'fine',
             namespace: 'default',
             uid: 'u-fine',
             phase: 'Running',
-            pods_ready: 2,
-            pods_total: 2,
-            health: { restarts: 0, reasons: [], exit_code: null }
+            nodes: 2,
+            health: {
+              restarts: 0,
+              reasons: [],
+              exit_code: null,
+              ready: 2,
+              total: 2
+            }
           }
         ]
       });

@@ -99,7 +99,13 @@ describe('JobsModel', () => {
     expect(
       healthIssue(
         row('c', 'Running', {
-          health: { restarts: 4, reasons: ['CrashLoopBackOff'], exit_code: 3 }
+          health: {
+            restarts: 4,
+            reasons: ['CrashLoopBackOff'],
+            exit_code: 3,
+            ready: 0,
+            total: 2
+          }
         }) as any
       )
     ).toBe('CrashLoopBackOff, exit code 3, 4 restarts');

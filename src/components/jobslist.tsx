@@ -8,7 +8,8 @@ import {
   JobsModel,
   ageSeconds,
   healthIssue,
-  jobKey
+  jobKey,
+  podsReady
 } from '../models/jobs';
 
 export function useJobs(jobs: JobsModel): void {
@@ -60,10 +61,7 @@ function JobRow(props: {
 }): JSX.Element {
   const { job, trans } = props;
   const issue = healthIssue(job);
-  const ready =
-    job.pods_total !== undefined
-      ? `${job.pods_ready ?? 0}/${job.pods_total}`
-      : `${job.running ?? 0}/${job.nodes ?? 0}`;
+  const ready = podsReady(job);
   const age = formatSeconds(ageSeconds(job));
   const open = () =>
     job.uid &&

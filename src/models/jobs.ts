@@ -4,11 +4,15 @@ import { IDisposable } from '@lumino/disposable';
 import { postJSON, requestAPI } from '../request';
 import { StreamClient } from '../stream';
 
-/** Pod health folded into one row: what the sidebar's health mark says. */
+/** Pod health over a job's pods (the server's `observe.health.job_health`). */
 export interface IJobHealth {
   restarts: number;
   reasons: string[];
   exit_code: number | null;
+  /** pods whose containers are all ready */
+  ready?: number;
+  /** pods that exist */
+  total?: number;
 }
 
 /** One job as the `jobs` channel and `GET /ranktable/jobs` describe it. */
@@ -19,9 +23,7 @@ export interface IJobRow {
   phase: string;
   nodes?: number;
   running?: number;
-  pods_ready?: number;
-  pods_total?: number;
-  health?: IJobHealth;
+  health?: IJobHealth | Record<string, never>;
   rank_table?: string;
   created?: string | null;
   age_seconds?: number | null;
@@ -52,9 +54,9 @@ export function jobPath(job: { namespace: string; name: string }): string {
 
 /** Whether a row needs attention: restarts, a bad last state (CrashLoopBackOff, OOMKilled) or a failed exit. */
 export function healthIssue(job: IJobRow): string {
-  const h = job.health;
+  const h = job.health as IJobHealth | undefined;
   const parts: string[] = [];
-  if (h) {
+  if (h && h.reasons) {
     parts.push(...h.reasons);
     if (
       h.exit_code !== null &&
@@ -68,6 +70,13 @@ export function healthIssue(job: IJobRow): string {
     }
   }
   return Array.from(new Set(parts)).join(', ');
+}
+
+/** Pods ready of the pods the job asks for (`2/4`), from pod health when the server sent it. */
+export function podsReady(job: IJobRow): string {
+  const h = job.health as IJobHealth | undefined;
+  const ready = h?.ready ?? job.running ?? 0;
+  return `${ready}/${job.nodes ?? h?.total ?? 0}`;
 }
 
 /** Age in seconds from the creation timestamp (ticks client-side, so it is never frozen). */

@@ -14,8 +14,12 @@ export interface IPodRow {
   phase: string;
   restarts: number;
   ready?: boolean;
+  /** waiting | running | terminated | unknown (the worst container) */
+  state?: string;
   reason?: string | null;
   exit_code?: number | null;
+  last_reason?: string | null;
+  last_exit_code?: number | null;
 }
 
 export interface IEventRow {

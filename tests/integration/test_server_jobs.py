@@ -76,11 +76,8 @@ async def test_submit_watch_logs_layout_and_stop_a_4_node_job(jp_fetch: Any, jp_
             if msg["id"] == "jobs":
                 rows = next((j for j in msg["data"]["jobs"] if j["name"] == "bert4"), {})
         assert rows["uid"] == submitted["uid"] and rows["health"]["total"] == 4
-        assert (rows["health"]["restarts"], rows["health"]["reasons"], rows["health"]["exit_code"]) == (
-            0,
-            [],
-            None,
-        )
+        health = rows["health"]
+        assert (health["restarts"], health["reasons"], health["exit_code"]) == (0, [], None)
         listing = await call(jp_fetch, "ranktable", "jobs")
         assert [j["name"] for j in listing["jobs"]] == ["bert4"]
         assert listing["jobs"][0]["rank_table"] == "completed"
