@@ -43,6 +43,7 @@ class Jobs:
         self.settings = settings
         self._clients: dict[str, ClusterClient] = {}
         self._lock = threading.Lock()
+        self._kubeconfig_stamp: tuple[int, int] | None = None
 
     def flavours(self) -> dict[str, Flavour]:
         from ranktable.compose.flavours import load_flavours, parse_flavours
@@ -59,6 +60,11 @@ class Jobs:
 
         ns = namespace or self.settings.namespace
         with self._lock:
+            # a cluster that came back with a new kubeconfig (address, CA, token) gets new clients
+            stamp = _file_stamp(self.settings.kubeconfig)
+            if stamp != self._kubeconfig_stamp:
+                self._clients.clear()
+                self._kubeconfig_stamp = stamp
             if ns not in self._clients:
                 self._clients[ns] = ClusterClient(
                     kubeconfig=self.settings.kubeconfig,
@@ -157,6 +163,19 @@ class Jobs:
 def exc_issue(exc: InputError) -> dict[str, Any]:
     """A spec that does not parse, as one finding shaped like the validator's."""
     return {"field": exc.where, "severity": "error", "message": exc.reason, "fix": exc.fix or ""}
+
+
+def _file_stamp(path: str | None) -> tuple[int, int] | None:
+    """(mtime, size) of a file, or None: cheap to compare before every cluster call."""
+    import os
+
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size)
 
 
 def job_row(client: ClusterClient, summary: Any) -> dict[str, Any]:

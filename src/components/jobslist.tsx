@@ -134,7 +134,17 @@ export function JobsList(props: {
         value={search}
         onChange={e => setSearch(e.target.value)}
       />
-      <ul className="jp-Ranktable-jobList" aria-label={trans.__('Jobs')}>
+      {jobs.banner && rows.length > 0 && (
+        <div className="jp-Ranktable-muted">
+          {trans.__('Last known state, not live:')}
+        </div>
+      )}
+      <ul
+        className={
+          'jp-Ranktable-jobList' + (jobs.banner ? ' jp-mod-stale' : '')
+        }
+        aria-label={trans.__('Jobs')}
+      >
         {rows.length === 0 && (
           <li className="jp-Ranktable-empty">
             {jobs.banner

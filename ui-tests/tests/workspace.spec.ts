@@ -1,0 +1,348 @@
+/**
+ * The Ranktable workspace in a real JupyterLab (Debian chromium) against the simulated Lite pool: the
+ * sidebar at its default 250 px, Job views (one per run), job spec files in the form and the text editor,
+ * restore after a reload, and the banner when the pool goes away. Screenshots for docs/ are taken only
+ * with RANKTABLE_SCREENSHOTS=1 (`make screenshots`), so `make test` leaves the tree clean.
+ */
+import { expect, galata, test } from '@jupyterlab/galata';
+import type { APIRequestContext, Locator, Page } from '@playwright/test';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+
+const IMG = path.resolve(__dirname, '..', '..', 'docs', 'img');
+const STACK = path.resolve(__dirname, '..', '.stack');
+const PANEL = 'jp-ranktable-panel';
+const SHOTS = process.env.RANKTABLE_SCREENSHOTS === '1';
+
+test.use({
+  autoGoto: true,
+  mockSettings: galata.DEFAULT_SETTINGS,
+  viewport: { width: 1440, height: 900 }
+});
+test.describe.configure({ mode: 'serial' });
+
+async function shoot(target: Page | Locator, name: string): Promise<void> {
+  if (SHOTS) {
+    await target.screenshot({ path: path.join(IMG, `${name}.png`) });
+  }
+}
+
+async function openSidebar(page: Page): Promise<Locator> {
+  await page.sidebar.openTab(PANEL);
+  await page.sidebar.setWidth(250, 'left');
+  const panel = page.locator(`#${PANEL}`);
+  await expect(panel.locator('[data-section="jobs"]')).toBeVisible();
+  return panel;
+}
+
+async function submit(
+  request: APIRequestContext,
+  name: string,
+  script: string,
+  nodes = 2
+): Promise<{ uid: string }> {
+  const response = await request.post('/ranktable/jobs', {
+    data: {
+      spec: {
+        name,
+        image: 'bert_pretrain_mindspore:v1',
+        nodes,
+        npus_per_node: 8,
+        command: ['/bin/bash', '-c', script]
+      }
+    }
+  });
+  expect(response.status(), await response.text()).toBe(201);
+  return response.json();
+}
+
+async function stop(request: APIRequestContext, name: string): Promise<void> {
+  await request.delete(`/ranktable/jobs/default/${name}`);
+  await expect
+    .poll(
+      async () =>
+        (await request.get(`/ranktable/jobs/default/${name}`)).status(),
+      {
+        timeout: 60000
+      }
+    )
+    .toBe(404);
+}
+
+/** Every job name in the sidebar is on screen, inside the panel, not covered, and readable. */
+async function expectNamesReadable(panel: Locator): Promise<void> {
+  const box = (await panel.boundingBox())!;
+  const rows = panel.locator('.jp-Ranktable-jobRow');
+  const count = await rows.count();
+  expect(count).toBeGreaterThan(0);
+  for (let i = 0; i < count; i++) {
+    const row = rows.nth(i);
+    const name = row.locator('.jp-Ranktable-jobName');
+    const b = (await name.boundingBox())!;
+    expect(b.width).toBeGreaterThan(40);
+    expect(b.x).toBeGreaterThanOrEqual(box.x);
+    expect(b.x + b.width).toBeLessThanOrEqual(box.x + box.width);
+    // the element at the name's centre is the name itself (nothing on top of it)
+    const onTop = await name.evaluate(el => {
+      const r = el.getBoundingClientRect();
+      const hit = document.elementFromPoint(
+        r.x + r.width / 2,
+        r.y + r.height / 2
+      );
+      return hit === el || el.contains(hit);
+    });
+    expect(onTop).toBe(true);
+    // truncated names carry the full name in the row's tooltip
+    const full = await row.getAttribute('data-job');
+    const clipped = await name.evaluate(el => el.scrollWidth > el.clientWidth);
+    if (clipped) {
+      expect(await row.getAttribute('title')).toContain(full!);
+    } else {
+      await expect(name).toHaveText(full!);
+    }
+    // phase and pods ready/total are visible too
+    for (const cls of ['.jp-Ranktable-phase', '.jp-Ranktable-ready']) {
+      const cell = (await row.locator(cls).boundingBox())!;
+      expect(cell.x + cell.width).toBeLessThanOrEqual(box.x + box.width);
+      expect(cell.x).toBeGreaterThanOrEqual(b.x + b.width);
+    }
+  }
+}
+
+const LOOP = (tag: string) =>
+  `for i in $(seq 1 100000); do echo "[rank $((i % 16))] ${tag} step $i loss 0.$i"; sleep 0.2; done`;
+
+test('the sidebar at 250 px: sections, and every job name readable', async ({
+  page,
+  request
+}) => {
+  await submit(request, 'bert-pretrain-long-name', LOOP('long'));
+  await submit(request, 'crash', 'echo boom; exit 3', 1);
+  const panel = await openSidebar(page);
+  for (const title of ['Connections', 'Jobs', 'Sync', 'Remote kernels']) {
+    await expect(
+      panel.locator('.jp-AccordionPanel-title', { hasText: title })
+    ).toBeVisible();
+  }
+  const row = panel.locator(
+    '.jp-Ranktable-jobRow[data-job="bert-pretrain-long-name"]'
+  );
+  await expect(row).toHaveAttribute('data-phase', 'Running', {
+    timeout: 120000
+  });
+  // a crash-looping job is marked, with the reason in its tooltip
+  const crash = panel.locator('.jp-Ranktable-jobRow[data-job="crash"]');
+  await expect(crash.locator('.jp-Ranktable-health.jp-mod-bad')).toBeVisible({
+    timeout: 120000
+  });
+  await expect(crash).toHaveAttribute(
+    'title',
+    /exit code 3|Error|CrashLoopBackOff/
+  );
+  await expectNamesReadable(panel);
+  await shoot(panel, 'sidebar');
+  await stop(request, 'crash');
+});
+
+test('a Job view per run: a same-name resubmit opens a new run with its own logs', async ({
+  page,
+  request
+}) => {
+  test.setTimeout(300 * 1000);
+  const first = await submit(request, 'rerun', LOOP('first-run'));
+  const panel = await openSidebar(page);
+  await panel.locator('.jp-Ranktable-jobRow[data-job="rerun"]').click();
+  const view1 = page.locator(`#ranktable-job-${first.uid}`);
+  await expect(view1).toBeVisible();
+  await expect(view1.locator('.jp-Ranktable-logLine').first()).toContainText(
+    'first-run',
+    { timeout: 120000 }
+  );
+  // filters are labelled as what they are: rank id (parsed from the lines) and node rank (the pod)
+  await view1.getByLabel('Rank id').fill('3');
+  await expect(view1.locator('.jp-Ranktable-logLine').first()).toContainText(
+    '[rank 3]'
+  );
+  await view1.getByLabel('Rank id').fill('');
+  await expect(view1.getByLabel('Node rank')).toBeVisible();
+  await shoot(page, 'job-view-logs');
+
+  await stop(request, 'rerun');
+  const second = await submit(request, 'rerun', LOOP('second-run'));
+  expect(second.uid).not.toBe(first.uid);
+  const row = panel.locator(`.jp-Ranktable-jobRow[data-uid="${second.uid}"]`);
+  await expect(row).toBeVisible({ timeout: 60000 });
+  await row.click();
+  const view2 = page.locator(`#ranktable-job-${second.uid}`);
+  await expect(view2).toBeVisible();
+  await expect(view2.locator('.jp-Ranktable-logLine').first()).toContainText(
+    'second-run',
+    { timeout: 120000 }
+  );
+  await expect(view2.locator('.jp-Ranktable-logView')).not.toContainText(
+    'first-run'
+  );
+  // the earlier run stays open, says it ended, and keeps its own lines
+  await page
+    .locator(`li.lm-TabBar-tab[data-id="ranktable-job-${first.uid}"]`)
+    .click();
+  await expect(view1.locator('.jp-Ranktable-notice')).toContainText(
+    'This run has ended',
+    { timeout: 30000 }
+  );
+  await expect(view1.locator('.jp-Ranktable-logView')).not.toContainText(
+    'second-run'
+  );
+
+  // overview: pods with node, leaf and IP; layout at full width with a tooltip at the cursor
+  await page
+    .locator(`li.lm-TabBar-tab[data-id="ranktable-job-${second.uid}"]`)
+    .click();
+  await view2.getByRole('tab', { name: 'Overview' }).click();
+  await expect(view2.locator('.jp-Ranktable-pods tbody tr')).toHaveCount(2, {
+    timeout: 30000
+  });
+  await expect(view2.locator('.jp-Ranktable-pods')).toContainText('leaf-');
+  await shoot(page, 'job-view-overview');
+  await view2.getByRole('tab', { name: 'Layout' }).click();
+  const svg = view2.locator('.jp-Ranktable-svg svg');
+  await expect(svg).toBeVisible({ timeout: 60000 });
+  const frame = (await view2.locator('.jp-Ranktable-panZoom').boundingBox())!;
+  const content = (await view2.boundingBox())!;
+  expect(frame.width).toBeGreaterThan(content.width * 0.9);
+  const server = view2.locator('.jp-Ranktable-svg [data-server]').first();
+  const sb = (await server.boundingBox())!;
+  await page.mouse.move(sb.x + sb.width / 2, sb.y + sb.height / 2);
+  const tip = view2.locator('.jp-Ranktable-tooltip');
+  await expect(tip).toContainText('ranks');
+  const tb = (await tip.boundingBox())!;
+  expect(Math.abs(tb.x - (sb.x + sb.width / 2))).toBeLessThan(40);
+  expect(Math.abs(tb.y - (sb.y + sb.height / 2))).toBeLessThan(40);
+  await shoot(page, 'job-view-layout');
+});
+
+test('a job spec file: the form and the text editor agree on the file', async ({
+  page
+}) => {
+  await page.evaluate(async () => {
+    await window.jupyterapp.commands.execute('ranktable:new-spec', { cwd: '' });
+  });
+  const form = page.locator('.jp-Ranktable-specEditor');
+  await expect(form).toBeVisible();
+  const doc = page.locator('.jp-Ranktable-specDocument');
+  const path = await page.evaluate(
+    () => (window.jupyterapp.shell.currentWidget as any).context.path as string
+  );
+  expect(path).toMatch(/\.rtjob\.yaml$/);
+  // no red before anything is typed; a bad name is flagged beside its field once touched
+  await expect(
+    form.locator('.error-detail, .jp-Ranktable-fieldError')
+  ).toHaveCount(0);
+  await form.locator('#root_name').fill('Bad_Name');
+  await expect(
+    form
+      .locator('#root_name')
+      .locator('xpath=ancestor::div[contains(@class,"form-group")][1]')
+  ).toContainText('must match pattern');
+  await form.locator('#root_name').fill('spec-job');
+  await form.getByLabel('Value of image').fill('bert:v1');
+  await expect(form.locator('.jp-Ranktable-yaml')).toContainText('kind: Job', {
+    timeout: 30000
+  });
+  await shoot(page, 'spec-editor');
+  await page.keyboard.press('Control+s');
+
+  // the same file as text: the form's change is there; a text edit shows up in the form
+  await page.evaluate(async p => {
+    await window.jupyterapp.commands.execute('docmanager:open', {
+      path: p,
+      factory: 'Editor'
+    });
+  }, path);
+  const editor = page.locator('.jp-FileEditor .cm-content').last();
+  await expect(editor).toContainText('name: spec-job');
+  await page.evaluate(() => {
+    const widget = window.jupyterapp.shell.currentWidget as any;
+    const model = widget.content.model.sharedModel;
+    model.setSource(model.getSource().replace('nodes: 2', 'nodes: 3'));
+  });
+  await page.locator('li.lm-TabBar-tab', { hasText: path }).first().click();
+  await expect(doc.locator('#root_nodes')).toHaveValue('3');
+});
+
+test('a reload restores the open Job views and spec documents', async ({
+  page,
+  request
+}) => {
+  const run = await submit(request, 'restored', LOOP('restored'), 1);
+  const panel = await openSidebar(page);
+  await panel.locator(`.jp-Ranktable-jobRow[data-uid="${run.uid}"]`).click();
+  await expect(page.locator(`#ranktable-job-${run.uid}`)).toBeVisible();
+  await page.evaluate(async () => {
+    await window.jupyterapp.commands.execute('ranktable:new-spec', { cwd: '' });
+  });
+  const spec = await page.evaluate(
+    () => (window.jupyterapp.shell.currentWidget as any).context.path as string
+  );
+  // a plain browser reload (galata's page.reload also re-arranges the sidebar)
+  await page.evaluate(() => window.location.reload());
+  await page.waitForSelector('#jupyterlab-splash', { state: 'detached' });
+  await page.waitForFunction(() => (window as any).jupyterapp?.started);
+  await expect(
+    page.locator(`li.lm-TabBar-tab[data-id="ranktable-job-${run.uid}"]`)
+  ).toHaveCount(1, { timeout: 30000 });
+  await expect(
+    page.locator('li.lm-TabBar-tab', { hasText: spec.split('/').pop()! })
+  ).toHaveCount(1);
+  await page
+    .locator(`li.lm-TabBar-tab[data-id="ranktable-job-${run.uid}"]`)
+    .click();
+  await expect(
+    page.locator(`#ranktable-job-${run.uid} .jp-Ranktable-logLine`).first()
+  ).toContainText('restored', { timeout: 60000 });
+});
+
+test('stopping the pool shows a banner with the reason, and it clears when the pool is back', async ({
+  page,
+  request
+}) => {
+  test.setTimeout(240 * 1000);
+  await submit(request, 'survivor', LOOP('survivor'), 1);
+  const panel = await openSidebar(page);
+  await expect(panel.locator('.jp-Ranktable-jobRow').first()).toBeVisible({
+    timeout: 60000
+  });
+  const kubeconfig = fs.readFileSync(
+    path.join(STACK, 'sim', 'kubeconfig'),
+    'utf8'
+  );
+  const port = /server:\s*https?:\/\/[^:]+:(\d+)/.exec(kubeconfig)![1];
+  const ranktable = (...args: string[]) =>
+    execFileSync('python', ['-m', 'ranktable', ...args], {
+      stdio: 'pipe',
+      timeout: 120000
+    });
+  ranktable('sim', 'stop', '--state-dir', path.join(STACK, 'sim'));
+  const banner = panel.locator('.jp-Ranktable-banner');
+  await expect(banner).toBeVisible({ timeout: 15000 });
+  await expect(banner).toContainText('Cluster unavailable');
+  await expect(banner.locator('.jp-Ranktable-bannerReason')).not.toBeEmpty();
+  // the rows are the last known state, and say so
+  await expect(panel.locator('.jp-Ranktable-jobList')).toHaveClass(
+    /jp-mod-stale/
+  );
+  await shoot(panel, 'sidebar-banner');
+  ranktable(
+    'sim',
+    'start',
+    '--state-dir',
+    path.join(STACK, 'sim'),
+    '--port',
+    port
+  );
+  await expect(banner).toHaveCount(0, { timeout: 60000 });
+  await expect(panel.locator('.jp-Ranktable-jobList')).not.toHaveClass(
+    /jp-mod-stale/
+  );
+});
