@@ -253,24 +253,26 @@ class RanktableMagics(Magics):
         observation = self._observation("metrics", argv)
         data = observation.metrics()
         slow = [s["rank"] for s in observation.diagnosis()["stragglers"]]
-        display(
-            Markdown(
-                f"**{observation.name}** run `{observation.uid}` ({observation.source}): "
-                f"{len(data['ranks'])} rank(s) with metrics"
-            )
+        summary = (
+            f"{observation.name} run {observation.uid} ({observation.source}): "
+            f"{len(data['ranks'])} rank(s) with metrics"
         )
-        display(SVG(metrics_svg(data, slow)))
-        for alert in data["alerts"][:10]:
-            display(Markdown(f"⚠ {alert['message']}"))
-        return data
+        alerts = [f"⚠ {alert['message']}" for alert in data["alerts"][:10]]
+        page = text_html(summary) + metrics_svg(data, slow) + "".join(text_html(a) for a in alerts)
+        return ShownDict(data, page, "\n".join([summary, *alerts]))
 
     def _cmd_diagnose(self, argv: list[str]) -> dict[str, Any]:
         """`%ranktable diagnose NAME [--run UID]`: first failing rank, errors per rank, stragglers, hangs."""
         from ranktable.observe.report import diagnosis_html
 
         result = self._observation("diagnose", argv).diagnosis()
-        display(HTML(diagnosis_html(result)))
-        return result
+        first = result.get("first_failure")
+        summary = (
+            f"first failure: rank {first['rank']} ({first.get('code') or 'error'})"
+            if first
+            else "no failure found"
+        )
+        return ShownDict(result, diagnosis_html(result), summary)
 
     def _cmd_job(self, argv: list[str], cell: str | None) -> dict[str, Any]:
         """`%%ranktable job --name N --image I [--nodes 4 ...] [--submit]`; the cell is the command."""

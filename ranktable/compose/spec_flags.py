@@ -68,12 +68,6 @@ def add_spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--task-name", help=text("task_name"))
     p.add_argument("--hccl-algo", help=text("hccl_algo"))
     p.add_argument("--parallel", metavar="tp=N,cp=N,ep=N,pp=N", help=text("parallel"))
-
-
-def _int_flag(value: str, flag: str) -> int:
-    if not value.strip().isdigit():
-        raise InputError(f"expected a whole number, got {value!r}", where=flag)
-    return int(value)
     p.add_argument(
         "--metric-pattern",
         action="append",
@@ -81,6 +75,12 @@ def _int_flag(value: str, flag: str) -> int:
         metavar="REGEX",
         help=text("metric_patterns"),
     )
+
+
+def _int_flag(value: str, flag: str) -> int:
+    if not value.strip().isdigit():
+        raise InputError(f"expected a whole number, got {value!r}", where=flag)
+    return int(value)
 
 
 def _pairs(items: list[str], flag: str, sep: str = "=") -> dict[str, str]:

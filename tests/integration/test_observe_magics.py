@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
-from unittest import mock
 
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
@@ -30,20 +28,18 @@ def test_metrics_plot_and_diagnosis_inline(
     ip.run_cell_magic(
         "ranktable", "job --name mag --image i --nodes 1 --npus 1 --submit --no-layout", COMMAND
     )
-    shown: list[Any] = []
-    with mock.patch("ranktable.magics.display", side_effect=lambda obj: shown.append(obj)):
-        deadline = time.monotonic() + 60
-        while True:
-            result = ip.run_line_magic("ranktable", "diagnose mag")
-            if result["first_failure"] or time.monotonic() > deadline:
-                break
-            time.sleep(0.5)
-        metrics = ip.run_line_magic("ranktable", "metrics mag")
+    deadline = time.monotonic() + 60
+    while True:
+        result = ip.run_line_magic("ranktable", "diagnose mag")
+        if result["first_failure"] or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    metrics = ip.run_line_magic("ranktable", "metrics mag")
     assert result["first_failure"]["code"] == "DEVICE_OOM"
-    html = [obj.data for obj in shown if type(obj).__name__ == "HTML"][-1]
+    html = result._repr_html_()  # the one rich output of the call
     assert "First failure: rank 0" in html and "DEVICE_OOM" in html and "micro-batch" in html
     assert metrics["ranks"]["0"]["loss"] == [2.8, 2.7, 2.6, 2.5, 2.4]
-    svg = next(obj for obj in shown if type(obj).__name__ == "SVG").data
+    svg = metrics._repr_html_()
     assert "loss vs step" in svg and "<polyline" in svg
     assert (tmp_path / "logs" / "default" / "mag").is_dir()  # archived while read
     ip.run_line_magic("ranktable", "stop mag")
