@@ -99,7 +99,12 @@ class JobsService:
         if not isinstance(since_raw, dict):
             raise InputError("must be an object {pod: timestamp}", where="since")
         since = {str(pod): timestamp_key(str(ts)) for pod, ts in since_raw.items()}
+        uid = msg.get("uid")
+        if uid is not None and not isinstance(uid, str):
+            raise InputError("must be the run's uid (a string)", where="uid")
         client = await self.services.run_blocking(self.usecases.client, str(namespace))
+        if uid and not await self.services.run_blocking(_is_run, client, name, uid):
+            return  # that run ended: its pods (same names) now belong to another run
         stream = await self.services.run_blocking(client.logs, name, follow)
 
         def close_stream() -> None:  # joins the per-pod readers: off the event loop
@@ -107,6 +112,13 @@ class JobsService:
 
         def lines(stop: StopEvent) -> Iterator[dict[str, Any]]:
             stop.on_set(close_stream)
+            if uid:  # a resubmit reuses the pod names: end this run's follow when the run is gone
+                threading.Thread(
+                    target=_end_with_run,
+                    args=(client, name, uid, stop),
+                    name="ranktable-run-watch",
+                    daemon=True,
+                ).start()
             try:
                 for line in stream:
                     start = since.get(line.pod)
@@ -142,3 +154,30 @@ class JobsService:
         async for batch in self.services.hub.iterate(snapshots):
             for item in batch:
                 yield item
+
+
+RUN_CHECK_SECONDS = 1.0
+
+
+def _is_run(client: Any, name: str, uid: str) -> bool:
+    """Whether the job called `name` is still the run `uid` (not stopped, not resubmitted)."""
+    from ranktable.errors import NotFoundError
+
+    try:
+        job = client.get_job(name)
+    except NotFoundError:
+        return False
+    return str((job.get("metadata") or {}).get("uid") or "") == uid
+
+
+def _end_with_run(client: Any, name: str, uid: str, stop: StopEvent) -> None:
+    from ranktable.errors import RanktableError
+
+    while not stop.wait(RUN_CHECK_SECONDS):
+        try:
+            current = _is_run(client, name, uid)
+        except RanktableError:
+            continue  # the cluster is unreachable: the stream itself reports that
+        if not current:
+            stop.set()
+            return

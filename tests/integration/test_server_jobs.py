@@ -205,3 +205,46 @@ async def test_resubmit_replaces_the_job_with_the_same_spec(jp_fetch: Any) -> No
     await call(
         jp_fetch, "ranktable", "jobs", "default", "again", "resubmit", method="POST", body={}, expect=404
     )
+
+
+async def test_logs_follow_one_run_a_resubmit_ends_the_old_runs_stream(
+    jp_fetch: Any, jp_ws_fetch: Any
+) -> None:
+    """A resubmit reuses the pod names; the old run's follow ends instead of showing the new run's lines."""
+    first = await call(
+        jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec("runs", 1)}, expect=201
+    )
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        ws.write_message(
+            json.dumps(
+                {"op": "subscribe", "id": "old", "channel": "logs", "job": "runs", "uid": first["uid"]}
+            )
+        )
+        msg = await read(ws, 60)
+        assert msg["id"] == "old" and msg["type"] == "data"  # the first run's lines
+        second = await call(
+            jp_fetch, "ranktable", "jobs", "default", "runs", "resubmit", method="POST", body={}, expect=201
+        )
+        while msg["type"] == "data":  # ends within about a second of the run being replaced
+            msg = await read(ws, 30)
+            assert msg["id"] == "old"
+        assert msg["type"] == "end"
+        # a subscription for a run that is gone ends at once; the current run streams
+        ws.write_message(
+            json.dumps(
+                {"op": "subscribe", "id": "gone", "channel": "logs", "job": "runs", "uid": first["uid"]}
+            )
+        )
+        msg = await read(ws, 30)
+        assert (msg["id"], msg["type"]) == ("gone", "end")
+        ws.write_message(
+            json.dumps(
+                {"op": "subscribe", "id": "new", "channel": "logs", "job": "runs", "uid": second["uid"]}
+            )
+        )
+        msg = await read(ws, 60)
+        assert msg["id"] == "new" and msg["type"] == "data"
+    finally:
+        ws.close()
+        await call(jp_fetch, "ranktable", "jobs", "default", "runs", method="DELETE")

@@ -279,12 +279,18 @@ test('a reload restores the open Job views and spec documents', async ({
   const panel = await openSidebar(page);
   await panel.locator(`.jp-Ranktable-jobRow[data-uid="${run.uid}"]`).click();
   await expect(page.locator(`#ranktable-job-${run.uid}`)).toBeVisible();
+  // the layout (open documents) is saved to the workspace after a change: wait for that save
+  const saved = page.waitForResponse(
+    r => r.url().includes('/api/workspaces') && r.request().method() === 'PUT'
+  );
   await page.evaluate(async () => {
     await window.jupyterapp.commands.execute('ranktable:new-spec', { cwd: '' });
   });
   const spec = await page.evaluate(
     () => (window.jupyterapp.shell.currentWidget as any).context.path as string
   );
+  await saved;
+  await page.waitForTimeout(500);
   // a plain browser reload (galata's page.reload also re-arranges the sidebar)
   await page.evaluate(() => window.location.reload());
   await page.waitForSelector('#jupyterlab-splash', { state: 'detached' });
