@@ -59,7 +59,7 @@ export function registerInsights(
     execute: async args => {
       if (!args.name) {
         // from the palette: pick one of the jobs the panel knows
-        const names = model.jobs.map(j => `${j.namespace}/${j.name}`);
+        const names = jobs.jobs.map(j => `${j.namespace}/${j.name}`);
         const picked = await InputDialog.getItem({
           title: trans.__('Metrics and diagnosis of'),
           items: names.length ? names : ['default/'],
