@@ -61,6 +61,10 @@ def test_the_rank_table_stays_completed_after_the_pods_finish(sim_pool_factory: 
     eventually(lambda: _phase(custom, "short") == "Completed", what="job Completed")
     done = table()
     assert done["status"] == "completed" and done["server_count"] == "2"
+    from ranktable.cluster.client import ClusterClient
+
+    waited = ClusterClient(str(pool.kubeconfig), pool.context, "default").wait_rank_table("short", timeout=10)
+    assert waited.report.completed  # `ranktable job wait-ranktable` on a finished short job succeeds
 
 
 def _create_job(custom: client.CustomObjectsApi, job: dict[str, Any]) -> dict[str, Any]:
