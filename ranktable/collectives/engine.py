@@ -86,7 +86,12 @@ class StepTimer:
     def load(self, level: Level, step: Step) -> FlowLoad:
         if level.rows is None or self.fabric is None or step.pattern == "mesh":
             return _off_tree(self.tiers)
-        key = (id(level.rows), step.pattern, step.distance, level.size)
+        distance = step.distance
+        if step.pattern == "shift":
+            # r -> r-d is r -> r+d with every flow reversed, and a load does not depend on direction
+            # (uplink and downlink counted alike): NHR's all-gather reuses its reduce-scatter's loads
+            distance = min(distance % level.size, -distance % level.size)
+        key = (id(level.rows), step.pattern, distance, level.size)
         found = self._memo.get(key)
         if found is None:
             src, dst = partners(step, level.size)
