@@ -27,14 +27,14 @@ _TOP_FIELDS = ("status", "version", "server_count", "super_pod_list")
 
 if msgspec is not None:
 
-    class _Device(msgspec.Struct, forbid_unknown_fields=True):
+    class _Device(msgspec.Struct, forbid_unknown_fields=True, gc=False):
         device_id: str
         rank_id: str
         device_ip: str | None = None
         device_port: str | None = None
         super_device_id: str | None = None
 
-    class _Server(msgspec.Struct, forbid_unknown_fields=True):
+    class _Server(msgspec.Struct, forbid_unknown_fields=True, gc=False):
         server_id: str
         device: list[_Device]
         host_ip: str | None = None
