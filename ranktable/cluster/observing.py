@@ -204,6 +204,7 @@ class RunFollower:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.done = threading.Event()
+        self.caught_up = threading.Event()  # set at the first quiet second (the backlog is read)
         self.error: str | None = None
 
     def _replay(self) -> None:
@@ -220,12 +221,15 @@ class RunFollower:
                         break
                     if batch:
                         self._take(batch)
+                    else:
+                        self.caught_up.set()
                     if self.on_update is not None:
                         self.on_update(self)
         except RanktableError as exc:
             self.error = str(exc)
         finally:
             self.archive.flush()
+            self.caught_up.set()
             self.done.set()
 
     def _take(self, batch: list[Any]) -> None:

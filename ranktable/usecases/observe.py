@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from ranktable.cluster.observing import RunFollower
 
 IDLE_STOP_S = 300.0
+FIRST_READ_WAIT_S = 3.0  # a new follower's first answer waits this long for the backlog
+ENDED_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
+MAX_ENDED = 16
 MAX_LINES = 100_000  # per archived-lines request
 
 
@@ -150,6 +153,7 @@ class LiveRuns:
         self.state_dir = state_dir
         self.settings = settings or ObserveSettings()
         self._followers: dict[tuple[str, str, str], tuple[RunFollower, float]] = {}
+        self._ended: dict[tuple[str, str, str], Observation] = {}  # finished runs, read once
         self._lock = threading.Lock()
 
     def observation(self, client: ClusterClient, name: str, run: str | None = None) -> Observation:
@@ -161,6 +165,20 @@ class LiveRuns:
             job = None
         if job is None or (run is not None and not job_uid(job).startswith(run)):
             return observe_run(client, name, run=run, state_dir=self.state_dir, settings=self.settings)
+        if _phase(job) in ENDED_PHASES:  # nothing left to follow: read (and archive) once, then remember
+            key = (client.namespace, name, job_uid(job))
+            with self._lock:
+                done = self._ended.get(key)
+                entry = self._followers.pop(key, None)
+            if entry is not None:
+                entry[0].stop()
+            if done is None:
+                done = observe_run(client, name, state_dir=self.state_dir, settings=self.settings)
+                with self._lock:
+                    self._ended[key] = done
+                    while len(self._ended) > MAX_ENDED:
+                        self._ended.pop(next(iter(self._ended)))
+            return done
         key = (client.namespace, name, job_uid(job))
         self._reap()
         with self._lock:
@@ -170,6 +188,8 @@ class LiveRuns:
             else:
                 follower = entry[0]
             self._followers[key] = (follower, time.monotonic())
+        if entry is None:  # a new follower: give it a moment to read what the pods printed so far
+            follower.caught_up.wait(FIRST_READ_WAIT_S)
         return _finish(follower, client, job)
 
     def _reap(self) -> None:
