@@ -330,7 +330,7 @@ def order_metrics(
     ring = ring_allreduce_seconds(ranks, message_bytes, slowest, links)
     local = counts[0] if counts else 0
     hierarchical: float | None = None
-    if servers > 1 and local > 1 and all(c == local for c in counts):
+    if servers > 1 and local > 1 and min(counts) == max(counts):
         matrix = devices.leaf.reshape(servers, local)
         factor = fabric.flows(matrix.ravel(), np.roll(matrix, -1, axis=0).ravel())[0]
         hierarchical = hierarchical_allreduce_seconds(

@@ -154,8 +154,14 @@ def _place_whole_servers(columns: RankColumns, topology: Topology, tiers: int) -
     """`place_columns` when every server sits under one leaf (no rails): a few passes over servers."""
     unknown_key = tuple((UNKNOWN,) for _ in range(tiers))
     counts = columns.counts().tolist()
-    resolved = list(map(topology.resolve, columns.server_id, columns.host_ip, columns.container_ip))
     leaf_of = topology.server_leaf
+    resolve = topology.resolve
+    resolved = [  # most server_ids are the topology's own names: skip the general lookup for those
+        server_id if server_id and server_id in leaf_of else resolve(server_id, host, container)
+        for server_id, host, container in zip(
+            columns.server_id, columns.host_ip, columns.container_ip, strict=True
+        )
+    ]
     found = [
         leaf_of.get(name) if name is not None and count else None
         for name, count in zip(resolved, counts, strict=True)

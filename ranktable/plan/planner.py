@@ -108,15 +108,17 @@ def topology_order(placement: Placement, slice_ids: dict[str, int] | None = None
     position = np.empty(count, dtype=np.int64)
     position[np.asarray(placement.rank_order, dtype=np.int64)] = np.arange(count, dtype=np.int64)
     slots = slice_ids or {}
-    paths: dict[tuple[tuple[str, ...], ...], tuple[object, ...]] = {}  # per distinct tier key, top first
+    # per distinct tier-key object (the placement shares one per switch path), its path top tier first
+    paths: dict[int, tuple[object, ...]] = {}
     for name, keys in zip(placement.names, placement.keys, strict=True):
-        if name is not None and keys not in paths:
-            paths[keys] = tuple(tuple(natural_key(n) for n in key) for key in reversed(keys))
+        if name is not None and id(keys) not in paths:
+            paths[id(keys)] = tuple(tuple(natural_key(n) for n in key) for key in reversed(keys))
     rank = {path: n for n, path in enumerate(sorted(set(paths.values())))}
+    rank_of = {ident: rank[path] for ident, path in paths.items()}
     unknown = np.array([name is None for name in placement.names], dtype=bool)
     path_rank = np.array(
         [
-            0 if name is None else rank[paths[keys]]
+            0 if name is None else rank_of[id(keys)]
             for name, keys in zip(placement.names, placement.keys, strict=True)
         ],
         dtype=np.int64,
