@@ -14,7 +14,7 @@ from typing import Any
 
 from ranktable.errors import InputError
 
-WATCH_DEBOUNCE = 0.25  # seconds of quiet before `sync --watch` uploads (bursts such as checkouts batch up)
+WATCH_DEBOUNCE = 0.1  # seconds of quiet before `sync --watch` uploads (a checkout's burst still batches up)
 
 
 def register(sub: Any) -> None:

@@ -44,6 +44,11 @@ class _Watcher(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
             return
+        if event.is_synthetic:
+            return  # the contents of a moved or created folder: covered by that folder's own event
+        if event.event_type == "moved" and event.is_directory:
+            self.uploader.notify_folder_moved(os.fsdecode(event.src_path), os.fsdecode(event.dest_path))
+            return
         paths = [event.src_path]
         dest = getattr(event, "dest_path", "")
         if dest:
@@ -73,6 +78,7 @@ class AutoUploader:
         self.last_error: BaseException | None = None
         self.syncs = 0
         self._pending: set[str] = set()
+        self._moves: list[tuple[str, str]] = []  # folders renamed locally: applied remotely in one command
         self._last_event = 0.0
         self._cond = threading.Condition()
         self._stopping = False
@@ -116,6 +122,19 @@ class AutoUploader:
             return
         self._enqueue(f"{rel}/" if is_dir else rel)  # a folder: that subtree alone (a rename, a checkout)
 
+    def notify_folder_moved(self, src_path: str, dest_path: str) -> None:
+        """A folder renamed by the watcher: its two subtrees are synced, and the sync first tries to
+        apply the rename remotely as one move/copy (``Syncer.sync(moves=...)``)."""
+        if self.mode != "always":
+            return
+        source, target = self._relative(src_path), self._relative(dest_path)
+        pair = (source, target) if source is not None and target is not None else None
+        if pair and not any(self._rules.ignored_path(rel) for rel in pair):
+            with self._cond:
+                self._moves.append(pair)
+        self.notify_external(src_path, is_dir=True)
+        self.notify_external(dest_path, is_dir=True)
+
     # -- running ------------------------------------------------------------------------------------
     def start(self, *, watch: bool | None = None) -> AutoUploader:
         """Start the worker, and the file watcher when ``watch`` (default: mode is ``always``)."""
@@ -143,7 +162,7 @@ class AutoUploader:
             self._thread.join(timeout)
             self._thread = None
 
-    def _take_batch(self) -> set[str] | None:
+    def _take_batch(self) -> tuple[set[str], list[tuple[str, str]]] | None:
         """Wait for events, then for ``debounce`` seconds of quiet; None when stopping."""
         with self._cond:
             while not self._pending and not self._stopping:
@@ -156,23 +175,26 @@ class AutoUploader:
                     break
                 self._cond.wait(self.debounce - quiet_for)
             batch, self._pending = self._pending, set()
-            return batch
+            moves, self._moves = self._moves, []
+            return batch, moves
 
     def _run(self) -> None:
         backoff = 1.0
         while True:
-            batch = self._take_batch()
-            if batch is None:
+            taken = self._take_batch()
+            if taken is None:
                 return
+            batch, moves = taken
             only = None if FULL in batch else sorted(batch)
             try:
-                result = self.syncer.sync(only=only)
+                result = self.syncer.sync(only=only, moves=moves)
             except Exception as exc:  # a worker must survive anything; the error is surfaced via status()
                 log.warning("automatic upload to %s failed: %s", self.syncer.conn.name, exc)
                 self.last_error = exc
                 self._notify(None, exc)
                 with self._cond:
                     self._pending |= batch  # retry these later
+                    self._moves[:0] = moves
                     self._last_event = time.monotonic()
                     self._cond.wait(backoff)
                 backoff = min(backoff * 2, self.max_backoff)

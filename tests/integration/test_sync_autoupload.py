@@ -132,9 +132,11 @@ def test_never_mode_uploads_nothing(sshd_profile: SshdProfile, tmp_path: Path) -
         uploader.stop()
 
 
-def test_a_renamed_folder_syncs_that_subtree_alone(sshd_profile: SshdProfile, tmp_path: Path) -> None:
-    """Watch mode: renaming a folder uploads its files under the new name, and only that subtree is
-    looked at (the rest of the tree is not listed again)."""
+def test_a_renamed_folder_is_applied_remotely_in_one_command(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    """Watch mode: renaming a folder copies it remotely (delete mode off: the old name stays), sends no
+    file again, and looks at the two subtrees alone (the rest of the tree is not listed again)."""
     local = tmp_path / "proj"
     for i in range(30):
         (local / "data").mkdir(parents=True, exist_ok=True)
@@ -149,11 +151,13 @@ def test_a_renamed_folder_syncs_that_subtree_alone(sshd_profile: SshdProfile, tm
         time.sleep(0.5)
         os.rename(local / "data", local / "renamed")
         target = sshd_profile.remote_dir / "renamed"
-        assert _wait_for(lambda: target.is_dir() and len(os.listdir(target)) == 30)
+        assert _wait_for(lambda: any(r is not None and r.relocated for r in results))
+        assert sorted(os.listdir(target)) == sorted(f"d{i}.txt" for i in range(30))
         assert (target / "d7.txt").read_text() == "7\n"
-        uploaded = [r for r in results if r is not None and r.uploaded]
-        assert sum(len(r.uploaded) for r in uploaded) == 30
-        assert all(r.unchanged == 0 for r in uploaded)  # "other/" was never part of these syncs
+        relocating = next(r for r in results if r is not None and r.relocated)
+        assert relocating.relocated == ["data -> renamed"] and relocating.uploaded == []
+        assert relocating.unchanged == 30  # "renamed/" checked against the manifest; "other/" not looked at
         assert (sshd_profile.remote_dir / "data" / "d7.txt").exists()  # delete mode off: kept remotely
+        assert syncer.sync().uploaded == []  # a full sync agrees: nothing left to send
     finally:
         uploader.stop()

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
+
+import msgspec
 
 from ranktable.home import ranktable_home
 from ranktable.remote.state import write_private_json
@@ -60,10 +61,10 @@ class Manifest:
             return self
         if st is not None:
             try:
-                data = json.loads(self.path.read_text(encoding="utf-8"))
+                data = msgspec.json.decode(self.path.read_bytes())
                 if data.get("fields") == FIELDS:
                     self.entries = {rel: Entry(*values) for rel, values in data.get("files", {}).items()}
-            except (ValueError, TypeError, AttributeError):
+            except (msgspec.DecodeError, ValueError, TypeError, AttributeError):
                 self.entries = {}  # a damaged manifest only costs a full comparison
         self._saved = dict(self.entries)
         self._remember()
@@ -84,7 +85,7 @@ class Manifest:
             "local_root": self.local_root,
             "remote_dir": self.remote_dir,
             "fields": FIELDS,
-            "files": dict(sorted(self.entries.items())),
+            "files": self.entries,  # written with sorted keys
         }
         write_private_json(self.path, data, compact=True)
         self._saved = dict(self.entries)

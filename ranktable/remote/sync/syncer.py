@@ -30,6 +30,7 @@ from ranktable.remote.profiles import SyncSettings
 from ranktable.remote.sync.ignore import IgnoreRules
 from ranktable.remote.sync.manifest import Entry, Manifest
 from ranktable.remote.sync.progress import Meter, ProgressCallback
+from ranktable.remote.sync.relocate import relocate_folder
 from ranktable.remote.sync.remote_tree import MAX_LISTED_PATHS, RemoteFile, Survey
 from ranktable.remote.sync.scan import LocalFile, scan, scan_paths, sha256_file
 from ranktable.remote.sync.session import RemoteSession
@@ -65,6 +66,7 @@ class SyncResult:
     remote_changed: list[str] = field(default_factory=list)  # changed remotely, unchanged locally: left alone
     kept_remote: list[str] = field(default_factory=list)  # deleted locally, kept remotely (delete mode off)
     adopted: list[str] = field(default_factory=list)  # already identical remotely: recorded, not sent
+    relocated: list[str] = field(default_factory=list)  # "old -> new": a renamed folder moved/copied remotely
     unchanged: int = 0
     bytes: int = 0
     seconds: float = 0.0
@@ -80,6 +82,8 @@ class SyncResult:
         )
         if self.conflicts:
             text += f", {len(self.conflicts)} conflict(s) not overwritten (use --force to overwrite)"
+        if self.relocated:
+            text += f", renamed remotely: {', '.join(self.relocated)}"
         if self.remote_changed:
             text += f", {len(self.remote_changed)} changed only remotely (left alone)"
         if self.kept_remote:
@@ -110,6 +114,10 @@ class Selection:
         self.entries = sorted(set(entries))
         self._files = {e for e in self.entries if not e.endswith("/")}
         self._folders = tuple(e for e in self.entries if e.endswith("/"))
+
+    @property
+    def folders(self) -> tuple[str, ...]:
+        return self._folders
 
     def __contains__(self, rel: object) -> bool:
         return isinstance(rel, str) and (rel in self._files or rel.startswith(self._folders))
@@ -188,7 +196,14 @@ class Syncer:
 
     # -- planning -----------------------------------------------------------------------------------
     def _plan(
-        self, manifest: Manifest, session: RemoteSession, *, force: bool, delete: bool, only: Selection | None
+        self,
+        manifest: Manifest,
+        session: RemoteSession,
+        *,
+        force: bool,
+        delete: bool,
+        only: Selection | None,
+        moves: list[tuple[str, str]],
     ) -> _Plan:
         rules = self.rules()
         if only is not None and session.incremental:  # a few saved files: look at them alone
@@ -201,6 +216,11 @@ class Syncer:
                 local = scanning.result()
         caps, remote = remote_side.caps, remote_side.files
         result = SyncResult()
+        for source, target in moves:
+            if relocate_folder(
+                self.conn, manifest, remote_side, self.local_root, source, target, move=delete
+            ):
+                result.relocated.append(f"{source} -> {target}")
         uploads: list[str] = []
         verify: list[str] = []
         recheck: list[str] = []  # about to be overwritten or deleted: did someone edit it keeping size+mtime?
@@ -285,11 +305,11 @@ class Syncer:
         deletes: list[str] = []
         # With ``only`` (a few saved files in a large tree) just those entries are candidates: matching
         # every recorded path against the ignore rules would cost more than the sync.
-        gone = [
-            r
-            for r in manifest.entries
-            if r not in local and (only is None or r in only) and not rules.ignored_path(r)
-        ]
+        if only is not None and not only.folders:  # saved files alone: no walk over every recorded path
+            candidates: Iterable[str] = [r for r in only.entries if r in manifest.entries]
+        else:
+            candidates = (r for r in manifest.entries if only is None or r in only)
+        gone = [r for r in candidates if r not in local and not rules.ignored_path(r)]
         for rel in sorted(gone):
             entry = manifest.entries[rel]
             rf = remote.get(rel)
@@ -317,8 +337,11 @@ class Syncer:
         force: bool = False,
         delete: bool | None = None,
         only: Iterable[str] | None = None,
+        moves: Iterable[tuple[str, str]] = (),
         progress: ProgressCallback | None = None,
     ) -> SyncResult:
+        """Upload what changed. ``moves``: folders renamed locally (old, new), applied remotely as one
+        ``mv`` (delete mode) or ``cp -pR`` when safe (see ``relocate``), instead of re-uploading them."""
         started = time.monotonic()
         delete = self.settings.delete_remote if delete is None else delete
         manifest = self.manifest()
@@ -334,7 +357,14 @@ class Syncer:
                 session = RemoteSession(
                     self.conn, create=not dry_run, only=wanted.entries if incremental and wanted else None
                 )
-                plan = self._plan(manifest, session, force=force, delete=delete, only=wanted)
+                plan = self._plan(
+                    manifest,
+                    session,
+                    force=force,
+                    delete=delete,
+                    only=wanted,
+                    moves=[] if dry_run else list(moves),
+                )
                 root, caps = plan.survey.root, plan.survey.caps
                 if not dry_run and not plan.survey.exists:
                     raise SshError(
