@@ -332,7 +332,11 @@ def order_metrics(
     hierarchical: float | None = None
     if servers > 1 and local > 1 and min(counts) == max(counts):
         matrix = devices.leaf.reshape(servers, local)
-        factor = fabric.flows(matrix.ravel(), np.roll(matrix, -1, axis=0).ravel())[0]
+        if bool((matrix == matrix[:, :1]).all()):  # each server under one leaf: its rings' flows coincide
+            column = matrix[:, 0]
+            factor = fabric.load(column, np.roll(column, -1), np.full(servers, float(local))).factor
+        else:
+            factor = fabric.flows(matrix.ravel(), np.roll(matrix, -1, axis=0).ravel())[0]
         hierarchical = hierarchical_allreduce_seconds(
             servers, local, message_bytes, links.roce_gbps * factor, links
         )

@@ -89,7 +89,7 @@ def digits_column(values: list[str]) -> np.ndarray | None:
     """Non-empty ASCII digit strings (at most 18 digits) as an int64 array, else None."""
     if not values:
         return np.zeros(0, dtype=np.int64)
-    lengths = list(map(len, values))
+    lengths = set(map(len, values))
     joined = "".join(values)
     if min(lengths) == 0 or max(lengths) > MAX_PLAIN_DIGITS or not (joined.isascii() and joined.isdigit()):
         return None
