@@ -41,7 +41,8 @@ export interface IServerConfig {
   sync_mode: string;
 }
 
-export type SectionId = 'connections' | 'sync' | 'jobs' | 'kernels';
+export type SectionId =
+  'connections' | 'sync' | 'jobs' | 'kernels' | 'forwards';
 
 /** State the sidebar's Connections, Sync and Remote kernels sections share: profiles and server config. */
 export class RanktableModel implements IDisposable {

@@ -12,10 +12,12 @@ import { ConnectionsSection } from './components/connections';
 import { SyncSection } from './components/sync';
 import { KernelsSection } from './components/kernels';
 import { JobsList } from './components/jobslist';
+import { ForwardsSection } from './components/forwards';
+import { ForwardsModel, RemoteKernelsModel } from './models/remote';
 import { IRunRef, JobsModel } from './models/jobs';
 
 /**
- * The Ranktable sidebar: a SidePanel whose sections (Connections, Jobs, Sync, Remote kernels) each
+ * The Ranktable sidebar: a SidePanel whose sections (Connections, Jobs, Sync, Remote kernels, Port forwards) each
  * render their own model; documents (job specs, Job views, layouts) open in the main area.
  */
 export function createSidebar(options: {
@@ -41,6 +43,8 @@ export function createSidebar(options: {
     return widget;
   };
   const props = { model, trans };
+  const forwards = new ForwardsModel();
+  const remoteKernels = new RemoteKernelsModel();
   panel.addWidget(
     section(trans.__('Connections'), 'connections', () => (
       <ConnectionsSection {...props} />
@@ -56,9 +60,22 @@ export function createSidebar(options: {
   );
   panel.addWidget(
     section(trans.__('Remote kernels'), 'kernels', () => (
-      <KernelsSection {...props} openNotebook={options.openNotebook} />
+      <KernelsSection
+        {...props}
+        openNotebook={options.openNotebook}
+        remoteKernels={remoteKernels}
+      />
     ))
   );
+  panel.addWidget(
+    section(trans.__('Port forwards'), 'forwards', () => (
+      <ForwardsSection {...props} forwards={forwards} />
+    ))
+  );
+  panel.disposed.connect(() => {
+    forwards.dispose();
+    remoteKernels.dispose();
+  });
   panel.toolbar.addItem(
     'new-job',
     new ToolbarButton({

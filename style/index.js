@@ -1,2 +1,3 @@
 import './base.css';
 import './observe.css';
+import './remote.css';

@@ -4,6 +4,8 @@ import { Widget } from '@lumino/widgets';
 
 import { IProfile } from '../model';
 import { postJSON, requestAPI } from '../request';
+import { ITestResult } from '../models/hostkey';
+import { HostKeyChanged } from './hostkey';
 import {
   Badge,
   ErrorLine,
@@ -13,14 +15,6 @@ import {
   errorText,
   useModel
 } from './common';
-
-interface ITestResult {
-  status: 'ok' | 'unknown-host-key' | 'passphrase-required' | 'error';
-  message: string;
-  fingerprint?: string;
-  key_type?: string;
-  host?: string;
-}
 
 const EMPTY = {
   name: '',
@@ -43,6 +37,9 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
     message: string;
   } | null>(null);
   const [busy, setBusy] = React.useState('');
+  const [changedKeys, setChangedKeys] = React.useState<
+    Record<string, ITestResult | undefined>
+  >({});
 
   React.useEffect(() => {
     model.refreshProfiles().catch(e => setError(errorText(e)));
@@ -61,6 +58,7 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
   ): Promise<void> => {
     setBusy(profile.name);
     setStatus(profile.name, 'testing');
+    setChangedKeys(k => ({ ...k, [profile.name]: undefined }));
     try {
       const body: Record<string, string> = {};
       if (accept) {
@@ -124,6 +122,9 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
           await test(profile, result.fingerprint);
           return;
         }
+      } else if (result.status === 'host-key-changed') {
+        setStatus(profile.name, 'changed', result.message);
+        setChangedKeys(k => ({ ...k, [profile.name]: result }));
       } else {
         setStatus(
           profile.name,
@@ -216,6 +217,7 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
     error: trans.__('failed'),
     testing: trans.__('testing…'),
     hostkey: trans.__('host key?'),
+    changed: trans.__('key changed'),
     unknown: trans.__('not tested')
   };
 
@@ -251,6 +253,21 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
                 <div className="jp-Ranktable-error">
                   {model.profileMessages[p.name]}
                 </div>
+              )}
+              {status === 'changed' && changedKeys[p.name] && (
+                <HostKeyChanged
+                  profile={p.name}
+                  result={changedKeys[p.name]!}
+                  trans={trans}
+                  onTrusted={r => {
+                    setChangedKeys(k => ({ ...k, [p.name]: undefined }));
+                    setStatus(
+                      p.name,
+                      r.status === 'ok' ? 'ok' : 'error',
+                      r.message
+                    );
+                  }}
+                />
               )}
               <div className="jp-Ranktable-actions">
                 <button

@@ -9,9 +9,12 @@ import {
   errorText,
   useModel
 } from './common';
+import { RemoteKernelsModel } from '../models/remote';
+import { RemoteKernelsList } from './remotekernels';
 
 export interface IKernelsProps extends ISectionProps {
   openNotebook: (kernelName: string) => Promise<void>;
+  remoteKernels?: RemoteKernelsModel;
 }
 
 export function KernelsSection(props: IKernelsProps): JSX.Element {
@@ -67,6 +70,9 @@ export function KernelsSection(props: IKernelsProps): JSX.Element {
       </ul>
       {done && <div className="jp-Ranktable-ok">{done}</div>}
       <ErrorLine error={error} />
+      {props.remoteKernels && (
+        <RemoteKernelsList kernels={props.remoteKernels} trans={trans} />
+      )}
     </Section>
   );
 }

@@ -1,0 +1,167 @@
+import { ISignal, Signal } from '@lumino/signaling';
+import { IDisposable } from '@lumino/disposable';
+
+import { RanktableAPIError, postJSON, requestAPI } from '../request';
+
+/** A port forward, as `components/schemas/Forward` in openapi.yaml: a 127.0.0.1 listener to a port on an instance. */
+export interface IForward {
+  id: string;
+  profile: string;
+  remote_host?: string;
+  remote_port: number;
+  local_port: number;
+  /** http://127.0.0.1:LOCAL_PORT/ */
+  url: string;
+  bind: '127.0.0.1';
+  created?: number;
+}
+
+/** One row of GET /ranktable/remote-kernels: attached to this server or left running by a previous one. */
+export interface IRemoteKernel {
+  kernel_id: string;
+  kernel_name?: string;
+  profile?: string | null;
+  pid?: number | null;
+  started?: number | null;
+  attached: boolean;
+}
+
+/** Shared by the small remote models: a list fetched from one endpoint, a changed signal, the last error. */
+abstract class ListModel<T> implements IDisposable {
+  items: T[] = [];
+  error = '';
+  /** The action in flight (a forward or kernel id, or "open"), for disabling its buttons. */
+  busy = '';
+  private _changed = new Signal<this, void>(this);
+  private _disposed = false;
+
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  get isDisposed(): boolean {
+    return this._disposed;
+  }
+
+  protected abstract fetch(): Promise<T[]>;
+
+  /** Reload the list; an error is kept in `error` (the last good list stays). */
+  async refresh(): Promise<void> {
+    try {
+      this.items = await this.fetch();
+      this.error = '';
+    } catch (e) {
+      this.error = e instanceof Error ? e.message : String(e);
+    }
+    this.emit();
+  }
+
+  /** Run one server action marked busy under `key`, then reload; errors are rethrown to the view. */
+  protected async act<R>(key: string, action: () => Promise<R>): Promise<R> {
+    this.busy = key;
+    this.emit();
+    try {
+      return await action();
+    } finally {
+      this.busy = '';
+      await this.refresh();
+    }
+  }
+
+  protected emit(): void {
+    if (!this._disposed) {
+      this._changed.emit();
+    }
+  }
+
+  dispose(): void {
+    if (this._disposed) {
+      return;
+    }
+    this._disposed = true;
+    Signal.clearData(this);
+  }
+}
+
+/** A TCP port as the server accepts it (1-65535), or a field error naming the limit. */
+export function parsePort(text: string, field: string): number {
+  const value = Number(text.trim());
+  if (!text.trim() || !Number.isInteger(value) || value < 1 || value > 65535) {
+    throw new RanktableAPIError(
+      `${field}: a port is a whole number from 1 to 65535`,
+      400,
+      'invalid',
+      field
+    );
+  }
+  return value;
+}
+
+/** Port forwards: GET/POST /ranktable/forwards, DELETE /ranktable/forwards/{id}. */
+export class ForwardsModel extends ListModel<IForward> {
+  get forwards(): IForward[] {
+    return this.items;
+  }
+
+  protected async fetch(): Promise<IForward[]> {
+    return (await requestAPI<{ forwards: IForward[] }>('forwards')).forwards;
+  }
+
+  /** Forward `remotePort` of the profile's instance to a free 127.0.0.1 port (or `localPort`). */
+  open(profile: string, remotePort: string, localPort = ''): Promise<IForward> {
+    if (!profile) {
+      throw new RanktableAPIError(
+        'profile: choose the SSH profile of the instance',
+        400,
+        'invalid',
+        'profile'
+      );
+    }
+    const body: Record<string, unknown> = {
+      profile,
+      remote_port: parsePort(remotePort, 'remote_port')
+    };
+    if (localPort.trim()) {
+      body.local_port = parsePort(localPort, 'local_port');
+    }
+    return this.act('open', () => postJSON<IForward>('forwards', body));
+  }
+
+  close(id: string): Promise<IForward> {
+    return this.act(id, () =>
+      requestAPI<IForward>(`forwards/${encodeURIComponent(id)}`, {
+        method: 'DELETE'
+      })
+    );
+  }
+}
+
+/** Remote (SSH) kernels that outlive the Jupyter server: list, attach, shut down. */
+export class RemoteKernelsModel extends ListModel<IRemoteKernel> {
+  get kernels(): IRemoteKernel[] {
+    return this.items;
+  }
+
+  protected async fetch(): Promise<IRemoteKernel[]> {
+    return (await requestAPI<{ kernels: IRemoteKernel[] }>('remote-kernels'))
+      .kernels;
+  }
+
+  attach(id: string): Promise<{ kernel_id: string; attached: boolean }> {
+    return this.act(id, () =>
+      postJSON<{ kernel_id: string; attached: boolean }>(
+        `remote-kernels/${encodeURIComponent(id)}/attach`,
+        {}
+      )
+    );
+  }
+
+  shutdown(id: string): Promise<{ kernel_id: string; shut_down?: boolean }> {
+    return this.act(id, () =>
+      requestAPI<{ kernel_id: string; shut_down?: boolean }>(
+        `remote-kernels/${encodeURIComponent(id)}`,
+        { method: 'DELETE' }
+      )
+    );
+  }
+}
