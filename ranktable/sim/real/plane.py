@@ -28,6 +28,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from cryptography.hazmat.primitives import serialization
 from kubernetes import client
 from kubernetes import config as kube_config
 
@@ -82,9 +83,13 @@ def free_port() -> int:
 def _wait_for(what: str, check: Any, log: Path | None, timeout: float = STEP_TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
+        try:
             if check():
                 return
+        except RanktableError:
+            raise  # the process died: no point waiting
+        except Exception:  # noqa: S110 - not ready yet (refused, 5xx, webhook down)
+            pass
         time.sleep(0.3)
     tail = ""
     if log is not None and log.is_file():
@@ -214,7 +219,7 @@ class RealPool:
                 "--authorization-mode=RBAC",
                 "--service-cluster-ip-range=10.0.0.0/24",
                 f"--service-account-issuer=https://127.0.0.1:{self.port}",
-                f"--service-account-key-file={key}",
+                f"--service-account-key-file={self._public_key(key)}",
                 f"--service-account-signing-key-file={key}",
                 "--allow-privileged=false",
                 # no serviceaccount token controller, no node-lifecycle controller: our kubelet stands in
@@ -288,6 +293,17 @@ class RealPool:
             lambda: store.find(queues, None, "default") is not None,
             self.logs / "vc-scheduler.log",
         )
+
+    def _public_key(self, key: Path) -> Path:
+        """The service-account verification key: the public half of the pool's key."""
+        private = serialization.load_pem_private_key(key.read_bytes(), password=None)
+        public = self.state_dir / "sa.pub"
+        public.write_bytes(
+            private.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+        return public
 
     def _api_client(self) -> client.ApiClient:
         configuration = client.Configuration()
