@@ -7,7 +7,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
 K8S_VERSION=v1.35.3
 key="$(cat "$here/build.sh" "$here/go.mod" "$here/go.sum" "$here/volcano/go.mod" "$here/volcano/go.sum" \
-  | sha256sum | cut -c1-16)"
+  $(find "$here/volcano" -name "*.go" | sort) | sha256sum | cut -c1-16)"
 cache="${RANKTABLE_CONTROLPLANE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ranktable/controlplane}"
 bin="$cache/$key/bin"
 if [ "${1:-}" = "--bin-dir" ]; then echo "$bin"; exit 0; fi
@@ -24,9 +24,9 @@ ver="$ver -X k8s.io/component-base/version.gitMinor=35 -X k8s.io/component-base/
 (cd "$here" && "$GO" build -trimpath -ldflags "-s -w $ver" -o "$tmp/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
 (cd "$here" && "$GO" build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3)
-for c in scheduler controller-manager webhook-manager; do
-  (cd "$here/volcano" && "$GO" build -trimpath -ldflags "-s -w" -o "$tmp/vc-$c" "volcano.sh/volcano/cmd/$c")
-done
+(cd "$here/volcano" && "$GO" build -trimpath -ldflags "-s -w" -o "$tmp/vc-scheduler" volcano.sh/volcano/cmd/scheduler)
+# controller-manager and webhook with the platform's configmap1980 job plugin registered (volcano/platform)
+(cd "$here/volcano" && "$GO" build -trimpath -ldflags "-s -w" -o "$tmp/" ./cmd/vc-controller-manager ./cmd/vc-webhook-manager)
 mkdir -p "$bin"; mv "$tmp"/* "$bin/"
 secs=$(( $(date +%s) - start ))
 printf '{"seconds": %d, "bin_bytes": %d}\n' "$secs" "$(du -sb "$bin" | cut -f1)" > "$cache/$key/build.json"

@@ -5,6 +5,16 @@ module github.com/jupyter-ranktable/ranktable/controlplane/volcano
 go 1.26
 
 require (
+	github.com/spf13/pflag v1.0.6
+	k8s.io/api v0.34.1
+	k8s.io/apiserver v0.34.1
+	k8s.io/component-base v0.34.1
+	k8s.io/klog/v2 v2.130.1
+	volcano.sh/apis v0.0.0
+	volcano.sh/volcano v1.14.1
+)
+
+require (
 	cel.dev/expr v0.24.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
@@ -29,7 +39,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/hashicorp/errwrap v1.1.0 // indirect
 	github.com/hashicorp/go-multierror v1.1.1 // indirect
-	github.com/imdario/mergo v0.3.16 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/josharian/intern v1.0.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
@@ -49,9 +58,7 @@ require (
 	github.com/prometheus/procfs v0.16.1 // indirect
 	github.com/robfig/cron/v3 v3.0.1 // indirect
 	github.com/spf13/cobra v1.9.1 // indirect
-	github.com/spf13/pflag v1.0.6 // indirect
 	github.com/stoewer/go-strcase v1.3.0 // indirect
-	github.com/stretchr/testify v1.10.0 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.opentelemetry.io/otel v1.36.0 // indirect
 	go.opentelemetry.io/otel/trace v1.36.0 // indirect
@@ -75,18 +82,14 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.34.1 // indirect
 	k8s.io/apiextensions-apiserver v0.25.0 // indirect
 	k8s.io/apimachinery v0.34.1 // indirect
-	k8s.io/apiserver v0.34.1 // indirect
 	k8s.io/client-go v0.34.1 // indirect
 	k8s.io/cloud-provider v0.0.0 // indirect
-	k8s.io/component-base v0.34.1 // indirect
 	k8s.io/component-helpers v0.34.1 // indirect
 	k8s.io/controller-manager v0.34.1 // indirect
 	k8s.io/csi-translation-lib v0.34.1 // indirect
 	k8s.io/dynamic-resource-allocation v0.0.0 // indirect
-	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
 	k8s.io/kubelet v0.34.1 // indirect
@@ -100,8 +103,6 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 	stathat.com/c/consistent v1.0.0 // indirect
-	volcano.sh/apis v0.0.0 // indirect
-	volcano.sh/volcano v1.14.1 // indirect
 )
 
 replace volcano.sh/apis => volcano.sh/apis v1.14.0
@@ -174,8 +175,4 @@ replace k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.34.1
 
 replace k8s.io/sample-controller => k8s.io/sample-controller v0.34.1
 
-tool (
-	volcano.sh/volcano/cmd/controller-manager
-	volcano.sh/volcano/cmd/scheduler
-	volcano.sh/volcano/cmd/webhook-manager
-)
+tool volcano.sh/volcano/cmd/scheduler

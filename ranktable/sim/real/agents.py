@@ -52,7 +52,8 @@ class Loop:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=5)
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
 
     def _run(self) -> None:
         seen = -1
@@ -116,8 +117,10 @@ class VirtualKubelet(Loop):
         super().start()
 
     def stop_all(self, kill_pods: bool = True) -> None:
+        started = self._thread.is_alive()
         self.stop()
-        self.kubelet.stop(kill=kill_pods)
+        if started:
+            self.kubelet.stop(kill=kill_pods)
 
     # -- nodes and leases ---------------------------------------------------------------------------------
     def node_body(self, node: SimNode) -> Obj:
@@ -183,7 +186,7 @@ class VirtualKubelet(Loop):
             except errors.ApiError as exc:
                 if exc.code != 404:
                     raise
-                owner = self.store.find(NODES, None, node.name) or {"metadata": {}}
+                owner = self.store.call("GET", f"/api/v1/nodes/{node.name}")
                 body = {
                     "apiVersion": "coordination.k8s.io/v1",
                     "kind": "Lease",
