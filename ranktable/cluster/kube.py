@@ -108,7 +108,7 @@ class Kube:
             method="GET",
             resource_path=path,
             query_params=query,
-            header_params={"Accept": "text/plain"},
+            header_params={"Accept": "application/json, */*"},  # a real API server answers 406 to text/plain
             auth_settings=["BearerToken"],
         )
         resp = self.api.call_api(*params, _request_timeout=timeout)

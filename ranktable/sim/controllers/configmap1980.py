@@ -21,6 +21,7 @@ from typing import Any
 from ranktable.sim.controllers.api import ObjectStore
 from ranktable.sim.controllers.cluster import INDEX_ANNOTATION, TOR_IP_ANNOTATION
 from ranktable.sim.controllers.common import DEVICES_ANNOTATION, JOB_NAME, TASK_INDEX, Obj, record_event
+from ranktable.sim.controllers.devices import npus_requested
 from ranktable.sim.fabric import LEAF_LABEL
 from ranktable.sim.k8s.resources import BY_KEY
 
@@ -98,8 +99,9 @@ class RankTablePlugin:
         for pod in live:
             node = nodes.get((pod.get("spec") or {}).get("nodeName") or "")
             annotations = pod["metadata"].get("annotations") or {}
-            if node is not None and CONFIG_ANNOTATION not in annotations:
-                self.annotate(pod, node)
+            devices_known = DEVICES_ANNOTATION in annotations or npus_requested(pod) == 0
+            if node is not None and devices_known and CONFIG_ANNOTATION not in annotations:
+                self.annotate(pod, node)  # once the device plugin's ids are there
         total = sum(int(t.get("replicas", 1)) for t in job["spec"].get("tasks") or [])
         ready = [
             p

@@ -232,6 +232,9 @@ class RealPool:
                 "--enable-priority-and-fairness=false",
                 "--endpoint-reconciler-type=none",
                 "--profiling=false",
+                # watches go to etcd, compacted every 10 s: an old resourceVersion gets 410 Gone soon
+                "--watch-cache=false",
+                "--etcd-compaction-interval=10s",
             ],
         )
 
