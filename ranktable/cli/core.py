@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ranktable.errors import InputError, NotFoundError
 from ranktable.hccl import RankTable, check_file, load_rank_table, write_rank_table
+from ranktable.hccl.bulk import gc_paused
 from ranktable.hccl.validate import INITIALIZING, INVALID, VALID, ValidationReport
 
 if TYPE_CHECKING:
@@ -346,18 +347,19 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if args.group_bytes and not args.parallel:
         raise CliError("--group-bytes needs --parallel", fix="add --parallel tp=...,pp=...")
     previous = _load_previous(args)
-    table = load_rank_table(args.ranktable)
-    topology = _load_topology(args.topology, args.format, args.nodes, args.label_keys)
-    if query.parallel is not None:
-        query.parallel.resolved(table.rank_size)
-    report = plan_report(
-        table,
-        topology,
-        message_bytes=args.message_bytes,
-        query=query,
-        previous=previous,
-        stable=previous is not None,
-    )
+    with gc_paused():  # tens of thousands of objects: one collector pass at the end, not one per step
+        table = load_rank_table(args.ranktable)
+        topology = _load_topology(args.topology, args.format, args.nodes, args.label_keys)
+        if query.parallel is not None:
+            query.parallel.resolved(table.rank_size)
+        report = plan_report(
+            table,
+            topology,
+            message_bytes=args.message_bytes,
+            query=query,
+            previous=previous,
+            stable=previous is not None,
+        )
     result = report.result
     stable = (
         None

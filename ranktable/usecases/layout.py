@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ranktable.cost import GIB, CollectiveQuery, Comparison, LinkModel, compare, format_report
+from ranktable.hccl.bulk import gc_paused
 from ranktable.hccl.model import RankTable
 from ranktable.plan import PlanResult, plan_routes
 from ranktable.plan.order_choice import choose_order
@@ -63,13 +64,21 @@ def plan_report(
     parallel group when `query.parallel` is set)."""
     size = message_bytes or GIB
     query = query or CollectiveQuery()
-    result = plan_routes(table, topology, previous=previous, stable=stable)
-    result, reason = choose_order(table, topology, result, query, size, links)
-    placements = (result.placement, result.server_order) if result.placement is not None else None
-    comparison = compare(
-        table, result.planned, topology, size, links, query=query, order_reason=reason, placements=placements
-    )
-    return PlanReport(table, topology, result, comparison, title)
+    with gc_paused():  # one collector pass after the whole chain, not one per step
+        result = plan_routes(table, topology, previous=previous, stable=stable)
+        result, reason = choose_order(table, topology, result, query, size, links)
+        placements = (result.placement, result.server_order) if result.placement is not None else None
+        comparison = compare(
+            table,
+            result.planned,
+            topology,
+            size,
+            links,
+            query=query,
+            order_reason=reason,
+            placements=placements,
+        )
+        return PlanReport(table, topology, result, comparison, title)
 
 
 OPERATIONS = ("allreduce", "allgather", "reducescatter", "broadcast", "alltoall")
