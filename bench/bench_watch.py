@@ -90,7 +90,10 @@ def main() -> None:
         first = syncer.sync()
         print(f"first sync: {len(first.uploaded)} files in {first.seconds:.2f}s")
         rss_before = rss_mb()
-        uploader = AutoUploader(syncer, "always", debounce=WATCH_DEBOUNCE).start(watch=True)
+        results: list[object] = []
+        uploader = AutoUploader(
+            syncer, "always", debounce=WATCH_DEBOUNCE, on_result=lambda r, e: results.append(r or e)
+        ).start(watch=True)
         time.sleep(1.0)  # the watcher's inotify watches are set up
 
         rng = random.Random(5)
@@ -116,6 +119,9 @@ def main() -> None:
         target = remote / f"{BIG_FOLDER}-renamed"
         rename = wait_for(lambda: target.is_dir() and len(os.listdir(target)) >= BIG_FILES)
         print(f"rename of a {BIG_FILES}-file folder -> all in place remotely: {rename:.2f}s")
+        time.sleep(1.0)  # the sync that applied it has returned
+        how = [getattr(r, "summary", lambda r=r: repr(r))() for r in results[-2:]]
+        print("  applied by: " + " | ".join(how))
         rss_after = rss_mb()
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
         print(

@@ -53,6 +53,8 @@ class Survey:
 
     def link_on_path(self, rel: str) -> str | None:
         """The remote symbolic link that ``rel`` is, or passes through, if any."""
+        if not self.links:
+            return None  # the common case: checked once per file, so it must cost nothing
         parts = rel.split("/")
         for end in range(1, len(parts) + 1):
             prefix = "/".join(parts[:end])
@@ -151,18 +153,19 @@ def parse_survey(conn: Connection, head: bytes, records: list[bytes], find_statu
     elif not caps.find_printf:
         files, links = _list_sftp(conn, root)  # no GNU find: walk with SFTP (slower, same answer)
     else:
-        for record in records:
+        for record in records:  # "SIZE SECONDS.FRACTION PATH" (5,000 records: a few ms)
             if record.startswith(LINK_PREFIX):
                 links.add(_relative(record[len(LINK_PREFIX) :]))
             elif record:
                 size, mtime, rel = record.split(b" ", 2)
-                files[_relative(rel)] = RemoteFile(int(size), int(float(mtime)))
+                files[_relative(rel)] = RemoteFile(int(size), int(mtime.partition(b".")[0]))
     return Survey(root, exists, caps, files, frozenset(links))
 
 
 def _relative(raw: bytes) -> str:
     """A listed path relative to the root (incremental listings print ``./a/b``, full ones ``a/b``)."""
-    return raw.decode("utf-8", "surrogateescape").removeprefix("./")
+    text = raw.decode("utf-8", "surrogateescape")
+    return text[2:] if text.startswith("./") else text
 
 
 def _list_sftp(conn: Connection, root: str) -> tuple[dict[str, RemoteFile], set[str]]:
