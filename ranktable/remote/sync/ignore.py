@@ -42,6 +42,7 @@ class IgnoreRules:
         self._specs: dict[str, pathspec.GitIgnoreSpec | None] = {
             "": pathspec.GitIgnoreSpec.from_lines(self.lines)
         }
+        self._chains: dict[str, list[tuple[int, pathspec.GitIgnoreSpec]]] = {}
 
     @classmethod
     def for_folder(cls, root: Path, extra: Iterable[str] = ()) -> IgnoreRules:
@@ -54,16 +55,27 @@ class IgnoreRules:
             self._specs[rel_dir] = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
         return self._specs[rel_dir]
 
+    def _chain(self, rel_dir: str) -> list[tuple[int, pathspec.GitIgnoreSpec]]:
+        """The specs that apply in folder ``rel_dir``, root first, each with where its relative paths
+        start (cached per folder: a scan asks once per file, so this must not be rebuilt each time)."""
+        chain = self._chains.get(rel_dir)
+        if chain is None:
+            parts = rel_dir.split("/") if rel_dir else []
+            chain = []
+            for depth in range(len(parts) + 1):
+                prefix = "/".join(parts[:depth])
+                spec = self._spec(prefix)
+                if spec is not None:
+                    chain.append((len(prefix) + 1 if prefix else 0, spec))
+            self._chains[rel_dir] = chain
+        return chain
+
     def ignored(self, rel: str, *, is_dir: bool = False) -> bool:
         """``rel`` is a POSIX path relative to the folder root; its parent folders are assumed not ignored."""
-        parts = rel.split("/")
-        suffix = "/" if is_dir else ""
+        path = rel + "/" if is_dir else rel
         verdict: bool | None = None
-        for depth in range(len(parts)):  # root first, so deeper ignore files have the last word
-            spec = self._spec("/".join(parts[:depth]))
-            if spec is None:
-                continue
-            include = spec.check_file("/".join(parts[depth:]) + suffix).include
+        for start, spec in self._chain(rel.rpartition("/")[0]):  # deeper ignore files have the last word
+            include = spec.check_file(path[start:]).include
             if include is not None:
                 verdict = include
         return bool(verdict)
