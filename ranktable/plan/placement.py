@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ranktable.hccl.columns import RankColumns, lazy_columns
-from ranktable.hccl.model import RankTable, Server
+from ranktable.hccl.columns import RankColumns, columns_of, lazy_columns
+from ranktable.hccl.model import RankTable
 from ranktable.topology.model import Topology
 
 UNKNOWN = "?"  # tier key of servers the topology does not know: one group at every tier
@@ -99,10 +99,7 @@ def first_rank_order(columns: RankColumns) -> list[int]:
 
 def place(table: RankTable, topology: Topology) -> Placement:
     """Resolve every server against the topology and compute its tier keys."""
-    columns = lazy_columns(table)
-    if columns is not None:
-        return place_columns(columns, topology)
-    return _place_objects(table, topology)
+    return place_columns(columns_of(table), topology)
 
 
 def place_columns(columns: RankColumns, topology: Topology) -> Placement:
@@ -185,47 +182,6 @@ def _tier_key(topology: Topology, used: tuple[str, ...], tiers: int) -> tuple[tu
     return tuple(
         tuple(sorted({topology.ancestor(leaf, k) or "" for leaf in used})) for k in range(1, tiers + 1)
     )
-
-
-def _place_objects(table: RankTable, topology: Topology) -> Placement:
-    tiers = max(topology.tier_count, 1)
-    rails = rails_of(topology)
-    key_cache: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
-    unknown_key = tuple((UNKNOWN,) for _ in range(tiers))
-    names: list[str | None] = []
-    leaves: list[tuple[str, ...]] = []
-    keys: list[tuple[tuple[str, ...], ...]] = []
-    device_leaf: list[list[str | None]] = []
-    for server in table.servers:
-        name = topology.resolve(server.server_id, server.host_ip, server.container_ip)
-        per_device = _device_leaves(server, name, topology, rails)
-        used = tuple(sorted({leaf for leaf in per_device if leaf is not None}))
-        if name is None or not used:
-            names.append(None)
-            leaves.append(())
-            keys.append(unknown_key)
-            device_leaf.append([None] * len(server.devices))
-            continue
-        names.append(name)
-        leaves.append(used)
-        device_leaf.append(per_device)
-        key = key_cache.get(used)
-        if key is None:
-            key = key_cache[used] = _tier_key(topology, used, tiers)
-        keys.append(key)
-    return Placement(tiers, names, leaves, keys, rank_order(table), device_leaf, bool(rails))
-
-
-def _device_leaves(
-    server: Server, name: str | None, topology: Topology, rails: dict[str, dict[int, str]]
-) -> list[str | None]:
-    if name is None:
-        return [None] * len(server.devices)
-    default = topology.server_leaf.get(name)
-    rail = rails.get(name)
-    if rail is None:
-        return [default] * len(server.devices)
-    return [rail.get(d.device_id, default) for d in server.devices]
 
 
 def ring_crossings(codes: np.ndarray, order: list[int] | np.ndarray) -> list[int]:
