@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 import prettier from 'eslint-config-prettier';
 
 export default tseslint.config(
-  { ignores: ['lib/', 'node_modules/', 'ranktable/labextension/', 'ui-tests/', 'coverage/', '**/*.d.ts'] },
+  { ignores: ['lib/', 'node_modules/', 'ranktable/labextension/', 'ui-tests/', 'coverage/', '**/*.d.ts', 'src/api/openapi.ts'] },
   ...tseslint.configs.recommended,
   prettier,
   {

@@ -41,7 +41,7 @@ function podIssue(p: IPodRow): boolean {
     bad.includes(p.last_reason ?? '') ||
     (p.exit_code ?? 0) !== 0 ||
     (p.last_exit_code ?? 0) !== 0 ||
-    p.restarts > 0
+    (p.restarts ?? 0) > 0
   );
 }
 
@@ -152,7 +152,7 @@ function Events(props: { run: RunModel; trans: TranslationBundle }) {
         >
           <span className="jp-Ranktable-muted">{e.last_seen ?? ''}</span>{' '}
           <strong>{e.reason}</strong> {e.object}: {e.message}
-          {e.count > 1 ? ` (×${e.count})` : ''}
+          {(e.count ?? 1) > 1 ? ` (×${e.count})` : ''}
           {e.hint && <div className="jp-Ranktable-hint">{e.hint}</div>}
         </li>
       ))}

@@ -4,31 +4,13 @@ import { IDisposable } from '@lumino/disposable';
 import { postJSON, requestAPI } from '../request';
 import { StreamClient } from '../stream';
 
-/** Pod health over a job's pods (the server's `observe.health.job_health`). */
-export interface IJobHealth {
-  restarts: number;
-  reasons: string[];
-  exit_code: number | null;
-  /** pods whose containers are all ready */
-  ready?: number;
-  /** pods that exist */
-  total?: number;
-}
+import { components } from '../api/openapi';
 
-/** One job as the `jobs` channel and `GET /ranktable/jobs` describe it. */
-export interface IJobRow {
-  name: string;
-  namespace: string;
-  uid?: string;
-  phase: string;
-  nodes?: number;
-  running?: number;
-  health?: IJobHealth | Record<string, never>;
-  rank_table?: string;
-  created?: string | null;
-  age_seconds?: number | null;
-  [key: string]: unknown;
-}
+/** One job as the `jobs` channel and `GET /ranktable/jobs` describe it (generated from openapi.yaml). */
+export type IJobRow = components['schemas']['JobSummary'];
+
+/** Pod health over a job's pods (the server's `observe.health.job_health`). */
+export type IJobHealth = NonNullable<IJobRow['health']>;
 
 /** A run: one submission of a job, identified by its uid (a same-name resubmit is a new run). */
 export interface IRunRef {
@@ -54,7 +36,7 @@ export function jobPath(job: { namespace: string; name: string }): string {
 
 /** Whether a row needs attention: restarts, a bad last state (CrashLoopBackOff, OOMKilled) or a failed exit. */
 export function healthIssue(job: IJobRow): string {
-  const h = job.health as IJobHealth | undefined;
+  const h = job.health;
   const parts: string[] = [];
   if (h && h.reasons) {
     parts.push(...h.reasons);
@@ -65,7 +47,7 @@ export function healthIssue(job: IJobRow): string {
     ) {
       parts.push(`exit code ${h.exit_code}`);
     }
-    if (h.restarts > 0) {
+    if (h.restarts) {
       parts.push(`${h.restarts} restart${h.restarts === 1 ? '' : 's'}`);
     }
   }
@@ -74,7 +56,7 @@ export function healthIssue(job: IJobRow): string {
 
 /** Pods ready of the pods the job asks for (`2/4`), from pod health when the server sent it. */
 export function podsReady(job: IJobRow): string {
-  const h = job.health as IJobHealth | undefined;
+  const h: IJobHealth | undefined = job.health;
   const ready = h?.ready ?? job.running ?? 0;
   return `${ready}/${job.nodes ?? h?.total ?? 0}`;
 }

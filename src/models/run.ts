@@ -1,43 +1,15 @@
 import { ISignal, Signal } from '@lumino/signaling';
 import { IDisposable } from '@lumino/disposable';
 
+import { components } from '../api/openapi';
 import { requestAPI } from '../request';
 import { ILayoutResult } from '../components/layoutfigure';
-import { IJobRow, IRunRef, jobPath } from './jobs';
+import { IRunRef, jobPath } from './jobs';
 
-export interface IPodRow {
-  name: string;
-  index: number;
-  node: string | null;
-  host_ip: string | null;
-  leaf: string | null;
-  phase: string;
-  restarts: number;
-  ready?: boolean;
-  /** waiting | running | terminated | unknown (the worst container) */
-  state?: string;
-  reason?: string | null;
-  exit_code?: number | null;
-  last_reason?: string | null;
-  last_exit_code?: number | null;
-}
-
-export interface IEventRow {
-  type: string;
-  reason: string;
-  object: string;
-  message: string;
-  count: number;
-  last_seen: string | null;
-  hint: string;
-}
-
-export interface IDescription {
-  job: IJobRow;
-  pods: IPodRow[];
-  events: IEventRow[];
-  rank_table_status: string;
-}
+/** `GET /ranktable/jobs/{namespace}/{name}` (generated from openapi.yaml). */
+export type IDescription = components['schemas']['Describe'];
+export type IPodRow = IDescription['pods'][number];
+export type IEventRow = IDescription['events'][number];
 
 export const DESCRIBE_EVERY_MS = 2000;
 
