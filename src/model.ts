@@ -1,6 +1,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
 import { IDisposable } from '@lumino/disposable';
 
+import { components } from './api/openapi';
 import { requestAPI } from './request';
 import { StreamClient } from './stream';
 
@@ -20,17 +21,10 @@ export class MemoryStore implements IKeyValueStore {
   }
 }
 
-export interface IProfile {
-  name: string;
-  host: string;
-  port?: number | null;
-  user?: string | null;
-  key_file?: string | null;
-  jump?: string | null;
-  remote_dir?: string;
+/** An SSH profile as `GET /ranktable/profiles` lists it (generated from openapi.yaml). */
+export type IProfile = Omit<components['schemas']['Profile'], 'sync'> & {
   sync?: { upload?: string; delete_remote?: boolean };
-  [key: string]: unknown;
-}
+};
 
 export interface IServerConfig {
   namespace: string;
