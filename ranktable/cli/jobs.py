@@ -107,6 +107,9 @@ def register(sub: Any) -> None:
         "--hang-floor", type=float, help="seconds of silence before a rank counts as hung (default 120)"
     )
     p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
+    p.add_argument(
+        "--svg", help="write the job's layout picture with the diagnosis marked (needs the job's rank table)"
+    )
     _cluster_flags(p)
     p.set_defaults(handler=_diagnose)
 
@@ -467,6 +470,12 @@ def _diagnose(args: argparse.Namespace) -> int:
 
     observation = _observation(args)
     result = observation.diagnosis()
+    if args.svg:
+        from ranktable.usecases.jobs import job_layout
+
+        layout = job_layout(_client(args), args.name, diagnosis=result)
+        Path(args.svg).write_text(layout.svg)
+        print(f"wrote {args.svg} ({len(layout.marks)} marked ranks)", file=sys.stderr)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0

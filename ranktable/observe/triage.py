@@ -188,5 +188,6 @@ def _where(rank: int, layout: RankLayout) -> dict[str, Any]:
         "node_rank": place.node_rank if place else None,
         "pod": place.pod if place else None,
         "server": place.server if place else None,
+        "device": place.device if place else None,
         "leaf": place.leaf if place else None,
     }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -26,6 +27,17 @@ from ranktable.render.layout import (
     Frame,
     Rect,
     build_frame,
+)
+from ranktable.render.marks import (
+    MARK_KINDS,
+    MARK_LABELS,
+    PanelMarks,
+    check_marks,
+    format_kinds,
+    mark_style,
+    marks_per_switch,
+    panel_marks,
+    shared_switches,
 )
 from ranktable.render.ring import (
     PlacedServer,
@@ -56,6 +68,7 @@ OPERATION_NAMES = {
     "alltoall": "all-to-all",
 }
 LEGEND_H = 56.0
+MARK_LEGEND_H = 34.0
 MIN_PANEL_W = 330.0
 # Characters XML 1.0 forbids (controls other than tab/newline/CR, lone surrogates, U+FFFE/FFFF).
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -131,6 +144,7 @@ class _Panel:
     figures: OrderFigures
     pod_index: dict[str, int]
     pod_name: dict[str, str]
+    marks: PanelMarks
 
 
 def layout_svg(
@@ -141,8 +155,14 @@ def layout_svg(
     *,
     title: str | None = None,
     aggregate_threshold: int = DEFAULT_AGGREGATE_THRESHOLD,
+    marks: Mapping[int, str] | None = None,
 ) -> str:
-    """The given and planned rank layouts side by side, with the ring coloured by tier crossed."""
+    """The given and planned rank layouts side by side, with the ring coloured by tier crossed.
+
+    `marks` ({planned rank id: "first-failure" | "straggler" | "hung"}) outlines those NPUs in both panels
+    and highlights the switches several of them share.
+    """
+    wanted = check_marks(marks or {})
     given_placed = place_servers(given, topology)
     planned_placed = place_servers(planned, topology)
     leaves = {s.leaf for s in planned_placed + given_placed}
@@ -162,6 +182,7 @@ def layout_svg(
             comparison.given,
             pod_index,
             pod_name,
+            panel_marks(wanted, planned, given),
         ),
         _Panel(
             "Planned order",
@@ -171,6 +192,7 @@ def layout_svg(
             comparison.planned,
             pod_index,
             pod_name,
+            panel_marks(wanted, planned, planned),
         ),
     ]
 
@@ -180,7 +202,8 @@ def layout_svg(
     group_rows = _group_rows(comparison)
     header_h = HEADER_H + (NOTE_H if aggregated else 0.0) + (NOTE_H if algorithm else 0.0)
     head_h = PANEL_HEAD_H + (GROUP_ROW_H * len(group_rows) + 6 if group_rows else 0)
-    height = MARGIN + header_h + head_h + frame.height + LEGEND_H + MARGIN
+    legend_h = LEGEND_H + (MARK_LEGEND_H if wanted else 0.0)
+    height = MARGIN + header_h + head_h + frame.height + legend_h + MARGIN
     root = ET.Element(
         "svg",
         {
@@ -194,9 +217,11 @@ def layout_svg(
             "data-servers": str(len(planned_placed)),
         },
     )
+    if wanted:
+        root.set("data-marks", format_kinds(_count_kinds(wanted.values())))
     heading = title or f"Rank layout: {len(planned_placed)} servers, {planned.rank_size} ranks"
     _el(root, "title", text=heading)
-    _el(root, "style", text=STYLE)
+    _el(root, "style", text=STYLE + (mark_style() if wanted else ""))
     _el(root, "rect", {"class": "rt-bg", "x": "0", "y": "0", "width": _n(width), "height": _n(height)})
     _header(root, heading, comparison, frame, aggregated, aggregate_threshold, len(planned_placed))
     if algorithm:
@@ -210,12 +235,15 @@ def layout_svg(
         _panel_head(group, panel, frame, topology, (frame.width - panel_w) / 2)
         _group_lines(group, group_rows, ("given", "planned")[index], (frame.width - panel_w) / 2)
         body = _el(group, "g", {"transform": f"translate(0,{_n(head_h)})"})
-        underlay = _draw_frame(body, frame, topology)
+        shared = shared_switches(marks_per_switch(panel.marks, panel.placed, topology), topology)
+        underlay = _draw_frame(body, frame, topology, shared)
         if aggregated:
             _draw_leaf_groups(body, underlay, panel, frame, topology)
         else:
             _draw_servers(body, panel, frame, topology)
-    _legend(root, topology, frame.top_tier, MARGIN, height - MARGIN - LEGEND_H + 18, aggregated)
+    _legend(root, topology, frame.top_tier, MARGIN, height - MARGIN - legend_h + 18, aggregated)
+    if wanted:
+        _mark_legend(root, wanted, MARGIN, height - MARGIN - MARK_LEGEND_H + 14)
     return ET.tostring(root, encoding="unicode")
 
 
@@ -316,7 +344,9 @@ def _panel_head(group: ET.Element, panel: _Panel, frame: Frame, topology: Topolo
         _el(group, "text", attrs, text)
 
 
-def _draw_frame(body: ET.Element, frame: Frame, topology: Topology) -> ET.Element:
+def _draw_frame(
+    body: ET.Element, frame: Frame, topology: Topology, shared: dict[str, dict[str, int]] | None = None
+) -> ET.Element:
     """Columns, switch boxes and the tree lines between them; returns an empty layer between the column
     backgrounds and everything else, for drawing the aggregated ring under switches and boxes."""
     by_name = {(node.band, node.name): node for node in frame.switches}
@@ -343,6 +373,10 @@ def _draw_frame(body: ET.Element, frame: Frame, topology: Topology) -> ET.Elemen
         group = _el(body, "g", {"class": "rt-switch", "data-switch": node.name, "data-tier": str(node.tier)})
         switch = topology.switches[node.name]
         info = f"{topology.tier_name(node.tier)} switch {node.name} (tier {node.tier})"
+        if shared and node.name in shared:
+            group.set("class", "rt-switch rt-shared")
+            group.set("data-marks", format_kinds(shared[node.name]))
+            info += f"\nshared by marked ranks: {_kinds_text(shared[node.name])}"
         if switch.oversubscription != 1.0:
             info += f", uplinks oversubscribed {switch.oversubscription:g}:1"
         if switch.uplink_gbps:
@@ -374,6 +408,13 @@ def _draw_servers(body: ET.Element, panel: _Panel, frame: Frame, topology: Topol
             cell = Rect(cx + 1, cy, CELL_W - 2, CELL_H - 2)
             _el(group, "rect", _box_attrs(cell, "rt-npu", 2) | {"data-rank": str(rank)})
             _el(group, "text", {"class": "rt-rank", "x": _n(cell.cx), "y": _n(cell.y + 10.5)}, str(rank))
+            kind = panel.marks.by_rank.get(rank)
+            if kind is not None:
+                outline = Rect(cell.x - 1, cell.y - 1, cell.w + 2, cell.h + 2)
+                mark = _el(group, "rect", _box_attrs(outline, f"rt-mark rt-mark-{kind}", 3))
+                mark.set("data-rank", str(rank))
+                mark.set("data-mark", kind)
+                _el(mark, "title", text=f"rank {rank}: {MARK_LABELS[kind]}")
     ring = _el(body, "g", {"class": "rt-ring"})
     for edge in panel.edges:
         src, dst = panel.placed[edge.src], panel.placed[edge.dst]
@@ -450,6 +491,15 @@ def _draw_leaf_groups(
             f"ring edges leaving: {leaving_text}\nservers: {servers_text}",
         )
         _rect(group, rect, "rt-box", rx=3)
+        marked = {r: panel.marks.by_rank[r] for r in ranks if r in panel.marks.by_rank}
+        if marked:
+            kinds = _count_kinds(marked.values())
+            group.set("data-marks", format_kinds(kinds))
+            group.set("data-marked-ranks", _format_runs(_runs(sorted(marked))))
+            top = next(k for k in MARK_KINDS if k in kinds)
+            outline = Rect(rect.x - 2, rect.y - 2, rect.w + 4, rect.h + 4)
+            mark = _el(group, "rect", _box_attrs(outline, f"rt-mark rt-mark-{top}", 4) | {"data-mark": top})
+            _el(mark, "title", text=f"marked ranks: {_kinds_text(kinds)} ({group.get('data-marked-ranks')})")
         _el(
             group,
             "text",
@@ -495,6 +545,35 @@ def _legend(root: ET.Element, topology: Topology, top: int, x: float, y: float, 
         else "Hover a leaf for its servers. The ring runs in rank order and wraps around."
     )
     _el(group, "text", {"class": "rt-small rt-muted", "x": _n(x), "y": _n(y + 24)}, note)
+
+
+def _mark_legend(root: ET.Element, marks: dict[int, str], x: float, y: float) -> None:
+    """One swatch per mark kind in use, with the ranks it marks."""
+    group = _el(root, "g", {"class": "rt-legend rt-mark-legend"})
+    _el(group, "text", {"class": "rt-figure", "x": _n(x), "y": _n(y + 4)}, "Marked:")
+    cursor = x + 56
+    for kind in MARK_KINDS:
+        ranks = sorted(r for r, k in marks.items() if k == kind)
+        if not ranks:
+            continue
+        box = Rect(cursor, y - 6, 18, 12)
+        _el(group, "rect", _box_attrs(box, f"rt-mark-swatch rt-mark-{kind}", 2) | {"data-mark": kind})
+        label = _fit(f"{MARK_LABELS[kind]}: rank {_format_runs(_runs(ranks))}", 260, 6.2)
+        _el(group, "text", {"class": "rt-figure", "x": _n(cursor + 24), "y": _n(y + 4)}, label)
+        cursor += 40 + 6.2 * len(label)
+    note = "A red switch outline: two or more marked ranks sit below it."
+    _el(group, "text", {"class": "rt-small rt-muted", "x": _n(x), "y": _n(y + 20)}, note)
+
+
+def _count_kinds(kinds: Iterable[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for kind in kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    return counts
+
+
+def _kinds_text(kinds: Mapping[str, int]) -> str:
+    return ", ".join(f"{kinds[k]} {MARK_LABELS[k]}" for k in MARK_KINDS if kinds.get(k))
 
 
 # -- helpers -----------------------------------------------------------------------------------------

@@ -63,10 +63,16 @@ class JobsService:
     def job_ranktable(self, namespace: str, name: str) -> dict[str, Any]:
         return self.usecases.rank_table(namespace, name)
 
-    def job_layout(self, namespace: str, name: str, topology_path: str | None) -> dict[str, Any]:
+    def job_layout(
+        self, namespace: str, name: str, topology_path: str | None, diagnosis: str | None = None
+    ) -> dict[str, Any]:
         path = str(self.services.local_file(topology_path, "topology_path")) if topology_path else None
-        layout = self.usecases.layout(namespace, name, path)
+        if diagnosis not in (None, "", "true", "false", "1", "0"):
+            raise InputError(f"must be true or false; got {diagnosis!r}", where="diagnosis")
+        found = self.services.observe.diagnosis(namespace, name, None) if diagnosis in ("true", "1") else None
+        layout = self.usecases.layout(namespace, name, path, found)
         return {
+            "marks": [{"rank": rank, "kind": kind} for rank, kind in sorted(layout.marks.items())],
             "report": layout.report,
             "svg": layout.svg,
             "warnings": list(layout.report.get("warnings") or []),

@@ -85,7 +85,8 @@ class JobLayoutHandler(RanktableHandler):
     @authorized("read")
     async def get(self, namespace: str, name: str) -> None:
         topology = self.get_query_argument("topology_path", None)
-        self.reply(await self.blocking(self.services.jobs.job_layout, namespace, name, topology))
+        marks = self.get_query_argument("diagnosis", None)
+        self.reply(await self.blocking(self.services.jobs.job_layout, namespace, name, topology, marks))
 
 
 class JobRankTableHandler(RanktableHandler):

@@ -123,8 +123,14 @@ class Jobs:
         out["text"] = text
         return out
 
-    def layout(self, namespace: str | None, name: str, topology_file: str | None = None) -> JobLayout:
-        return job_layout(self.client(namespace), name, topology_file or self.settings.topology)
+    def layout(
+        self,
+        namespace: str | None,
+        name: str,
+        topology_file: str | None = None,
+        diagnosis: dict[str, Any] | None = None,
+    ) -> JobLayout:
+        return job_layout(self.client(namespace), name, topology_file or self.settings.topology, diagnosis)
 
     def layout_preview(
         self, spec: JobSpec, topology_file: str | None = None, message_bytes: int | None = None
@@ -209,13 +215,20 @@ class JobLayout:
     report_text: str
     report: dict[str, Any]
     svg: str
+    marks: dict[int, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "topology_source": self.topology_source, "report": self.report}
 
 
-def job_layout(client: ClusterClient, name: str, topology_file: str | None = None) -> JobLayout:
-    """The rank layout of a running job: its completed rank table, the cluster's switch tree, the plan."""
+def job_layout(
+    client: ClusterClient,
+    name: str,
+    topology_file: str | None = None,
+    diagnosis: dict[str, Any] | None = None,
+) -> JobLayout:
+    """The rank layout of a running job: its completed rank table, the cluster's switch tree, the plan;
+    with a `diagnosis`, its first failing rank, stragglers and hung ranks marked on the picture."""
     from ranktable.hccl import parse_rank_table
     from ranktable.topology import add_node_aliases, load_topology
     from ranktable.usecases.layout import plan_report, query_for_spec
@@ -244,7 +257,10 @@ def job_layout(client: ClusterClient, name: str, topology_file: str | None = Non
     text_report = f"topology: {source}\n" + planned.text
     if planned.result.warnings:
         text_report += "\n" + "\n".join(f"warning: {w}" for w in planned.result.warnings)
-    return JobLayout(name, source, text_report, planned.to_json(), planned.svg())
+    from ranktable.usecases.observe import diagnosis_marks
+
+    marks = diagnosis_marks(diagnosis, planned.result.planned)
+    return JobLayout(name, source, text_report, planned.to_json(), planned.svg(marks), marks)
 
 
 def _running_spec(client: ClusterClient, name: str, configmap: dict[str, Any]) -> JobSpec | None:

@@ -32,10 +32,13 @@ class PlanReport:
     def text(self) -> str:
         return format_report(self.comparison)
 
-    def svg(self) -> str:
+    def svg(self, marks: dict[int, str] | None = None) -> str:
+        """The picture; `marks` ({planned rank: kind}) outline a diagnosis' ranks (see render.marks)."""
         from ranktable.render import layout_svg
 
-        return layout_svg(self.table, self.result.planned, self.topology, self.comparison, title=self.title)
+        return layout_svg(
+            self.table, self.result.planned, self.topology, self.comparison, title=self.title, marks=marks
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The comparison plus what a launcher needs (mapping, node ranks) and the planner's warnings."""

@@ -21,6 +21,7 @@ from ranktable.observe.archive import RunInfo, find_run, list_runs, read_run
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
     from ranktable.cluster.observing import RunFollower
+    from ranktable.hccl.model import RankTable
 
 IDLE_STOP_S = 300.0
 FIRST_READ_WAIT_S = 3.0  # a new follower's first answer waits this long for the backlog
@@ -102,6 +103,30 @@ def observe_run(
     return Observation(
         name, info.uid, info.phase or "Deleted", archived_observer(root, info, settings), "archive", None
     )
+
+
+def diagnosis_marks(diagnosis: dict[str, Any] | None, planned: RankTable) -> dict[int, str]:
+    """A diagnosis as layout marks {planned rank: kind}: the first failing rank, hung ranks, stragglers.
+
+    Entries are found by their NPU (server, device) in the planned table when they carry one, so the mark
+    lands on the right NPU whether or not the job trained in the planned order; else by rank id.
+    """
+    if not diagnosis:
+        return {}
+    at = {(s.server_id, d.device_id): d.rank_id for s in planned.servers for d in s.devices}
+    known = set(at.values())
+    entries = [("straggler", e) for e in diagnosis.get("stragglers") or []]
+    entries += [("hung", e) for e in diagnosis.get("hung") or []]
+    if diagnosis.get("first_failure"):
+        entries.append(("first-failure", diagnosis["first_failure"]))
+    marks: dict[int, str] = {}
+    for kind, entry in entries:  # later kinds win: first failure over hung over straggler
+        rank = at.get((entry.get("server"), entry.get("device")))
+        if rank is None and entry.get("rank") in known:
+            rank = int(entry["rank"])
+        if rank is not None:
+            marks[rank] = kind
+    return marks
 
 
 def job_pending(client: ClusterClient, name: str) -> dict[str, Any] | None:
