@@ -356,6 +356,8 @@ export interface paths {
     parameters: {
       query?: {
         topology_path?: string;
+        /** @description true: mark the diagnosis (first failing rank, stragglers, hung ranks and the switch they share) on the layout */
+        diagnosis?: 'true' | 'false' | '1' | '0';
       };
       header?: never;
       path: {
@@ -369,6 +371,8 @@ export interface paths {
       parameters: {
         query?: {
           topology_path?: string;
+          /** @description true: mark the diagnosis (first failing rank, stragglers, hung ranks and the switch they share) on the layout */
+          diagnosis?: 'true' | 'false' | '1' | '0';
         };
         header?: never;
         path: {
@@ -1700,6 +1704,8 @@ export interface components {
       node_rank: number | null;
       pod?: string | null;
       server: string | null;
+      /** @description NPU device id on the server */
+      device?: number | null;
       leaf: string | null;
       ratio?: number;
       median_step_time_s?: number;
@@ -1824,6 +1830,12 @@ export interface components {
       svg: string;
       warnings?: string[];
       rank_mapping?: string | null;
+      /** @description Ranks marked on the layout (with ?diagnosis=true), rank ids of the planned table */
+      marks?: {
+        rank: number;
+        /** @enum {string} */
+        kind: 'first-failure' | 'straggler' | 'hung';
+      }[];
     };
     GroupCost: {
       /** @enum {unknown} */
