@@ -46,6 +46,9 @@ class _Watcher(FileSystemEventHandler):
             return
         if event.is_synthetic:
             return  # the contents of a moved or created folder: covered by that folder's own event
+        if event.is_directory and event.event_type == "modified":
+            return  # "something in this folder changed": that change comes with its own event (a saved
+            # file's close-write would otherwise re-examine its whole folder on every save)
         if event.event_type == "moved" and event.is_directory:
             self.uploader.notify_folder_moved(os.fsdecode(event.src_path), os.fsdecode(event.dest_path))
             return

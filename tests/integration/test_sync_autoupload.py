@@ -161,3 +161,30 @@ def test_a_renamed_folder_is_applied_remotely_in_one_command(
         assert syncer.sync().uploaded == []  # a full sync agrees: nothing left to send
     finally:
         uploader.stop()
+
+
+def test_a_save_inside_a_large_folder_syncs_that_file_alone(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    """watchdog reports the saved file and "its folder changed": only the file is looked at."""
+    local = tmp_path / "big"
+    (local / "data").mkdir(parents=True)
+    for i in range(40):
+        (local / "data" / f"d{i}.txt").write_text(f"{i}\n")
+    syncer = Syncer(_conn(sshd_profile), local)
+    syncer.sync()
+    results: list[Any] = []
+    uploader = AutoUploader(
+        syncer, "always", debounce=0.1, on_result=lambda r, e: results.append(r or e)
+    ).start()
+    try:
+        time.sleep(0.5)
+        (local / "data" / "d3.txt").write_text("saved\n")
+        remote = sshd_profile.remote_dir / "data" / "d3.txt"
+        assert _wait_for(lambda: remote.read_text() == "saved\n")
+        assert _wait_for(lambda: bool(results))
+        time.sleep(0.3)
+        assert [r.uploaded for r in results] == [["data/d3.txt"]]
+        assert results[0].unchanged == 0  # the 39 other files of data/ were not re-examined
+    finally:
+        uploader.stop()
