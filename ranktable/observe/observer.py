@@ -16,6 +16,7 @@ from ranktable.observe.layout import RankLayout
 from ranktable.observe.parsers import LineParser, compile_user_patterns
 from ranktable.observe.series import Alerts, RankSeries
 from ranktable.observe.settings import ObserveSettings
+from ranktable.observe.template import MAX_TEMPLATES, Template, learn, match, parsed_by_plain
 from ranktable.observe.text import clean, inline_time, kube_time, rank_tag
 from ranktable.observe.triage import (
     ErrorEvent,
@@ -46,12 +47,15 @@ class RunObserver:
         settings: ObserveSettings | None = None,
         patterns: Sequence[str] = (),
         errors: Catalogue | None = None,
+        templates: bool = True,
     ) -> None:
         self.layout = layout or RankLayout([])
         self.settings = settings or ObserveSettings()
         user = compile_user_patterns([*self.settings.patterns, *patterns])
         self.parser = LineParser(user)
         self._always_parse = bool(user)
+        # learned line templates per pod (see template.py); off with user patterns, which come first
+        self._templates: dict[str, list[Template]] | None = {} if templates and not user else None
         self.catalogue = errors or catalogue()
         self.series: dict[int, RankSeries] = {}
         self.alerts = Alerts(self.settings.spike_factor)
@@ -72,6 +76,9 @@ class RunObserver:
         has_errors = self.catalogue.any_error("\n".join(text for _, text in lines))
         default = self.layout.default_rank(pod, node_rank)
         always = self._always_parse
+        known = self._templates.setdefault(pod, []) if self._templates is not None else None
+        order = self.parser.order
+        seen_stamp, seen_time = "", None  # lines of one step share a stamp: convert it once
         for stamp, text in lines:
             if "\r" in text or "\x1b" in text:
                 text = clean(text)
@@ -83,8 +90,21 @@ class RunObserver:
                     tagged = True
                     rank = number if kind == "rank" else (self.layout.local_rank(pod, number) or default)
             if always or "loss" in text or "step" in text or "iteration" in text or "Loss" in text:
-                parsed = self.parser.parse(text)
+                parsed: tuple[str, Any] | None = None
+                found = match(known, text) if known else None
+                if found is not None and (found[0].fields is None or parsed_by_plain(order)):
+                    template = found[0]
+                    parsed = None if template.fields is None else ("plain", template.sample(found[1]))
+                else:
+                    parsed = self.parser.parse(text)
+                    if known is not None and len(known) < MAX_TEMPLATES and found is None:
+                        learned = learn(text, *(parsed or (None, None)))
+                        if learned is not None:
+                            known.append(learned)
                 if parsed is not None:
+                    if stamp != seen_stamp:
+                        seen_stamp, seen_time = stamp, kube_time(stamp) if stamp else None
+                    when = seen_time if seen_time is not None else inline_time(text)
                     sample = parsed[1]
                     if "rank" in sample:
                         rank = self._named[pod] = sample["rank"]
@@ -92,7 +112,7 @@ class RunObserver:
                         self._named[pod] = rank
                     else:  # an untagged line continues the record of the rank named last in this pod
                         rank = self._named.get(pod, rank)
-                    self._metric(sample, rank, line_time(stamp, text))
+                    self._metric(sample, rank, when)
                     continue
             if has_errors:
                 self._error(pod, node_rank, rank, stamp, text)
