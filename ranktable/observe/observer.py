@@ -84,8 +84,12 @@ class RunObserver:
                 text = clean(text)
             rank, tagged = default, False
             if text.startswith("["):
-                tag = rank_tag(text)
-                if tag is not None:
+                end = text.find("]:", 0, 24)
+                if text.startswith("[rank") and text[5:end].isdigit():  # rank_tag's common case, inline
+                    rank, tagged, text = int(text[5:end]), True, text[end + 2 :]
+                    if text.startswith(" "):
+                        text = text[1:]
+                elif (tag := rank_tag(text)) is not None:
                     kind, number, text = tag
                     tagged = True
                     rank = number if kind == "rank" else (self.layout.local_rank(pod, number) or default)
