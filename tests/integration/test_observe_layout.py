@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from ranktable.cli import main
 from ranktable.cluster.client import ClusterClient
 from tests.integration.fixtures.simpool import SimPoolHandle
 from tests.integration.test_observe_sim import FIRST, HUNG, SLOW, manifests
@@ -40,7 +41,9 @@ def jp_server_config(pool: SimPoolHandle, tmp_path: Path) -> dict[str, Any]:
     }
 
 
-async def test_layout_of_a_diagnosed_job_marks_its_ranks(jp_fetch: Any, pool: SimPoolHandle) -> None:
+async def test_layout_of_a_diagnosed_job_marks_its_ranks(
+    jp_fetch: Any, pool: SimPoolHandle, tmp_path: Path
+) -> None:
     client = ClusterClient(str(pool.kubeconfig), pool.context, "default")
     client.submit(manifests())
     client.wait_rank_table("diag", timeout=60)
@@ -94,3 +97,12 @@ async def test_layout_of_a_diagnosed_job_marks_its_ranks(jp_fetch: Any, pool: Si
 
     bad = await jp_fetch(*path, "layout", params={"diagnosis": "maybe"}, raise_error=False)
     assert bad.code == 400 and "diagnosis" in bad.body.decode()
+
+    picture = tmp_path / "diagnosed.svg"  # the CLI draws the same marks: `job diagnose NAME --svg F`
+    flags = ["--kubeconfig", str(pool.kubeconfig), "--context", pool.context, "--state-dir", str(tmp_path)]
+    assert main(["job", "diagnose", "diag", "--svg", str(picture), "--hang-floor", "3", *flags]) == 0
+    drawn = ET.fromstring(picture.read_text())
+    kinds = sorted(
+        r.get("data-mark") or "" for r in drawn.iter(f"{NS}rect") if r.get("class", "").startswith("rt-mark ")
+    )
+    assert kinds == sorted(["first-failure", "straggler", "hung"] * 2)  # both panels
