@@ -15,7 +15,7 @@ from ranktable.sim.k8s import errors, tables
 from ranktable.sim.k8s.routes import Route, parse_bool
 from ranktable.sim.k8s.selectors import parse_field_selector, parse_label_selector
 from ranktable.sim.k8s.store import Obj
-from ranktable.sim.k8s.websocket import WebSocket, accept_key, choose_protocol
+from ranktable.sim.k8s.websocket import upgrade
 
 if TYPE_CHECKING:
     from ranktable.sim.k8s.server import ApiServer
@@ -124,28 +124,10 @@ class StreamingHandler(BaseHTTPRequestHandler):
         api = self.server_api
         pod = api.store.get(route.rtype, route.namespace, route.name or "")
         query = parse_qs(urlsplit(self.path).query)
-        protocol = choose_protocol(self.headers.get("Sec-WebSocket-Protocol") or "")
-        key = self.headers.get("Sec-WebSocket-Key")
-        if (
-            api.hooks.execute is None
-            or (self.headers.get("Upgrade") or "").lower() != "websocket"
-            or not key
-            or protocol is None
-        ):
-            raise errors.bad_request(
-                "exec needs a WebSocket upgrade with protocol v5.channel.k8s.io or "
-                "v4.channel.k8s.io (this server does not speak SPDY)"
-            )
-        self.send_response(101)
-        self.send_header("Upgrade", "websocket")
-        self.send_header("Connection", "Upgrade")
-        self.send_header("Sec-WebSocket-Accept", accept_key(key))
-        self.send_header("Sec-WebSocket-Protocol", protocol)
-        self.end_headers()
-        self.wfile.flush()
-        self.close_connection = True
-        self.connection.settimeout(None)  # an interactive session may sit idle as long as it likes
-        api.hooks.execute(pod, query, WebSocket(self.rfile, self.wfile), protocol)
+        if api.hooks.execute is None:
+            raise errors.bad_request("this pool has no kubelet")
+        ws, protocol = upgrade(self)
+        api.hooks.execute(pod, query, ws, protocol)
 
     def _log(self, route: Route, query: dict[str, str]) -> None:
         api = self.server_api

@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Any
 
+from ranktable.sim.k8s import errors
+
 GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
 OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x1, 0x2, 0x8, 0x9, 0xA
@@ -105,3 +107,27 @@ class WebSocket:
             message += payload
             if fin:
                 return opcode, message
+
+
+def upgrade(handler: Any) -> tuple[WebSocket, str]:
+    """Answer an exec request's WebSocket upgrade (101) on a `BaseHTTPRequestHandler`; 400 if it is not one.
+
+    Shared by the Python pool's API server and the real control plane's kubelet API.
+    """
+    protocol = choose_protocol(handler.headers.get("Sec-WebSocket-Protocol") or "")
+    key = handler.headers.get("Sec-WebSocket-Key")
+    if (handler.headers.get("Upgrade") or "").lower() != "websocket" or not key or protocol is None:
+        raise errors.bad_request(
+            "exec needs a WebSocket upgrade with protocol v5.channel.k8s.io or "
+            "v4.channel.k8s.io (this server does not speak SPDY)"
+        )
+    handler.send_response(101)
+    handler.send_header("Upgrade", "websocket")
+    handler.send_header("Connection", "Upgrade")
+    handler.send_header("Sec-WebSocket-Accept", accept_key(key))
+    handler.send_header("Sec-WebSocket-Protocol", protocol)
+    handler.end_headers()
+    handler.wfile.flush()
+    handler.close_connection = True
+    handler.connection.settimeout(None)  # an interactive session may sit idle as long as it likes
+    return WebSocket(handler.rfile, handler.wfile), protocol

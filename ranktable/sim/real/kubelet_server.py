@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 from ranktable.sim.controllers.exec import serve_exec
 from ranktable.sim.controllers.kubelet import PODS, Kubelet
 from ranktable.sim.k8s import errors
-from ranktable.sim.k8s.websocket import WebSocket, accept_key, choose_protocol
+from ranktable.sim.k8s.websocket import upgrade
 from ranktable.sim.real.kube_store import KubeStore
 
 
@@ -99,21 +99,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 close()
 
     def _exec(self, pod: dict[str, Any], query: dict[str, list[str]]) -> None:
-        protocol = choose_protocol(self.headers.get("Sec-WebSocket-Protocol") or "")
-        key = self.headers.get("Sec-WebSocket-Key")
-        if (self.headers.get("Upgrade") or "").lower() != "websocket" or not key or protocol is None:
-            raise errors.bad_request(
-                "exec needs a WebSocket upgrade (v5/v4.channel.k8s.io); SPDY is not spoken"
-            )
-        self.send_response(101)
-        self.send_header("Upgrade", "websocket")
-        self.send_header("Connection", "Upgrade")
-        self.send_header("Sec-WebSocket-Accept", accept_key(key))
-        self.send_header("Sec-WebSocket-Protocol", protocol)
-        self.end_headers()
-        self.wfile.flush()
-        self.close_connection = True
-        serve_exec(self.server.kubelet, pod, query, WebSocket(self.rfile, self.wfile), protocol)
+        ws, protocol = upgrade(self)
+        serve_exec(self.server.kubelet, pod, query, ws, protocol)
 
 
 class KubeletServer:
