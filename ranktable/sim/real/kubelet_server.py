@@ -69,6 +69,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 else:
                     query_lists = parse_qs(url.query)
                     query_lists["container"] = [parts[3]]
+                    # the API server names the streams as the kubelet API does: input/output/error
+                    query_lists.setdefault("stdin", query_lists.get("input", ["false"]))
                     self._exec(pod, query_lists)
             else:
                 self._text(404, f"404 page not found: {url.path}")
