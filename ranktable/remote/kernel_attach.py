@@ -73,6 +73,9 @@ async def attach_remote_kernel(kernel_manager: Any, record: dict[str, Any]) -> b
     km.write_connection_file()
     if not km.ready.done():
         km.ready.set_result(None)
+    # Started (by an earlier server): a later shutdown or restart then gets a fresh `ready` future instead
+    # of failing on this finished one (InvalidStateError), which left the kernel listed forever.
+    km._attempted_start = True
     kernel_manager._kernels[kernel_id] = km
     if hasattr(kernel_manager, "_kernel_connections"):  # jupyter_server's MappingKernelManager
         kernel_manager._kernel_connections[kernel_id] = 0

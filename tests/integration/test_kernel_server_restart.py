@@ -153,6 +153,7 @@ async def test_restarted_server_reattaches_the_kernel_and_replays_missed_output(
         await second.call("DELETE", f"ranktable/remote-kernels/{kernel_id}")
         listed = await second.call("GET", "ranktable/remote-kernels")
         assert listed["kernels"] == []
+        assert kernel_id not in [k["id"] for k in await second.call("GET", "api/kernels")]
     finally:
         first.stop()
         if second is not None:
