@@ -18,6 +18,11 @@ class RanktableApp(ExtensionApp):
     load_other_extensions = True
 
     def initialize_settings(self) -> None:
+        # The kubernetes package imports itself circularly: two executor threads importing it at once
+        # (the panel's first requests arrive together) get "cannot import name 'ApiClient'" and a 500.
+        # Import it once here, on the server's own thread, before any request can.
+        import kubernetes.client  # noqa: F401
+
         serverapp = self.serverapp
         assert serverapp is not None  # set by the extension manager before initialize_settings
         config = Ranktable(parent=serverapp, config=serverapp.config)
