@@ -2,6 +2,7 @@
  * Observability model: a job run's metrics and diagnosis from the server (`/ranktable/jobs/{ns}/{name}/
  * metrics|diagnosis|runs`), plus the pure chart geometry and CSV rows the views render.
  */
+import { components } from './api/openapi';
 import { toCsv } from './csv';
 import { requestAPI } from './request';
 
@@ -11,75 +12,20 @@ export interface IJobRunRef {
   run?: string;
 }
 
-export interface IRankSeries {
-  step: (number | null)[];
-  time: (number | null)[];
-  loss?: (number | string | null)[];
-  step_time_s?: (number | null)[];
-  throughput?: (number | null)[];
-  lr?: (number | null)[];
-  grad_norm?: (number | null)[];
-  throughput_unit?: string;
-  stride?: number;
-}
+type Schemas = components['schemas'];
 
-export interface IAlert {
-  kind: 'nan' | 'inf' | 'spike';
-  rank: number;
-  step: number | null;
-  message: string;
-  count: number;
-}
-
-export interface IMetrics {
-  job: string;
-  run: string;
-  source: 'live' | 'archive';
-  ranks: Record<string, IRankSeries>;
-  alerts: IAlert[];
-}
-
-export interface IRankError {
-  rank: number | null;
-  node_rank: number;
-  pod: string;
-  server: string | null;
-  device?: number | null;
-  leaf: string | null;
-  time: string | null;
-  code: string;
-  title?: string;
-  role?: string;
-  line: string;
-  explanation: string;
-  fix: string;
-  source?: string;
-}
-
-export interface IRankWhere {
-  rank: number;
-  node_rank: number | null;
-  pod?: string | null;
-  server: string | null;
-  leaf: string | null;
-  ratio?: number;
-  silent_s?: number;
-  last_step?: number | null;
-}
-
-export interface IDiagnosis {
-  job: string;
-  run: string;
-  source: 'live' | 'archive';
-  phase: string;
-  summary: string;
-  first_failure: IRankError | null;
-  errors: IRankError[];
-  stragglers: IRankWhere[];
-  hung: IRankWhere[];
-  pending: { reason: string; [key: string]: unknown } | null;
-  advice?: string[];
-}
+/** One rank's aligned metric series (`components/schemas/RankSeries` in openapi.yaml). */
+export type IRankSeries = Schemas['RankSeries'];
+/** A NaN/Inf/spike alert on a rank's loss (`components/schemas/Alert`). */
+export type IAlert = Schemas['Alert'];
+/** GET /ranktable/jobs/{ns}/{name}/metrics (`components/schemas/Metrics`). */
+export type IMetrics = Schemas['Metrics'];
+/** A rank's error line with its explanation (`components/schemas/RankError`). */
+export type IRankError = Schemas['RankError'];
+/** Where a straggling or hung rank runs (`components/schemas/RankWhere`). */
+export type IRankWhere = Schemas['RankWhere'];
+/** GET /ranktable/jobs/{ns}/{name}/diagnosis (`components/schemas/Diagnosis`). */
+export type IDiagnosis = Schemas['Diagnosis'];
 
 function jobPath(ref: IJobRunRef, what: string): string {
   const base = `jobs/${encodeURIComponent(ref.namespace)}/${encodeURIComponent(ref.name)}/${what}`;

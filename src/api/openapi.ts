@@ -969,14 +969,7 @@ export interface paths {
           };
           content: {
             'application/json': {
-              kernels: {
-                kernel_id: string;
-                kernel_name?: string;
-                profile?: string | null;
-                pid?: number | null;
-                started?: number | null;
-                attached: boolean;
-              }[];
+              kernels: components['schemas']['RemoteKernel'][];
             };
           };
         };
@@ -1021,10 +1014,7 @@ export interface paths {
             [name: string]: unknown;
           };
           content: {
-            'application/json': {
-              kernel_id: string;
-              shut_down?: boolean;
-            };
+            'application/json': components['schemas']['KernelShutDown'];
           };
         };
         default: components['responses']['Error'];
@@ -1064,10 +1054,7 @@ export interface paths {
             [name: string]: unknown;
           };
           content: {
-            'application/json': {
-              kernel_id: string;
-              attached?: boolean;
-            };
+            'application/json': components['schemas']['KernelAttached'];
           };
         };
         default: components['responses']['Error'];
@@ -1657,29 +1644,32 @@ export interface components {
       source: 'live' | 'archive';
       /** @description Rank id (as trained, after route-plan renumbering) -> aligned series; null where a record lacks a value; loss may be "nan"/"inf". */
       ranks: {
-        [key: string]: {
-          step: (number | null)[];
-          time: (number | null)[];
-          loss?: (number | string | null)[];
-          step_time_s?: (number | null)[];
-          throughput?: (number | null)[];
-          lr?: (number | null)[];
-          grad_norm?: (number | null)[];
-          throughput_unit?: string;
-          stride?: number;
-        };
+        [key: string]: components['schemas']['RankSeries'];
       };
-      alerts: {
-        /** @enum {string} */
-        kind: 'nan' | 'inf' | 'spike';
-        rank: number;
-        step?: number | null;
-        time?: number | null;
-        value?: number | string;
-        message: string;
-        count: number;
-        last_step?: number | null;
-      }[];
+      alerts: components['schemas']['Alert'][];
+    };
+    /** @description One rank's metric series, aligned by index; null where a record lacks a value. */
+    RankSeries: {
+      step: (number | null)[];
+      time: (number | null)[];
+      loss?: (number | string | null)[];
+      step_time_s?: (number | null)[];
+      throughput?: (number | null)[];
+      lr?: (number | null)[];
+      grad_norm?: (number | null)[];
+      throughput_unit?: string;
+      stride?: number;
+    };
+    Alert: {
+      /** @enum {string} */
+      kind: 'nan' | 'inf' | 'spike';
+      rank: number;
+      step?: number | null;
+      time?: number | null;
+      value?: number | string;
+      message: string;
+      count: number;
+      last_step?: number | null;
     };
     RankError: {
       rank: number | null;
@@ -1725,7 +1715,7 @@ export interface components {
       errors: components['schemas']['RankError'][];
       stragglers: components['schemas']['RankWhere'][];
       hung: components['schemas']['RankWhere'][];
-      pending: Record<string, never> | null;
+      pending: components['schemas']['Pending'] | null;
       advice?: string[];
       job_median_step_time_s?: number | null;
       error_counts?: {
@@ -1733,6 +1723,16 @@ export interface components {
       };
       log_time?: string | null;
       lines?: number;
+    };
+    /** @description Why a pending job does not start (gang scheduling, its queue); more fields may follow. */
+    Pending: {
+      reason: string;
+      satisfiable?: boolean;
+      nodes_needed?: number;
+      npus_per_pod?: number;
+      nodes_fit?: number;
+    } & {
+      [key: string]: unknown;
     };
     Run: {
       namespace: string;
@@ -1956,6 +1956,23 @@ export interface components {
       jump?: string | null;
       remote_dir?: string;
       sync?: Record<string, never>;
+    };
+    /** @description A remote (SSH) kernel recorded on this machine, attached to this server or left by a previous one. */
+    RemoteKernel: {
+      kernel_id: string;
+      kernel_name?: string;
+      profile?: string | null;
+      pid?: number | null;
+      started?: number | null;
+      attached: boolean;
+    };
+    KernelAttached: {
+      kernel_id: string;
+      attached: boolean;
+    };
+    KernelShutDown: {
+      kernel_id: string;
+      shut_down?: boolean;
     };
     Forward: {
       id: string;

@@ -1,24 +1,13 @@
+import { components, paths } from '../api/openapi';
 import { RanktableAPIError, postJSON } from '../request';
 
 /** POST /ranktable/profiles/NAME/test's answer (`components/schemas/TestResult` in openapi.yaml). */
-export interface ITestResult {
-  status:
-    | 'ok'
-    | 'unknown-host-key'
-    | 'host-key-changed'
-    | 'passphrase-required'
-    | 'error';
-  message: string;
-  fingerprint?: string;
-  key_type?: string;
-  host?: string;
-  /** host-key-changed: the recorded key(s) fingerprint */
-  recorded?: string;
-  /** host-key-changed: the fingerprint the server presents now */
-  presented?: string;
-  reason?: string;
-  fix?: string | null;
-}
+export type ITestResult = components['schemas']['TestResult'];
+
+/** POST /ranktable/profiles/NAME/test's body (accept or replace a host key, a key passphrase). */
+export type ITestRequest = NonNullable<
+  paths['/ranktable/profiles/{name}/test']['post']['requestBody']
+>['content']['application/json'];
 
 /** A fingerprint as typed or pasted: surrounding blanks and a leading key type ("ED25519 SHA256:…") dropped. */
 export function normalizeFingerprint(text: string): string {
@@ -50,7 +39,9 @@ export async function trustNewHostKey(
       'replace_host_key'
     );
   }
-  return postJSON<ITestResult>(`profiles/${encodeURIComponent(profile)}/test`, {
-    replace_host_key: normalizeFingerprint(typed)
-  });
+  const body: ITestRequest = { replace_host_key: normalizeFingerprint(typed) };
+  return postJSON<ITestResult>(
+    `profiles/${encodeURIComponent(profile)}/test`,
+    body
+  );
 }

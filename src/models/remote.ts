@@ -1,30 +1,26 @@
 import { ISignal, Signal } from '@lumino/signaling';
 import { IDisposable } from '@lumino/disposable';
 
+import { components, paths } from '../api/openapi';
 import { RanktableAPIError, postJSON, requestAPI } from '../request';
 
-/** A port forward, as `components/schemas/Forward` in openapi.yaml: a 127.0.0.1 listener to a port on an instance. */
-export interface IForward {
-  id: string;
-  profile: string;
-  remote_host?: string;
-  remote_port: number;
-  local_port: number;
-  /** http://127.0.0.1:LOCAL_PORT/ */
-  url: string;
-  bind: '127.0.0.1';
-  created?: number;
-}
+type Schemas = components['schemas'];
 
-/** One row of GET /ranktable/remote-kernels: attached to this server or left running by a previous one. */
-export interface IRemoteKernel {
-  kernel_id: string;
-  kernel_name?: string;
-  profile?: string | null;
-  pid?: number | null;
-  started?: number | null;
-  attached: boolean;
-}
+/** A port forward (`components/schemas/Forward` in openapi.yaml): a 127.0.0.1 listener to a port on an instance. */
+export type IForward = Schemas['Forward'];
+
+/** POST /ranktable/forwards's body. */
+export type IForwardRequest =
+  paths['/ranktable/forwards']['post']['requestBody']['content']['application/json'];
+
+/** One row of GET /ranktable/remote-kernels (`components/schemas/RemoteKernel`). */
+export type IRemoteKernel = Schemas['RemoteKernel'];
+
+/** POST /ranktable/remote-kernels/{id}/attach's answer. */
+export type IKernelAttached = Schemas['KernelAttached'];
+
+/** DELETE /ranktable/remote-kernels/{id}'s answer. */
+export type IKernelShutDown = Schemas['KernelShutDown'];
 
 /** Shared by the small remote models: a list fetched from one endpoint, a changed signal, the last error. */
 abstract class ListModel<T> implements IDisposable {
@@ -104,7 +100,9 @@ export class ForwardsModel extends ListModel<IForward> {
   }
 
   protected async fetch(): Promise<IForward[]> {
-    return (await requestAPI<{ forwards: IForward[] }>('forwards')).forwards;
+    type List =
+      paths['/ranktable/forwards']['get']['responses'][200]['content']['application/json'];
+    return (await requestAPI<List>('forwards')).forwards;
   }
 
   /** Forward `remotePort` of the profile's instance to a free 127.0.0.1 port (or `localPort`). */
@@ -117,7 +115,7 @@ export class ForwardsModel extends ListModel<IForward> {
         'profile'
       );
     }
-    const body: Record<string, unknown> = {
+    const body: IForwardRequest = {
       profile,
       remote_port: parsePort(remotePort, 'remote_port')
     };
@@ -143,25 +141,25 @@ export class RemoteKernelsModel extends ListModel<IRemoteKernel> {
   }
 
   protected async fetch(): Promise<IRemoteKernel[]> {
-    return (await requestAPI<{ kernels: IRemoteKernel[] }>('remote-kernels'))
-      .kernels;
+    type List =
+      paths['/ranktable/remote-kernels']['get']['responses'][200]['content']['application/json'];
+    return (await requestAPI<List>('remote-kernels')).kernels;
   }
 
-  attach(id: string): Promise<{ kernel_id: string; attached: boolean }> {
+  attach(id: string): Promise<IKernelAttached> {
     return this.act(id, () =>
-      postJSON<{ kernel_id: string; attached: boolean }>(
+      postJSON<IKernelAttached>(
         `remote-kernels/${encodeURIComponent(id)}/attach`,
         {}
       )
     );
   }
 
-  shutdown(id: string): Promise<{ kernel_id: string; shut_down?: boolean }> {
+  shutdown(id: string): Promise<IKernelShutDown> {
     return this.act(id, () =>
-      requestAPI<{ kernel_id: string; shut_down?: boolean }>(
-        `remote-kernels/${encodeURIComponent(id)}`,
-        { method: 'DELETE' }
-      )
+      requestAPI<IKernelShutDown>(`remote-kernels/${encodeURIComponent(id)}`, {
+        method: 'DELETE'
+      })
     );
   }
 }
