@@ -61,6 +61,7 @@ export function KernelsSection(props: IKernelsProps): JSX.Element {
             <button
               className="jp-mod-styled"
               disabled={busy === p.name}
+              title={trans.__('Open a notebook on %1', p.name)}
               onClick={() => void open(p.name)}
             >
               {trans.__('Open a notebook on %1', p.name)}

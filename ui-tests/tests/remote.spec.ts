@@ -69,6 +69,22 @@ async function expectLaidOut(s: Locator): Promise<void> {
         );
       }
     }
+    for (const button of Array.from(root.querySelectorAll('button'))) {
+      const r = button.getBoundingClientRect();
+      if (r.height === 0) {
+        continue;
+      }
+      if (button.scrollHeight > button.clientHeight + 1) {
+        found.push(
+          `${name(button)}: its label spills out (${button.scrollHeight} > ${button.clientHeight})`
+        );
+      }
+      if (r.top < box.top - 1 || r.bottom > box.bottom + 1) {
+        found.push(
+          `${name(button)} at ${r.top}..${r.bottom} outside ${box.top}..${box.bottom}`
+        );
+      }
+    }
     for (const row of Array.from(
       root.querySelectorAll('.jp-Ranktable-actions')
     )) {
@@ -89,6 +105,35 @@ async function expectLaidOut(s: Locator): Promise<void> {
     return found;
   });
   expect(problems).toEqual([]);
+}
+
+/** The button's label is one line: its box is no taller than one line of text plus its padding. */
+async function expectOneLine(button: Locator): Promise<void> {
+  const [height, oneLine] = await button.evaluate((b: HTMLElement) => {
+    const cs = getComputedStyle(b);
+    const px = (v: string) => parseFloat(v) || 0;
+    const line = px(cs.lineHeight) || px(cs.fontSize) * 1.3;
+    const chrome =
+      px(cs.paddingTop) +
+      px(cs.paddingBottom) +
+      px(cs.borderTopWidth) +
+      px(cs.borderBottomWidth);
+    return [
+      b.getBoundingClientRect().height,
+      Math.max(px(cs.minHeight), line + chrome)
+    ];
+  });
+  expect(height).toBeLessThanOrEqual(oneLine + 1);
+}
+
+/** `inner` lies inside `outer`'s box (1 px tolerance). */
+async function expectInside(inner: Locator, outer: Locator): Promise<void> {
+  const a = (await inner.boundingBox())!;
+  const b = (await outer.boundingBox())!;
+  expect(a.x).toBeGreaterThanOrEqual(b.x - 1);
+  expect(a.y).toBeGreaterThanOrEqual(b.y - 1);
+  expect(a.x + a.width).toBeLessThanOrEqual(b.x + b.width + 1);
+  expect(a.y + a.height).toBeLessThanOrEqual(b.y + b.height + 1);
 }
 
 async function shoot(page: Page, name: string): Promise<void> {
@@ -336,9 +381,16 @@ test('a recreated instance: both fingerprints shown, the new key trusted only on
       'host-key-changed'
     );
 
-    await changed
-      .getByRole('button', { name: /The instance was recreated/ })
-      .click();
+    const recreated = changed.getByRole('button', {
+      name: /The instance was recreated/
+    });
+    // the accordion's section (its visible, scrolling box), not only the body that grows with its content
+    const visible = page.locator('#jp-Ranktable-section-connections');
+    await expectInside(recreated, changed);
+    await expectInside(recreated, visible);
+    await expectLaidOut(s);
+    await shoot(page, 'host-key-recreated');
+    await recreated.click();
     const input = changed.getByRole('textbox');
     const trust = changed.getByRole('button', { name: 'Trust the new key' });
     await expect(trust).toBeDisabled();
@@ -354,6 +406,12 @@ test('a recreated instance: both fingerprints shown, the new key trusted only on
     );
     await input.fill(`ED25519 ${newKey}`); // pasted with its key type, as ssh-keygen -l prints it
     await expect(trust).toBeEnabled();
+    await expectInside(trust, changed);
+    await expectInside(trust, visible);
+    await expectInside(
+      changed.getByRole('button', { name: 'Cancel' }),
+      visible
+    );
     await expectLaidOut(s);
     await shoot(page, 'host-key-changed');
 
@@ -403,6 +461,13 @@ test('a remote kernel left running by a previous server: attach it, then shut it
     timeout: 15000
   });
   await expect(row.locator('.jp-Ranktable-badge')).toHaveText('detached');
+  const openButtons = s.getByRole('button', { name: /^Open a notebook on / });
+  expect(await openButtons.count()).toBeGreaterThan(0);
+  for (const button of await openButtons.all()) {
+    await expectOneLine(button);
+    await expectInside(button, s);
+    await expectInside(button, page.locator('#jp-Ranktable-section-kernels'));
+  }
   const listed = (
     await (await request.get('/ranktable/remote-kernels')).json()
   ).kernels.find((k: any) => k.kernel_id === kernelId);
