@@ -18,6 +18,9 @@ export interface ISubscriptionHandlers {
   onReconnect?: () => void;
 }
 
+/** `WebSocket.OPEN`, without needing the global (the socket class comes from the settings). */
+const OPEN = 1;
+
 interface ISubscription {
   channel: string;
   handlers: ISubscriptionHandlers;
@@ -46,7 +49,7 @@ export class StreamClient implements IDisposable {
   }
 
   get connected(): boolean {
-    return this._socket?.readyState === WebSocket.OPEN;
+    return this._socket?.readyState === OPEN;
   }
 
   subscribe(
