@@ -203,19 +203,19 @@ def _device_codes(placement: Placement, fabric: _Fabric) -> np.ndarray:
     """The leaf code of every device in table order (one code per server unless rail-optimised)."""
     unknown = len(fabric.names)
     code = fabric.code
+    counts = list(map(len, placement.device_leaf))
+    if not placement.rails and placement.group_leaf:  # one leaf per server: one lookup per leaf
+        per_leaf = np.array(
+            [unknown if leaf is None else code.get(leaf, unknown) for leaf in placement.group_leaf]
+        )
+        return np.repeat(per_leaf[placement.groups()], counts)
     per_server: list[int] = []
-    counts: list[int] = []
     mixed: dict[int, list[str | None]] = {}
-    if not placement.rails:  # one leaf per server
-        firsts = [leaves[0] if leaves else None for leaves in placement.device_leaf]
-        per_server = [unknown if leaf is None else code.get(leaf, unknown) for leaf in firsts]
-        counts = list(map(len, placement.device_leaf))
-    for i, leaves in enumerate(placement.device_leaf if placement.rails else ()):
+    for i, leaves in enumerate(placement.device_leaf):
         first = leaves[0] if leaves else None
-        if len(leaves) > 1 and leaves.count(first) != len(leaves):
+        if placement.rails and len(leaves) > 1 and leaves.count(first) != len(leaves):
             mixed[i] = leaves
         per_server.append(code.get(first, unknown) if first is not None else unknown)
-        counts.append(len(leaves))
     codes = np.repeat(np.array(per_server, dtype=np.int64), counts)
     if mixed:
         starts = np.cumsum(counts) - counts

@@ -68,10 +68,10 @@ class Fabric:
         return self.code.get(leaf, len(self.names)) if leaf is not None else len(self.names)
 
     def load(self, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None = None) -> FlowLoad:
-        """Flows leaf `src[i]` -> leaf `dst[i]`, all at once; `weight[i]` identical flows each."""
+        """Flows leaf `src[i]` -> leaf `dst[i]`, all at once; `weight[i]` (> 0) identical flows each."""
         if src.size == 0:
             return FlowLoad(1.0, 0, None, [0] * self.tiers)
-        factor = np.ones(src.size, dtype=np.float64)
+        factor = 1.0
         most, where = 0, None
         crossings: list[int] = []
         for k in range(self.tiers):
@@ -91,9 +91,9 @@ class Fabric:
             if load[busiest] > most:
                 most, where = int(load[busiest]), self.names[busiest]
             share = np.minimum(self.lanes / np.maximum(up, 1), self.lanes / np.maximum(down, 1))
-            edge = np.minimum(share[ac], share[bc])
-            factor[cross] = np.minimum(factor[cross], edge)
-        return FlowLoad(float(min(1.0, factor.min())), most, where, crossings)
+            # the slowest flow: min over flows of min(share[src], share[dst]) = min over used switches
+            factor = min(factor, float(share[up > 0].min()), float(share[down > 0].min()))
+        return FlowLoad(min(1.0, factor), most, where, crossings)
 
     def flows(self, src: np.ndarray, dst: np.ndarray) -> tuple[float, int, str | None]:
         """(slowest flow as a NIC fraction, most flows on one uplink, where) — the ring view."""

@@ -130,7 +130,7 @@ def _columns_look_fine(table: RankTable, columns: RankColumns) -> bool:
         if not (per_server[:, 1:] > per_server[:, :-1]).all():  # a device id twice in one server
             return False
     ips = columns.device_ip
-    present = ips if None not in ips and "" not in ips else [ip for ip in ips if ip]
+    present = ips if all(ips) else [ip for ip in ips if ip]  # all(): no None and no "" in one pass
     if columns.servers > 1 and len(present) != columns.devices:
         return False
     if len(set(present)) != len(present):

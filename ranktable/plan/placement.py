@@ -38,6 +38,11 @@ class Placement:
     rank_order: list[int]  # server indices in the table's own rank order
     device_leaf: list[list[str | None]] = field(default_factory=list)  # per server, per device entry
     rails: bool = True  # False: no server's devices span leaves (each device_leaf entry is one leaf repeated)
+    # per server the index of its key in `group_keys` (0 = the unknown key): the per-server passes
+    # (tier codes, tree order, device leaves) then run once per distinct key and are spread with numpy
+    group: np.ndarray | None = None
+    group_keys: list[tuple[tuple[str, ...], ...]] = field(default_factory=list)
+    group_leaf: list[str | None] = field(default_factory=list)  # without rails: each group's one leaf
     _codes: np.ndarray | None = field(default=None, init=False, repr=False, compare=False)
 
     def reordered(self, order: list[int]) -> Placement:
@@ -50,10 +55,25 @@ class Placement:
             list(range(len(order))),
             [self.device_leaf[i] for i in order] if self.device_leaf else [],
             self.rails,
+            None if self.group is None else self.group[np.asarray(order, dtype=np.int64)],
+            self.group_keys,
+            self.group_leaf,
         )
         if self._codes is not None:
             placement._codes = self._codes[:, np.asarray(order, dtype=np.int64)]
         return placement
+
+    def groups(self) -> np.ndarray:
+        """Per server its index in `group_keys` (0 = unknown), derived from `keys` when not given."""
+        if self.group is None:
+            index: dict[tuple[tuple[str, ...], ...], int] = {}
+            found = [
+                0 if name is None else index.setdefault(key, len(index) + 1)
+                for name, key in zip(self.names, self.keys, strict=True)
+            ]
+            self.group = np.array(found, dtype=np.int64)
+            self.group_keys = [tuple((UNKNOWN,) for _ in range(self.tiers)), *index]
+        return self.group
 
     @property
     def unknown(self) -> list[int]:
@@ -65,7 +85,8 @@ class Placement:
             codes = np.zeros((self.tiers, len(self.keys)), dtype=np.int64)
             for k in range(self.tiers):
                 seen: dict[tuple[str, ...], int] = {}
-                codes[k] = [seen.setdefault(key[k], len(seen)) for key in self.keys]
+                per_group = [seen.setdefault(key[k], len(seen)) for key in self.group_keys]
+                codes[k] = np.array(per_group, dtype=np.int64)[self.groups()]
             codes.flags.writeable = False
             self._codes = codes
         return self._codes
@@ -108,11 +129,12 @@ def place_columns(columns: RankColumns, topology: Topology) -> Placement:
     rails = rails_of(topology)
     if not rails:
         return _place_whole_servers(columns, topology, tiers)
-    key_cache: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
+    key_cache: dict[tuple[str, ...], tuple[int, tuple[tuple[str, ...], ...]]] = {}  # used -> (group, key)
     unknown_key = tuple((UNKNOWN,) for _ in range(tiers))
     names: list[str | None] = []
     leaves: list[tuple[str, ...]] = []
     keys: list[tuple[tuple[str, ...], ...]] = []
+    groups: list[int] = []
     device_leaf: list[list[str | None]] = []
     counts = columns.counts().tolist()
     bounds = columns.start.tolist()
@@ -135,16 +157,28 @@ def place_columns(columns: RankColumns, topology: Topology) -> Placement:
             names.append(None)
             leaves.append(())
             keys.append(unknown_key)
+            groups.append(0)
             device_leaf.append([None] * count)
             continue
         names.append(name)
         leaves.append(used)
         device_leaf.append(per_device)
-        key = key_cache.get(used)
-        if key is None:
-            key = key_cache[used] = _tier_key(topology, used, tiers)
-        keys.append(key)
-    return Placement(tiers, names, leaves, keys, first_rank_order(columns), device_leaf, bool(rails))
+        found = key_cache.get(used)
+        if found is None:
+            found = key_cache[used] = (len(key_cache) + 1, _tier_key(topology, used, tiers))
+        groups.append(found[0])
+        keys.append(found[1])
+    return Placement(
+        tiers,
+        names,
+        leaves,
+        keys,
+        first_rank_order(columns),
+        device_leaf,
+        bool(rails),
+        np.array(groups, dtype=np.int64),
+        [unknown_key, *(key for _, key in key_cache.values())],
+    )
 
 
 def _place_whole_servers(columns: RankColumns, topology: Topology, tiers: int) -> Placement:
@@ -163,10 +197,8 @@ def _place_whole_servers(columns: RankColumns, topology: Topology, tiers: int) -
         leaf_of.get(name) if name is not None and count else None
         for name, count in zip(resolved, counts, strict=True)
     ]
-    key_of: dict[str | None, tuple[tuple[str, ...], ...]] = {
-        leaf: _tier_key(topology, (leaf,), tiers) for leaf in set(found) if leaf is not None
-    }
-    key_of[None] = unknown_key
+    group_of = {leaf: n for n, leaf in enumerate(dict.fromkeys([None, *found]))}  # None (unknown) first
+    key_of = {leaf: unknown_key if leaf is None else _tier_key(topology, (leaf,), tiers) for leaf in group_of}
     return Placement(
         tiers,
         [name if leaf is not None else None for name, leaf in zip(resolved, found, strict=True)],
@@ -175,6 +207,9 @@ def _place_whole_servers(columns: RankColumns, topology: Topology, tiers: int) -
         first_rank_order(columns),
         [[leaf] * count for leaf, count in zip(found, counts, strict=True)],
         False,
+        np.fromiter(map(group_of.__getitem__, found), dtype=np.int64, count=len(found)),
+        list(key_of.values()),
+        list(group_of),
     )
 
 

@@ -108,26 +108,23 @@ def topology_order(placement: Placement, slice_ids: dict[str, int] | None = None
     position = np.empty(count, dtype=np.int64)
     position[np.asarray(placement.rank_order, dtype=np.int64)] = np.arange(count, dtype=np.int64)
     slots = slice_ids or {}
-    # per distinct tier-key object (the placement shares one per switch path), its path top tier first
-    paths: dict[int, tuple[object, ...]] = {}
-    for name, keys in zip(placement.names, placement.keys, strict=True):
-        if name is not None and id(keys) not in paths:
-            paths[id(keys)] = tuple(tuple(natural_key(n) for n in key) for key in reversed(keys))
-    rank = {path: n for n, path in enumerate(sorted(set(paths.values())))}
-    rank_of = {ident: rank[path] for ident, path in paths.items()}
-    unknown = np.array([name is None for name in placement.names], dtype=bool)
-    path_rank = np.array(
-        [
-            0 if name is None else rank_of[id(keys)]
-            for name, keys in zip(placement.names, placement.keys, strict=True)
-        ],
-        dtype=np.int64,
-    )
+    unknown, path_rank = _path_ranks(placement)
     slot = np.full(count, np.inf)
     if slots:
         slot[:] = [slots.get(name, np.inf) if name else np.inf for name in placement.names]
     slot[unknown] = 0
     return [int(i) for i in np.lexsort((position, slot, path_rank, unknown))]
+
+
+def _path_ranks(placement: Placement) -> tuple[np.ndarray, np.ndarray]:
+    """Per server: unknown to the topology, and the rank of its switch path (top tier first, natural
+    name order) among the paths in use; computed once per distinct path."""
+    group = placement.groups()
+    known = placement.group_keys[1:]  # group 0 is the unknown key
+    paths = [tuple(tuple(natural_key(n) for n in key) for key in reversed(keys)) for keys in known]
+    rank = {path: n for n, path in enumerate(sorted(set(paths)))}
+    per_group = np.array([0, *map(rank.__getitem__, paths)], dtype=np.int64)
+    return group == 0, per_group[group]
 
 
 def mapping_text(old_ranks: Sequence[int] | np.ndarray) -> str:

@@ -87,6 +87,11 @@ def expand_hostlist(expr: str) -> list[str]:
     expr = expr.strip()
     if not expr:
         return []
+    if "[" not in expr and "]" not in expr:  # plain names (how tools write 8,192 IPs): no per-char scan
+        names = [part.strip() for part in expr.split(",")]
+        if "" in names:
+            raise HostlistError(f"empty name in {expr!r} (two commas in a row?)")
+        return list(dict.fromkeys(names))
     out: dict[str, None] = {}
     for part in split_top_level(expr):
         part = part.strip()

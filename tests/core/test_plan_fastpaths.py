@@ -1,0 +1,159 @@
+"""The planning fast paths (issue 13) against straightforward reference versions of the same step:
+digit columns, plain hostlists, per-key tier codes and tree order, device leaf codes, flow loads."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ranktable.collectives.fabric import Fabric
+from ranktable.cost import _device_codes
+from ranktable.hccl.fastread import MAX_PLAIN_DIGITS, digits_column
+from ranktable.plan.placement import Placement, natural_key, place
+from ranktable.plan.planner import topology_order
+from ranktable.topology.hostlist import HostlistError, expand_hostlist, expand_one, split_top_level
+from ranktable.topology.synthetic import synthetic_topology
+from tests.core.test_plan import make_table
+
+
+def reference_digits(values: list[str]) -> np.ndarray | None:
+    """The rule spelled out value by value."""
+    ok = all(v and len(v) <= MAX_PLAIN_DIGITS and v.isascii() and v.isdigit() for v in values)
+    return np.array([int(v) for v in values], dtype=np.int64) if ok else None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="0123456789,-+ x\u0663", max_size=20), max_size=12))
+def test_digit_columns_follow_the_value_by_value_rule(values: list[str]) -> None:
+    got, want = digits_column(values), reference_digits(values)
+    assert (got is None) == (want is None)
+    if want is not None and got is not None:
+        assert got.dtype == np.int64 and got.tolist() == want.tolist()
+
+
+def test_digit_columns_refuse_long_empty_and_comma_values() -> None:
+    assert digits_column(["1" * 18, "0"]).tolist() == [int("1" * 18), 0]  # type: ignore[union-attr]
+    for bad in (["1" * 19], ["", "1"], ["1", ""], ["1,2"], ["1", "2,"], ["٣"]):
+        assert digits_column(bad) is None
+
+
+def reference_hostlist(expr: str) -> list[str]:
+    """The general bracket-aware path, used for every expression."""
+    out: dict[str, None] = {}
+    for part in split_top_level(expr.strip()):
+        if not part.strip():
+            raise HostlistError(f"empty name in {expr.strip()!r} (two commas in a row?)")
+        out.update(dict.fromkeys(expand_one(part.strip())))
+    return list(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="ab1., -", max_size=30))
+def test_plain_hostlists_expand_as_the_general_path_does(expr: str) -> None:
+    if not expr.strip():
+        assert expand_hostlist(expr) == []
+        return
+    try:
+        want: list[str] | str = reference_hostlist(expr)
+    except HostlistError as err:
+        want = str(err)
+    try:
+        got: list[str] | str = expand_hostlist(expr)
+    except HostlistError as err:
+        got = str(err)
+    assert got == want
+
+
+def reference_codes(placement: Placement) -> np.ndarray:
+    """Tier codes numbered per server key (the per-server pass the groups replace)."""
+    codes = np.zeros((placement.tiers, len(placement.keys)), dtype=np.int64)
+    for k in range(placement.tiers):
+        seen: dict[tuple[str, ...], int] = {}
+        codes[k] = [seen.setdefault(key[k], len(seen)) for key in placement.keys]
+    return codes
+
+
+def reference_order(placement: Placement) -> list[int]:
+    """Servers by switch path (top tier first, natural names), then rank order; unknown ones last."""
+    position = {server: n for n, server in enumerate(placement.rank_order)}
+
+    def key(i: int) -> tuple[object, ...]:
+        name, keys = placement.names[i], placement.keys[i]
+        if name is None:
+            return (1, (), position[i])
+        return (0, tuple(tuple(natural_key(n) for n in k) for k in reversed(keys)), position[i])
+
+    return sorted(range(len(placement.names)), key=key)
+
+
+def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal codes in `a` exactly where equal in `b` (the numbering itself may differ)."""
+    return all(
+        len(set(zip(x.tolist(), y.tolist(), strict=True))) == len(set(x.tolist())) == len(set(y.tolist()))
+        for x, y in zip(a, b, strict=True)
+    )
+
+
+def reference_device_codes(placement: Placement, fabric: Fabric) -> list[int]:
+    return [fabric.leaf_code(leaf) for leaves in placement.device_leaf for leaf in leaves]
+
+
+@st.composite
+def fabrics(draw: st.DrawFn) -> tuple[Placement, Fabric]:
+    """A 1-3 tier tree (rail-optimised or not), a table in random order with some unknown servers."""
+    leaves = draw(st.integers(1, 8))
+    spines = draw(st.integers(0, leaves))
+    cores = draw(st.integers(0, spines)) if spines else 0
+    rails = draw(st.sampled_from([0, 1, 2])) if leaves % 2 == 0 else 0
+    servers = draw(st.integers(max(1, leaves // max(rails, 1)), 30))
+    topo, ids = synthetic_topology(servers, leaves, spines, cores, rails=rails)
+    ids += [f"192.168.9.{n}" for n in range(draw(st.integers(0, 3)))]
+    random.Random(draw(st.integers(0, 1000))).shuffle(ids)
+    table = make_table(ids)
+    return place(table, topo), Fabric(topo, 8, 20.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(fabrics())
+def test_grouped_passes_equal_the_per_server_references(case: tuple[Placement, Fabric]) -> None:
+    placement, fabric = case
+    assert same_partition(placement.tier_codes(), reference_codes(placement))
+    assert topology_order(placement) == reference_order(placement)
+    assert _device_codes(placement, fabric).tolist() == reference_device_codes(placement, fabric)
+    derived = Placement(
+        placement.tiers, placement.names, placement.leaves, placement.keys, placement.rank_order
+    )
+    assert topology_order(derived) == topology_order(placement)  # groups derived from keys when not given
+    assert same_partition(derived.tier_codes(), placement.tier_codes())
+
+
+def reference_factor(fabric: Fabric, src: np.ndarray, dst: np.ndarray, weight: np.ndarray | None) -> float:
+    """The slowest flow's share, flow by flow (the per-flow array the load no longer builds)."""
+    factor = np.ones(src.size)
+    for k in range(fabric.tiers):
+        a, b = fabric.anc[k, src], fabric.anc[k, dst]
+        cross = (a != b) & (a >= 0) & (b >= 0)
+        if not cross.any():
+            continue
+        w = None if weight is None else weight[cross]
+        up = np.bincount(a[cross], weights=w, minlength=len(fabric.names))
+        down = np.bincount(b[cross], weights=w, minlength=len(fabric.names))
+        share = np.minimum(fabric.lanes / np.maximum(up, 1), fabric.lanes / np.maximum(down, 1))
+        factor[cross] = np.minimum(factor[cross], np.minimum(share[a[cross]], share[b[cross]]))
+    return float(min(1.0, factor.min()))
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_slowest_flow_equals_the_flow_by_flow_minimum(seed: int) -> None:
+    rnd = np.random.default_rng(seed)
+    topo, _ = synthetic_topology(40, 8, 3, 1, oversubscription=float(rnd.choice([1.0, 2.0, 3.5])))
+    fabric = Fabric(topo, 8, 20.0)
+    count = int(rnd.integers(1, 200))
+    codes = len(fabric.names) + 1  # the last code is the unknown leaf
+    src, dst = rnd.integers(0, codes, count), rnd.integers(0, codes, count)
+    weight = None if seed % 2 else rnd.integers(1, 9, count).astype(np.float64)
+    assert fabric.load(src, dst, weight).factor == reference_factor(fabric, src, dst, weight)
