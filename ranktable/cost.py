@@ -285,7 +285,8 @@ def _shape(
     return JobShape(matrix, product, why, pods), notes
 
 
-def _rank_places(ring: RingDevices) -> RankPlaces | None:
+def _rank_places(ring: RingDevices, pods: np.ndarray | None = None) -> RankPlaces | None:
+    """Per rank id its server, leaf and (A3, `pods` per server in ring order) SuperPoD."""
     world = len(ring.rank)
     index = ring.rank
     if world == 0 or index.min() < 0 or index.max() >= world or len(np.unique(index)) != world:
@@ -294,7 +295,11 @@ def _rank_places(ring: RingDevices) -> RankPlaces | None:
     leaf = np.empty(world, dtype=np.int64)
     server[index] = np.repeat(np.arange(len(ring.counts), dtype=np.int64), ring.counts)
     leaf[index] = ring.leaf
-    return RankPlaces(server, leaf)
+    pod = None
+    if pods is not None:
+        pod = np.empty(world, dtype=np.int64)
+        pod[index] = np.repeat(pods, ring.counts)
+    return RankPlaces(server, leaf, pod)
 
 
 def order_metrics(
@@ -367,7 +372,7 @@ def order_metrics(
     estimate.notes[:0] = notes
     groups: list[GroupCost] = []
     if query.parallel is not None:
-        places = _rank_places(devices)
+        places = _rank_places(devices, shape.pods)
         if places is None:
             raise InputError(
                 "rank ids are not 0..N-1 without gaps, so parallel groups cannot be formed",

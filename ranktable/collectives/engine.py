@@ -10,7 +10,7 @@ alpha + bytes / (link GB/s x the slowest flow's share); an algorithm takes the s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ class StepCost:
     crossings_per_tier: list[int] = field(default_factory=list)  # flows crossing each tier, one step
     max_uplink_flows: int = 0
     busiest_uplink: str | None = None
+    superpod_crossings: int = 0  # flows between SuperPoDs, one step (A3; not in the step JSON)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -82,6 +83,14 @@ class StepTimer:
         # keyed by id(rows); the rows are kept in the value so an id is never reused while memoised
         self._memo: dict[tuple[int, str, int, int], tuple[np.ndarray, FlowLoad]] = {}
         self._distinct: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._pods: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # id(rows) -> (rows, their SuperPoDs)
+
+    def with_pods(self, rows: np.ndarray, pods: np.ndarray | None) -> np.ndarray:
+        """`rows` (leaf codes), remembered with `pods` (same shape, SuperPoD of every position) so the
+        loads on them also count the flows between SuperPoDs."""
+        if pods is not None:
+            self._pods[id(rows)] = (rows, pods)
+        return rows
 
     def load(self, level: Level, step: Step) -> FlowLoad:
         if level.rows is None or self.fabric is None or step.pattern == "mesh":
@@ -120,9 +129,14 @@ class StepTimer:
             return _off_tree(self.tiers)
         unique, counts = self.distinct(rows)
         if counts.size == 1 and counts[0] == 1:
-            return self.fabric.load(unique[:, src].ravel(), unique[:, dst].ravel())
-        weight = np.repeat(counts, src.size).astype(np.float64)
-        return self.fabric.load(unique[:, src].ravel(), unique[:, dst].ravel(), weight)
+            load = self.fabric.load(unique[:, src].ravel(), unique[:, dst].ravel())
+        else:
+            weight = np.repeat(counts, src.size).astype(np.float64)
+            load = self.fabric.load(unique[:, src].ravel(), unique[:, dst].ravel(), weight)
+        pods = self._pods.get(id(rows))
+        if pods is None:
+            return load
+        return replace(load, superpod_crossings=int((pods[1][:, src] != pods[1][:, dst]).sum()))
 
     def cost(self, level: Level, step: Step, buffer: float, load: FlowLoad | None = None) -> StepCost:
         load = load or self.load(level, step)
@@ -142,6 +156,7 @@ class StepTimer:
             list(load.crossings_per_tier),
             load.max_uplink_flows,
             load.busiest_uplink,
+            load.superpod_crossings,
         )
 
 
@@ -227,6 +242,7 @@ def pipeline_steps(timer: StepTimer, inner: Level, outer: Level, op: str, total:
             list(load.crossings_per_tier),
             load.max_uplink_flows,
             load.busiest_uplink,
+            load.superpod_crossings,
         ),
         StepCost(inner.name, "pipeline", "in-server mesh", piece, phases, intra * phases, inner.gbps),
     ]

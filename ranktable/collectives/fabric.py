@@ -23,6 +23,7 @@ class FlowLoad:
     max_uplink_flows: int  # most flows through one switch uplink (one direction)
     busiest_uplink: str | None
     crossings_per_tier: list[int]  # flows whose endpoints sit under different tier-k switches
+    superpod_crossings: int = 0  # flows between SuperPoDs (A3), when the caller knows them
 
 
 class Fabric:

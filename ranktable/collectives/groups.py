@@ -183,6 +183,8 @@ class GroupCost:
     busiest_uplink: str | None
     steps: list[StepCost] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    superpods_per_group: int = 0  # A3: most SuperPoDs one group spans (0 = no SuperPoDs in the table)
+    superpod_crossings: int = 0  # A3: flows between SuperPoDs, all groups of the kind, whole collective
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -197,6 +199,8 @@ class GroupCost:
             "seconds": self.seconds,
             "servers_per_group": self.servers_per_group,
             "flows_crossing_per_tier": self.crossings_per_tier,
+            "superpods_per_group": self.superpods_per_group,
+            "flows_crossing_superpods": self.superpod_crossings,
             "max_uplink_flows": self.max_uplink_flows,
             "busiest_uplink": self.busiest_uplink,
             "steps": [step.to_json() for step in self.steps[:MAX_STEPS_SHOWN]],
@@ -207,10 +211,12 @@ class GroupCost:
 
 @dataclass
 class RankPlaces:
-    """Per global rank id: the position of its server in rank order and its leaf code."""
+    """Per global rank id: the position of its server in rank order, its leaf code and (A3) the index
+    of its SuperPoD."""
 
     server: np.ndarray
     leaf: np.ndarray
+    pod: np.ndarray | None = None
 
 
 def _summary(steps: list[StepCost], tiers: int) -> tuple[list[int], int, str | None]:
@@ -221,6 +227,52 @@ def _summary(steps: list[StepCost], tiers: int) -> tuple[list[int], int, str | N
     busiest = max(steps, key=lambda s: s.max_uplink_flows, default=None)
     most = busiest.max_uplink_flows if busiest else 0
     return total, most, busiest.busiest_uplink if busiest and most else None
+
+
+def _most_superpods(pods: np.ndarray) -> int:
+    """The most SuperPoDs any one group ([groups, members]) spans."""
+    ordered = np.sort(pods, axis=1)
+    return int((np.diff(ordered, axis=1) != 0).sum(axis=1).max()) + 1
+
+
+def _pod_split(pods: np.ndarray) -> tuple[int, np.ndarray] | None:
+    """(SuperPoDs per communicator, each row's positions ordered by SuperPoD) when every row of `pods`
+    ([R, servers]) spans equally many SuperPoDs with equally many servers in each; else None (HCCL's
+    NHR-HCF case, modelled as one level)."""
+    order = np.argsort(pods, axis=1, kind="stable")
+    ordered = np.take_along_axis(pods, order, axis=1)
+    count = len(np.unique(ordered[0]))
+    if pods.shape[1] % count:
+        return None
+    grid = ordered.reshape(pods.shape[0], count, pods.shape[1] // count)
+    if not (grid == grid[:, :, :1]).all() or not (grid[:, 1:, 0] != grid[:, :-1, 0]).all():
+        return None
+    return count, order
+
+
+def _superpod_levels(
+    timer: StepTimer,
+    rows: np.ndarray,
+    pods: np.ndarray,
+    split: tuple[int, np.ndarray],
+    level1: str,
+    level2: str | None,
+    links: ProductLinks,
+) -> list[Level]:
+    """A3 above the server: servers of one SuperPoD over switched HCCS (off the RoCE tree), then the
+    j-th server of every SuperPoD over RoCE, as the whole-job estimate models it."""
+    count, order = split
+    per_pod = rows.shape[1] // count
+
+    def across(values: np.ndarray) -> np.ndarray:
+        grid = np.take_along_axis(values, order, axis=1).reshape(rows.shape[0], count, per_pod)
+        return grid.transpose(0, 2, 1).reshape(rows.shape[0] * per_pod, count)
+
+    between = timer.with_pods(across(rows), across(pods))
+    return [
+        Level("in-SuperPoD", per_pod, links.hccs_l2_gbps, "ring" if level1 == "pipeline" else level1),
+        Level("between SuperPoDs", count, links.roce_gbps, level2 or "H-D_R", between),
+    ]
 
 
 def group_cost(
@@ -239,7 +291,7 @@ def group_cost(
     count, size = ranks.shape
     servers = places.server[ranks]
     leaves = places.leaf[ranks]
-    op = OPERATION[kind]
+    pods = None if places.pod is None else places.pod[ranks]
     notes: list[str] = []
     first = np.unique(servers[0])
     spread = len(first)
@@ -252,51 +304,134 @@ def group_cost(
     if not regular:
         notes.append("members are not spread evenly over servers; costed as one flat level over the tree")
         per_server, spread = 1, size
-    inner = Level("in-server", per_server, links.hccs_gbps, level0_algorithm(links.level0, per_server))
-    rows = leaves.reshape(count, spread, per_server).transpose(0, 2, 1).reshape(count * per_server, spread)
-    if op == "p2p":
-        load = timer.pairs(leaves, np.arange(size - 1), np.arange(1, size)) if spread > 1 else None
-        gbps = links.roce_gbps * load.factor if load is not None else links.hccs_gbps
-        seconds = timer.timing.alpha_s + nbytes / (gbps * 1e9)
-        step = StepCost(
-            "inter-server" if spread > 1 else "in-server",
-            "p2p",
-            "stage s -> s+1",
-            nbytes,
-            1,
-            seconds,
-            gbps,
-            list(load.crossings_per_tier) if load else [0] * timer.tiers,
-            load.max_uplink_flows if load else 0,
-            load.busiest_uplink if load else None,
-        )
-        crossings, most, where = _summary([step], timer.tiers)
-        return GroupCost(
+    if OPERATION[kind] == "p2p":
+        cost = _p2p_cost(kind, size, count, spread, leaves, pods, timer, nbytes, links)
+    else:
+        cost = _collective_cost(
             kind,
-            size,
-            count,
-            op,
-            "p2p",
-            "pipeline stages exchange activations point-to-point",
+            (count, size, spread, per_server),
+            leaves,
+            pods,
+            product,
+            timer,
             nbytes,
-            seconds,
-            spread,
-            crossings,
-            most,
-            where,
-            [step],
-            notes,
+            settings,
+            source,
+            links,
+        )
+    cost.notes[:0] = notes
+    cost.superpods_per_group = 0 if pods is None else _most_superpods(pods)
+    cost.superpod_crossings = sum(step.superpod_crossings * step.repeat for step in cost.steps)
+    return cost
+
+
+def _p2p_cost(
+    kind: str,
+    size: int,
+    count: int,
+    spread: int,
+    leaves: np.ndarray,
+    pods: np.ndarray | None,
+    timer: StepTimer,
+    nbytes: float,
+    links: ProductLinks,
+) -> GroupCost:
+    """Pipeline stages send to the next stage: over RoCE on the tree, or over switched HCCS when every
+    stage pair shares a SuperPoD (A3)."""
+    in_pod = pods is not None and spread > 1 and not bool((pods[:, :-1] != pods[:, 1:]).any())
+    load = None
+    if spread > 1 and not in_pod:
+        load = timer.pairs(timer.with_pods(leaves, pods), np.arange(size - 1), np.arange(1, size))
+    if load is not None:
+        gbps, level = links.roce_gbps * load.factor, "inter-server"
+    else:
+        gbps, level = (links.hccs_l2_gbps, "in-SuperPoD") if in_pod else (links.hccs_gbps, "in-server")
+    seconds = timer.timing.alpha_s + nbytes / (gbps * 1e9)
+    step = StepCost(
+        level,
+        "p2p",
+        "stage s -> s+1",
+        nbytes,
+        1,
+        seconds,
+        gbps,
+        list(load.crossings_per_tier) if load else [0] * timer.tiers,
+        load.max_uplink_flows if load else 0,
+        load.busiest_uplink if load else None,
+        load.superpod_crossings if load else 0,
+    )
+    crossings, most, where = _summary([step], timer.tiers)
+    return GroupCost(
+        kind,
+        size,
+        count,
+        "p2p",
+        "p2p",
+        "pipeline stages exchange activations point-to-point",
+        nbytes,
+        seconds,
+        spread,
+        crossings,
+        most,
+        where,
+        [step],
+        [],
+    )
+
+
+def _collective_cost(
+    kind: str,
+    shape: tuple[int, int, int, int],
+    leaves: np.ndarray,
+    pods: np.ndarray | None,
+    product: str,
+    timer: StepTimer,
+    nbytes: float,
+    settings: dict[str, LevelSetting] | None,
+    source: str,
+    links: ProductLinks,
+) -> GroupCost:
+    """The group's collective level by level: in-server, then between servers (A3: in-SuperPoD and
+    between SuperPoDs when the members' SuperPoDs hold equally many of their servers)."""
+    count, size, spread, per_server = shape
+    op = OPERATION[kind]
+    notes: list[str] = []
+
+    def planes(values: np.ndarray) -> np.ndarray:  # [groups x NPUs per server, servers of the group]
+        return (
+            values.reshape(count, spread, per_server).transpose(0, 2, 1).reshape(count * per_server, spread)
+        )
+
+    inner = Level("in-server", per_server, links.hccs_gbps, level0_algorithm(links.level0, per_server))
+    rows = planes(leaves)
+    pod_rows = None if pods is None else planes(pods)
+    split = _pod_split(pod_rows) if pod_rows is not None and spread > 1 else None
+    if pod_rows is not None and spread > 1 and split is None:
+        notes.append(
+            "the group's SuperPoDs hold different numbers of its servers; modelled as one inter-server "
+            "level over RoCE"
         )
     buffer = level_buffer(op, nbytes, size)
+    pod_count = split[0] if split is not None else 0
+    level_servers = spread // pod_count if pod_count else spread
     if kind == "cp":
         choice = Choice(
             "ring", "Megatron context parallel runs ring point-to-point exchanges, not an HCCL collective"
         )
     else:
-        choice = choose(op, product, spread, per_server, buffer, settings=settings, source=source)
+        choice = choose(
+            op, product, level_servers, per_server, buffer, settings=settings, pods=pod_count, source=source
+        )
     algorithm = choice.algorithm if spread > 1 else inner.algorithm
-    outer = Level("inter-server", spread, links.roce_gbps, choice.algorithm, rows)
-    steps = hierarchy_steps(timer, [inner, outer], op, buffer)
+    if split is not None and pod_rows is not None:
+        levels = [
+            inner,
+            *_superpod_levels(timer, rows, pod_rows, split, choice.algorithm, choice.level2, links),
+        ]
+    else:
+        rows = timer.with_pods(rows, pod_rows)
+        levels = [inner, Level("inter-server", spread, links.roce_gbps, choice.algorithm, rows)]
+    steps = hierarchy_steps(timer, levels, op, buffer)
     crossings, most, where = _summary(steps, timer.tiers)
     return GroupCost(
         kind,

@@ -13,7 +13,7 @@ from ranktable.collectives.choice import parse_hccl_algo
 from ranktable.collectives.groups import ParallelSizes, group_ranks, parse_group_bytes, parse_parallel
 from ranktable.cost import CollectiveQuery, compare
 from ranktable.errors import InputError
-from ranktable.hccl import dump_rank_table
+from ranktable.hccl import SuperPod, dump_rank_table
 from ranktable.plan import plan_routes
 from ranktable.topology import dump_topology_yaml
 from ranktable.usecases.layout import layout_json as preview_report
@@ -78,6 +78,7 @@ def test_each_group_kind_is_costed_with_its_collective_and_crossings() -> None:
     assert set(rows) == {"tp", "dp", "pp"}
     tp = rows["tp"]["planned"]
     assert tp["servers_per_group"] == 1 and tp["flows_crossing_per_tier"] == [0, 0]  # TP stays in a server
+    assert tp["superpods_per_group"] == 0 and tp["flows_crossing_superpods"] == 0  # no SuperPoD tier (1.0)
     assert rows["tp"]["algorithm"] == "mesh" and rows["tp"]["message_bytes"] == 64 * MIB
     assert rows["dp"]["operation"] == "allreduce" and rows["dp"]["size"] == 4
     assert rows["pp"]["operation"] == "p2p" and rows["pp"]["count"] == 32
@@ -230,3 +231,74 @@ def test_the_launchers_route_agrees_with_plan_for_the_jobs_env(
         out, err = capsys.readouterr()
         assert code == 0 and f"export NODE_RANK={node}\n" in out
         assert warning is None or warning in err
+
+
+# -- A3: the SuperPoD tier --------------------------------------------------------------------------------
+
+
+def a3_pool(pods: list[list[str]] | None) -> tuple[object, object]:
+    """Eight servers under two leaves (ranks in tree order) as an A3 rank table 1.2 with these SuperPoDs;
+    None: the same table as 1.0 (no SuperPoD tier)."""
+    ids = [f"s{leaf}-{n}" for leaf in (0, 1) for n in range(4)]
+    table = make_table(ids)
+    if pods is not None:
+        table.version = "1.2"
+        for server in table.servers:
+            for device in server.devices:
+                device.super_device_id = str(device.rank_id)
+        table.super_pods = [SuperPod(str(n), members) for n, members in enumerate(pods)]
+    return table, two_tier(leaves=2, per_leaf=4, oversubscription=4.0)
+
+
+ACROSS_LEAVES = [["s0-0", "s0-1", "s1-0", "s1-1"], ["s0-2", "s0-3", "s1-2", "s1-3"]]
+
+
+def group_rows(pods: list[list[str]] | None, sizes: ParallelSizes) -> dict[str, dict[str, object]]:
+    """Each kind's cost on the table's own order (given = planned: no planner in the way)."""
+    table, topo = a3_pool(pods)
+    query = CollectiveQuery(parallel=sizes, product="A3")
+    comparison = compare(table, table, topo, query=query)  # type: ignore[arg-type]
+    return {row["kind"]: row["given"] for row in comparison.group_rows()}
+
+
+def test_group_flows_between_superpods_are_counted_like_the_switch_tiers() -> None:
+    rows = group_rows(ACROSS_LEAVES, ParallelSizes(tp=8))
+    tp, dp = rows["tp"], rows["dp"]
+    assert tp["superpods_per_group"] == 1 and tp["flows_crossing_superpods"] == 0  # inside a server
+    # dp: 8 groups (one per NPU index) of 8 servers, 4 in each of 2 SuperPoDs; HCCL runs in-SuperPoD
+    # first, then the j-th server of each SuperPoD with its peer: 8 x 4 pairs, H-D_R on 2 = one exchange
+    # each way (2 flows) in the reduce-scatter and again in the all-gather: 8 x 4 x 2 x 2 = 128 flows
+    assert dp["superpods_per_group"] == 2 and dp["flows_crossing_superpods"] == 128
+    levels = [step["level"] for step in dp["steps"]]  # type: ignore[attr-defined]
+    assert "in-SuperPoD" in levels and "between SuperPoDs" in levels
+    between = [s for s in dp["steps"] if s["level"] == "between SuperPoDs"]  # type: ignore[attr-defined]
+    on_tree = [sum(s["crossings_per_tier"][k] * s["repeat"] for s in between) for k in range(2)]
+    assert dp["flows_crossing_per_tier"] == on_tree  # only the RoCE level touches the switch tree
+
+
+def test_a_group_inside_one_superpod_stays_off_the_roce_tree() -> None:
+    everyone = [[f"s{leaf}-{n}" for leaf in (0, 1) for n in range(4)]]
+    inside = group_rows(everyone, ParallelSizes(tp=8, pp=2))
+    flat = group_rows(None, ParallelSizes(tp=8, pp=2))
+    for kind in ("dp", "pp"):
+        assert inside[kind]["superpods_per_group"] == 1 and inside[kind]["flows_crossing_superpods"] == 0
+        assert inside[kind]["flows_crossing_per_tier"] == [0, 0]  # switched HCCS, not the leaves
+        assert {s["level"] for s in inside[kind]["steps"]} == {"in-SuperPoD"}  # type: ignore[attr-defined]
+        assert flat[kind]["superpods_per_group"] == 0 and flat[kind]["flows_crossing_superpods"] == 0
+    assert flat["pp"]["flows_crossing_per_tier"][0] > 0  # without the SuperPoD tier: RoCE over the leaves
+
+
+def test_pipeline_sends_between_superpods_are_counted() -> None:
+    by_leaf = [[f"s{leaf}-{n}" for n in range(4)] for leaf in (0, 1)]
+    pp = group_rows(by_leaf, ParallelSizes(tp=8, pp=2))["pp"]
+    # stage 0 = ranks 0-31 (leaf 0's SuperPoD), stage 1 = ranks 32-63: every one of the 32 sends crosses
+    assert pp["superpods_per_group"] == 2 and pp["flows_crossing_superpods"] == 32
+    assert pp["flows_crossing_per_tier"][0] == 32
+
+
+def test_uneven_superpods_in_a_group_are_one_roce_level_with_a_note() -> None:
+    uneven = [["s0-0", "s0-1", "s0-2"], ["s0-3", "s1-0", "s1-1", "s1-2", "s1-3"]]
+    dp = group_rows(uneven, ParallelSizes(tp=8))["dp"]
+    assert dp["superpods_per_group"] == 2 and dp["flows_crossing_superpods"] > 0
+    assert {s["level"] for s in dp["steps"]} == {"inter-server"}  # type: ignore[attr-defined]
+    assert any("different numbers" in note for note in dp["notes"])  # type: ignore[attr-defined]
