@@ -12,6 +12,7 @@ import json
 import os
 import re
 import tempfile
+import uuid
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -21,8 +22,9 @@ import numpy as np
 from ranktable import limits
 from ranktable.errors import InputError
 from ranktable.hccl.bulk import gc_paused
-from ranktable.hccl.columns import RankColumns
+from ranktable.hccl.columns import RankColumns, lazy_columns
 from ranktable.hccl.fastread import digits_column, read_platform_table
+from ranktable.hccl.fastwrite import server_list_text
 from ranktable.hccl.model import (
     STATUS_INITIALIZING,
     SUPPORTED_VERSIONS,
@@ -347,11 +349,15 @@ def rank_table_to_dict(table: RankTable) -> dict[str, Any]:
         and not table.extra
     ):
         return {"status": table.status}  # how the ConfigMap starts out
+    return _document(table, len(table.servers), [_server_to_dict(s) for s in table.servers])
+
+
+def _document(table: RankTable, servers: int, server_list: Any) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "status": table.status,
         "version": table.version,
-        "server_count": str(len(table.servers)),
-        "server_list": [_server_to_dict(s) for s in table.servers],
+        "server_count": str(servers),
+        "server_list": server_list,
     }
     if table.super_pods is not None:
         doc["super_pod_list"] = [
@@ -391,7 +397,13 @@ def _device_to_dict(device: Device) -> dict[str, Any]:
 
 def dump_rank_table(table: RankTable) -> str:
     """The rank table as JSON text (4-space indent, as `hccl_tools.py` writes it), ending in a newline."""
-    return json.dumps(rank_table_to_dict(table), indent=4, ensure_ascii=False) + "\n"
+    columns = lazy_columns(table)
+    if columns is None or not columns.servers:
+        return json.dumps(rank_table_to_dict(table), indent=4, ensure_ascii=False) + "\n"
+    # a column-wise table (what the planner writes): the server list from the columns, spliced in
+    marker = f"server_list {uuid.uuid4().hex}"
+    text = json.dumps(_document(table, columns.servers, marker), indent=4, ensure_ascii=False) + "\n"
+    return text.replace(json.dumps(marker), server_list_text(columns), 1)
 
 
 def write_rank_table(table: RankTable, path: str | os.PathLike[str]) -> Path:

@@ -3,7 +3,9 @@ digit columns, plain hostlists, per-key tier codes and tree order, device leaf c
 
 from __future__ import annotations
 
+import json
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,6 +14,8 @@ from hypothesis import strategies as st
 
 from ranktable.collectives.fabric import Fabric
 from ranktable.cost import _device_codes
+from ranktable.hccl import dump_rank_table, parse_rank_table, rank_table_to_dict
+from ranktable.hccl.columns import lazy_columns
 from ranktable.hccl.fastread import MAX_PLAIN_DIGITS, digits_column
 from ranktable.plan.placement import Placement, natural_key, place
 from ranktable.plan.planner import topology_order
@@ -157,3 +161,50 @@ def test_the_slowest_flow_equals_the_flow_by_flow_minimum(seed: int) -> None:
     src, dst = rnd.integers(0, codes, count), rnd.integers(0, codes, count)
     weight = None if seed % 2 else rnd.integers(1, 9, count).astype(np.float64)
     assert fabric.load(src, dst, weight).factor == reference_factor(fabric, src, dst, weight)
+
+
+TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6)
+
+
+@st.composite
+def platform_docs(draw: st.DrawFn) -> dict[str, Any]:
+    """Platform-form tables (read column-wise) with optional fields present, absent or mixed, any text
+    (quotes, control characters, non-ASCII), servers without devices, SuperPoDs and unknown top fields."""
+    servers = []
+    rank = 0
+    for n in range(draw(st.integers(1, 5))):
+        server: dict[str, Any] = {"server_id": draw(TEXT) + str(n)}
+        for key in ("host_ip", "container_ip", "hardware_type"):
+            if draw(st.booleans()):
+                server[key] = draw(TEXT)
+        devices = []
+        for d in range(draw(st.integers(0, 3))):
+            device: dict[str, Any] = {"device_id": str(d)}
+            for key in ("device_ip", "device_port", "super_device_id"):
+                if draw(st.booleans()):
+                    device[key] = draw(TEXT)
+            device["rank_id"] = str(rank)
+            rank += 1
+            devices.append(device)
+        server["device"] = devices
+        servers.append(server)
+    doc: dict[str, Any] = {"status": draw(st.sampled_from(["completed", "initializing"]))}
+    doc["version"] = draw(st.sampled_from(["1.0", "1.2"]))
+    doc["server_count"] = str(len(servers))
+    doc["server_list"] = servers
+    if draw(st.booleans()):
+        doc["super_pod_list"] = [
+            {"super_pod_id": "0", "server_list": [{"server_id": servers[0]["server_id"]}]}
+        ]
+    return doc
+
+
+@settings(max_examples=150, deadline=None)
+@given(platform_docs())
+def test_a_column_wise_table_is_written_as_json_dumps_writes_its_objects(doc: dict[str, Any]) -> None:
+    table = parse_rank_table(json.dumps(doc))
+    assert lazy_columns(table) is not None
+    fast = dump_rank_table(table)
+    reference = json.dumps(rank_table_to_dict(table), indent=4, ensure_ascii=False) + "\n"  # objects now
+    assert lazy_columns(table) is None
+    assert fast == reference
