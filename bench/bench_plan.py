@@ -5,7 +5,8 @@ of the same file, the peer measured in the same run. Servers arrive in a random 
 platform writes them. CPU time of this process is the figure (the machine may be shared); best of 5.
 A second figure is the whole `ranktable plan --ranktable F --topology T --json` command run in this
 process (argument parsing, reading both files, planning, costing, the JSON output; not interpreter
-start), against `json.load` of the rank-table file.
+start), against `json.load` of the rank-table file; a third adds `-o PLANNED.json` (the planned table
+written, as a launcher uses it).
 Run: `.venv/bin/python bench/bench_plan.py [servers] [leaves] [spines]`.
 """
 
@@ -82,8 +83,13 @@ def main() -> None:
             with contextlib.redirect_stdout(io.StringIO()):
                 cli_main(argv)
 
+        def command_writing() -> None:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                cli_main([*argv, "-o", str(Path(tmp, "planned.json"))])
+
         file_peer = best_cpu(lambda: json.load(table_file.open("rb")))
         cli = best_cpu(command)
+        cli_write = best_cpu(command_writing)
     print(f"{servers} servers x {DEVICES} NPUs = {ranks} ranks, {leaves} leaves, {spines} spines")
     print(f"json.load of the same file ({len(data) / 1e6:.1f} MB), the peer: {peer:.3f} s")
     print(f"parse rank table (CPU):                {parse:.3f} s  ({parse / peer:.2f}x json.load)")
@@ -98,6 +104,7 @@ def main() -> None:
         f"`ranktable plan ... --json` in-process: {cli:.3f} s  = {cli / file_peer:.2f}x json.load of the "
         f"file ({file_peer:.3f} s; topology file read and JSON printed too)"
     )
+    print(f"the same with -o PLANNED.json:          {cli_write:.3f} s  = {cli_write / file_peer:.2f}x")
     print(report.text)
     small, small_topology = build(64, 8, 2)
     print(f"\n64 servers x {DEVICES} NPUs under 8 leaves and 2 spines (3:1 uplinks):")

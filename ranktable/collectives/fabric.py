@@ -8,6 +8,7 @@ subtree takes one lane-share of its uplink; when flows outnumber lanes each gets
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,12 +47,18 @@ class Fabric:
     def _lanes(self, topology: Topology, devices_per_server: int, nic_gbps: float) -> np.ndarray:
         ports = np.zeros(len(self.names), dtype=np.float64)
         railed = {server for server, _ in topology.device_leaf}
-        for (_, _), leaf in topology.device_leaf.items():
+        whole = (
+            topology.server_leaf.values()
+            if not railed
+            else (leaf for server, leaf in topology.server_leaf.items() if server not in railed)
+        )
+        # ports per leaf counted per leaf, not added one server at a time (whole numbers: sums are exact)
+        for leaf, count in Counter(topology.device_leaf.values()).items():
             if leaf in self.code:
-                ports[self.code[leaf]] += 1
-        for server, leaf in topology.server_leaf.items():
-            if server not in railed and leaf in self.code:
-                ports[self.code[leaf]] += devices_per_server
+                ports[self.code[leaf]] += count
+        for leaf, count in Counter(whole).items():
+            if leaf in self.code:
+                ports[self.code[leaf]] += count * devices_per_server
         lanes = np.zeros(len(self.names), dtype=np.float64)
         by_tier = sorted(topology.switches.values(), key=lambda sw: sw.tier)
         down = ports.copy()

@@ -208,3 +208,19 @@ def test_a_column_wise_table_is_written_as_json_dumps_writes_its_objects(doc: di
     reference = json.dumps(rank_table_to_dict(table), indent=4, ensure_ascii=False) + "\n"  # objects now
     assert lazy_columns(table) is None
     assert fast == reference
+
+
+@pytest.mark.parametrize("rails", [0, 2])
+def test_uplink_lanes_count_ports_as_the_server_by_server_sum(rails: int) -> None:
+    topo, _ = synthetic_topology(30, 8, 2, rails=rails, oversubscription=3.0)
+    topo.attach_server("10.9.9.9", "leaf-00")  # a whole server next to the rails
+    fabric = Fabric(topo, 8, 20.0)
+    ports = np.zeros(len(fabric.names))
+    railed = {server for server, _ in topo.device_leaf}
+    for leaf in topo.device_leaf.values():
+        ports[fabric.code[leaf]] += 1
+    for server, leaf in topo.server_leaf.items():
+        if server not in railed:
+            ports[fabric.code[leaf]] += 8
+    leaves = [fabric.code[name] for name in topo.switches_at(1)]
+    assert fabric.lanes[leaves].tolist() == (ports[leaves] / 3.0).tolist()
