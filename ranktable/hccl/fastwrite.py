@@ -22,14 +22,14 @@ def _fragments(key: str, values: list[str | None], indent: str) -> list[str] | r
     if values.count(None) == len(values):
         return repeat("")
     head = f",\n{indent}{_encode(key)}: "
+    if None not in values:
+        return list(map(head.__add__, map(_encode, values)))  # type: ignore[arg-type]
     return ["" if value is None else head + _encode(value) for value in values]
 
 
 def server_list_text(columns: RankColumns) -> str:
     """The `server_list` array (its first line unindented, as a value after `"server_list": `)."""
-    device = (
-        f'{_DEVICE}{{\n{_DEVICE_FIELD}"device_id": "%d"%s%s%s,\n{_DEVICE_FIELD}"rank_id": "%d"\n{_DEVICE}}}'
-    )
+    head, rank = f'{_DEVICE}{{\n{_DEVICE_FIELD}"device_id": "', f',\n{_DEVICE_FIELD}"rank_id": "'
     rows = zip(
         columns.device_id.tolist(),
         _fragments("device_ip", columns.device_ip, _DEVICE_FIELD),
@@ -38,7 +38,8 @@ def server_list_text(columns: RankColumns) -> str:
         columns.rank_id.tolist(),
         strict=False,  # the repeat("") of an unused field is endless
     )
-    devices = list(map(device.__mod__, rows))
+    tail = f"\n{_DEVICE}}}"
+    devices = [f'{head}{i}"{ip}{port}{sup}{rank}{r}"{tail}' for i, ip, port, sup, r in rows]
     bounds = columns.start.tolist()
     blocks = [
         f"[\n{_NEXT.join(devices[bounds[i] : bounds[i + 1]])}\n{_SERVER_FIELD}]"
