@@ -14,7 +14,9 @@ import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStateDB } from '@jupyterlab/statedb';
+import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
+import { AccordionPanel } from '@lumino/widgets';
 import { ReactWidget } from '@jupyterlab/ui-components';
 import { ReadonlyPartialJSONValue } from '@lumino/coreutils';
 
@@ -22,6 +24,8 @@ import { ranktableIcon } from './icon';
 import { registerInsights } from './insights';
 import { IKeyValueStore, RanktableModel } from './model';
 import { IRunRef, JobsModel } from './models/jobs';
+import { SyncStatusModel } from './models/sync';
+import { createSyncStatusItem } from './components/syncstatus';
 import { JobViewContent, createJobView, jobViewId } from './jobview';
 import { LAYOUT_FACTORY, LayoutDocFactory } from './layoutdoc';
 import {
@@ -44,6 +48,7 @@ export namespace CommandIDs {
   export const newSpec = 'ranktable:new-spec';
   export const stopJob = 'ranktable:stop-job';
   export const resubmitJob = 'ranktable:resubmit-job';
+  export const openSync = 'ranktable:open-sync';
 }
 
 /** Profiles' UI state persists in JupyterLab's state database (per user, server-side). */
@@ -99,7 +104,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     IStateDB,
     ITranslator,
     ILauncher,
-    IDefaultFileBrowser
+    IDefaultFileBrowser,
+    IStatusBar
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -109,7 +115,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     state: IStateDB | null,
     translator: ITranslator | null,
     launcher: ILauncher | null,
-    browser: IDefaultFileBrowser | null
+    browser: IDefaultFileBrowser | null,
+    statusBar: IStatusBar | null
   ) => {
     const trans = (translator ?? nullTranslator).load('jupyter-ranktable');
     const stream = new StreamClient();
@@ -358,8 +365,41 @@ const plugin: JupyterFrontEndPlugin<void> = {
       );
     });
     registerInsights(app, jobs, trans, palette); // metrics + diagnosis document, finish/failure notification
+    // the Notebook-instance sync state (automatic uploads of saves) in the status bar
+    const syncStatus = new SyncStatusModel(stream);
+    app.commands.addCommand(CommandIDs.openSync, {
+      label: trans.__('Ranktable: Show sync'),
+      execute: () => {
+        app.shell.activateById(PANEL_ID);
+        const index = panel.widgets.findIndex(
+          w => w.id === 'jp-Ranktable-section-sync'
+        );
+        const accordion = panel.content as AccordionPanel;
+        if (index >= 0 && typeof accordion.expand === 'function') {
+          accordion.expand(index);
+          // most of the sidebar's height for Sync; the other open sections keep a share
+          accordion.setRelativeSizes(
+            panel.widgets.map((_, i) => (i === index ? 3 : 1))
+          );
+        }
+      }
+    });
+    if (statusBar) {
+      statusBar.registerStatusItem('jupyter-ranktable:sync-status', {
+        item: createSyncStatusItem(
+          syncStatus,
+          trans,
+          () => void app.commands.execute(CommandIDs.openSync)
+        ),
+        align: 'left',
+        rank: 50,
+        isActive: () => syncStatus.summary.state !== 'off',
+        activeStateChanged: syncStatus.changed
+      });
+    }
     void app.restored.then(() => {
       jobs.watch();
+      syncStatus.start();
       void model.loadConfig().catch(() => undefined);
     });
 
@@ -377,7 +417,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       for (const command of [
         CommandIDs.open,
         CommandIDs.refreshJobs,
-        CommandIDs.newSpec
+        CommandIDs.newSpec,
+        CommandIDs.openSync
       ]) {
         palette.addItem({ command, category });
       }

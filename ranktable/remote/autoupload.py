@@ -34,6 +34,7 @@ from ranktable.remote.sync.ignore import IGNORE_FILES
 
 log = logging.getLogger(__name__)
 ResultCallback = Callable[[SyncResult | None, BaseException | None], None]
+ChangeCallback = Callable[[], None]
 FULL = "\0full"  # marker: a directory changed, sync the whole folder
 
 
@@ -69,6 +70,7 @@ class AutoUploader:
         debounce: float = 0.5,
         on_result: ResultCallback | None = None,
         max_backoff: float = 60.0,
+        on_change: ChangeCallback | None = None,
     ) -> None:
         if mode not in UPLOAD_MODES:
             raise InputError(f"unknown upload mode {mode!r}", where="mode", fix=f"use one of {UPLOAD_MODES}")
@@ -76,10 +78,13 @@ class AutoUploader:
         self.mode = mode
         self.debounce = debounce
         self.on_result = on_result
+        self.on_change = on_change  # any change of status() (queued, uploading, done, failed): for live UIs
         self.max_backoff = max_backoff
         self.last_result: SyncResult | None = None
         self.last_error: BaseException | None = None
         self.syncs = 0
+        self.last_sync: float | None = None  # wall-clock time of the last successful sync
+        self._uploading = 0  # files in the sync under way (0: none)
         self._pending: set[str] = set()
         self._moves: list[tuple[str, str]] = []  # folders renamed locally: applied remotely in one command
         self._last_event = 0.0
@@ -103,6 +108,7 @@ class AutoUploader:
             self._pending.add(rel)
             self._last_event = time.monotonic()
             self._cond.notify()
+        self._changed()
 
     def notify_save(self, os_path: str) -> None:
         """A save through the Contents API (explicit). Cheap, never raises."""
@@ -189,12 +195,16 @@ class AutoUploader:
                 return
             batch, moves = taken
             only = None if FULL in batch else sorted(batch)
+            self._uploading = len(batch)
+            self._changed()
             try:
                 result = self.syncer.sync(only=only, moves=moves)
             except Exception as exc:  # a worker must survive anything; the error is surfaced via status()
                 log.warning("automatic upload to %s failed: %s", self.syncer.conn.name, exc)
                 self.last_error = exc
+                self._uploading = 0
                 self._notify(None, exc)
+                self._changed()
                 with self._cond:
                     self._pending |= batch  # retry these later
                     self._moves[:0] = moves
@@ -205,7 +215,16 @@ class AutoUploader:
             backoff = 1.0
             self.syncs += 1
             self.last_result, self.last_error = result, None
+            self.last_sync, self._uploading = time.time(), 0
             self._notify(result, None)
+            self._changed()
+
+    def _changed(self) -> None:
+        if self.on_change is not None:
+            try:
+                self.on_change()
+            except Exception:
+                log.exception("automatic upload change callback failed")
 
     def _notify(self, result: SyncResult | None, error: BaseException | None) -> None:
         if self.on_result is not None:
@@ -223,7 +242,9 @@ class AutoUploader:
             "local_root": str(self.syncer.local_root),
             "mode": self.mode,
             "pending": pending,
+            "uploading": self._uploading,
             "syncs": self.syncs,
+            "last_sync": self.last_sync,
             "last_summary": result.summary() if result else None,
             "conflicts": [c.path for c in result.conflicts] if result else [],
             "last_error": str(self.last_error) if self.last_error else None,

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +17,8 @@ from ranktable.usecases.remote import Remote, sync_result_json
 
 if TYPE_CHECKING:
     from ranktable.server_ext.services import Services
+
+UPLOAD_STATUS_IDLE_S = 10.0  # the uploads channel also re-reads the status this often without a change
 
 
 class RemoteService:
@@ -182,6 +186,29 @@ class RemoteService:
 
     def upload_status(self) -> dict[str, Any]:
         return self.usecases.uploads.status()
+
+    async def upload_events(self, msg: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """The `uploads` stream channel: `{profiles: {NAME: status}}` now and after every change (a save
+        queued, an upload started, finished or failed), for the status bar. Runs until unsubscribed."""
+        loop = asyncio.get_running_loop()
+        wake = asyncio.Event()
+
+        def changed() -> None:  # any thread
+            loop.call_soon_threadsafe(wake.set)
+
+        remove = self.usecases.uploads.add_listener(changed)
+        try:
+            last: dict[str, Any] | None = None
+            while True:
+                wake.clear()
+                status = await self.services.run_blocking(self.upload_status)
+                if status != last:
+                    last = status
+                    yield {"profiles": status}
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(wake.wait(), UPLOAD_STATUS_IDLE_S)
+        finally:
+            remove()
 
     def close(self) -> None:
         self.usecases.close()

@@ -80,6 +80,8 @@ class Services:
             return self.jobs.logs(msg)
         if channel == "jobs":
             return self.jobs.jobs(msg)
+        if channel == "uploads":
+            return self.remote.upload_events(msg)
         if channel == "operation":
             op = msg.get("operation")
             if not isinstance(op, str):
@@ -87,7 +89,9 @@ class Services:
                     "is required", where="operation", fix="the id a POST /ranktable/sync returned"
                 )
             return self.hub.follow(op)
-        raise InputError(f"unknown channel {channel!r}", where="channel", fix="use logs, jobs or operation")
+        raise InputError(
+            f"unknown channel {channel!r}", where="channel", fix="use logs, jobs, uploads or operation"
+        )
 
     async def close(self) -> None:
         await self.hub.close()

@@ -5,10 +5,11 @@ The server extension, the magics and the CLI call these; the SSH work itself is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -247,6 +248,24 @@ class AutoUploads:
         self.remote = remote
         self._uploaders: dict[str, Any] = {}
         self._lock = threading.Lock()
+        self._listeners: list[Callable[[], None]] = []
+
+    def add_listener(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener()` (from any thread) whenever `status()` may have changed; returns the remover."""
+        self._listeners.append(listener)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return remove
+
+    def _changed(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:
+                self.remote.log.exception("ranktable: automatic upload listener failed")
 
     def _local_dirs_file(self) -> Path:
         return self.remote.profiles.home / "panel-local-dirs.json"
@@ -281,7 +300,9 @@ class AutoUploads:
                     continue
                 try:
                     uploader = AutoUploader(
-                        self.remote.syncer(profile.name, Path(local)), profile.sync.upload
+                        self.remote.syncer(profile.name, Path(local)),
+                        profile.sync.upload,
+                        on_change=self._changed,
                     )
                 except RanktableError as exc:
                     self.remote.log.warning(
@@ -290,6 +311,7 @@ class AutoUploads:
                     continue
                 register_uploader(uploader.start())
                 self._uploaders[profile.name] = uploader
+        self._changed()
 
     def status(self) -> dict[str, Any]:
         with self._lock:

@@ -1372,9 +1372,11 @@ export interface paths {
      * @description Client messages: `{"op": "subscribe", "id": ID, "channel": "logs", "job": NAME, "namespace": NS,
      *     "since": {POD: TIMESTAMP}}`, `{"op": "subscribe", "id": ID, "channel": "jobs", "namespace": NS}`,
      *     `{"op": "subscribe", "id": ID, "channel": "operation", "operation": OPERATION_ID}`,
+     *     `{"op": "subscribe", "id": ID, "channel": "uploads"}`,
      *     `{"op": "unsubscribe", "id": ID}`. Server messages: `{"id": ID, "type": "data", "data": ...}`
      *     (logs: `{lines: [{pod, rank, ts, text}]}`; jobs: `{event: snapshot|upsert|delete, jobs|job}`;
-     *     operation: progress/conflict/output events then `{type: done, result, error}`), then
+     *     operation: progress/conflict/output events then `{type: done, result, error}`; uploads: an
+     *     `UploadsEvent` now and after every change of the automatic uploads), then
      *     `{"id": ID, "type": "end"}` or `{"id": ID, "type": "error", "error": Error}`.
      */
     get: {
@@ -1973,6 +1975,33 @@ export interface components {
     KernelShutDown: {
       kernel_id: string;
       shut_down?: boolean;
+    };
+    /** @description One profile's automatic upload (saves in its local folder go to its instance). */
+    UploadStatus: {
+      profile: string;
+      local_root: string;
+      /** @enum {string} */
+      mode: 'always' | 'explicit' | 'never';
+      /** @description files saved and waiting for the next upload */
+      pending: number;
+      /** @description files of the upload under way (0 when none) */
+      uploading: number;
+      /** @description uploads done since the server started */
+      syncs: number;
+      /** @description when the last upload finished (seconds since the epoch) */
+      last_sync: number | null;
+      last_summary: string | null;
+      /** @description files changed on the instance since the last upload (not overwritten) */
+      conflicts: string[];
+      /** @description why the last upload failed (retried with back-off) */
+      last_error: string | null;
+      watching: boolean;
+    };
+    /** @description The `uploads` stream channel's data. */
+    UploadsEvent: {
+      profiles: {
+        [key: string]: components['schemas']['UploadStatus'];
+      };
     };
     Forward: {
       id: string;

@@ -188,3 +188,39 @@ def test_a_save_inside_a_large_folder_syncs_that_file_alone(
         assert results[0].unchanged == 0  # the 39 other files of data/ were not re-examined
     finally:
         uploader.stop()
+
+
+def test_status_changes_are_announced_queued_uploading_then_synced(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    """What the status bar follows (`uploads` stream channel): each change calls on_change, and status()
+    says how many files wait or are in flight, then when the last sync finished."""
+    local = tmp_path / "synced"
+    local.mkdir()
+    seen: list[dict[str, Any]] = []
+    uploader: AutoUploader | None = None
+
+    def changed() -> None:
+        assert uploader is not None
+        status = uploader.status()
+        seen.append({k: status[k] for k in ("pending", "uploading", "syncs", "last_sync", "last_error")})
+
+    uploader = AutoUploader(Syncer(_conn(sshd_profile), local), "explicit", debounce=0.2, on_change=changed)
+    uploader.start()
+    try:
+        assert uploader.status()["uploading"] == 0 and uploader.status()["last_sync"] is None
+        before = time.time()
+        for name in ("a.py", "b.py"):
+            (local / name).write_text(f"# {name}\n")
+            uploader.notify_save(str(local / name))
+        assert _wait_for(lambda: uploader.status()["syncs"] >= 1)
+    finally:
+        uploader.stop()
+    assert seen[0]["pending"] == 1 and seen[0]["syncs"] == 0  # queued
+    assert {"pending": 0, "uploading": 2, "syncs": 0} in [
+        {k: s[k] for k in ("pending", "uploading", "syncs")} for s in seen
+    ]  # in flight: the two files of one batch
+    last = seen[-1]
+    assert last["uploading"] == 0 and last["syncs"] == 1 and last["last_error"] is None
+    assert last["last_sync"] is not None and last["last_sync"] >= before
+    assert (sshd_profile.remote_dir / "b.py").read_text() == "# b.py\n"

@@ -1,0 +1,131 @@
+import {
+  IUploadStatus,
+  SYNC_RETRY_MS,
+  SyncStatusModel,
+  summarize
+} from '../models/sync';
+import { syncStatusText } from '../components/syncstatustext';
+
+const trans = {
+  __: (text: string, ...args: unknown[]) =>
+    args.reduce<string>((t, a, i) => t.replace(`%${i + 1}`, String(a)), text),
+  _n: (one: string, many: string, n: number, ...args: unknown[]) =>
+    [n, ...args].reduce<string>(
+      (t, a, i) => t.replace(`%${i + 1}`, String(a)),
+      n === 1 ? one : many
+    )
+} as any;
+
+const status = (extra: Partial<IUploadStatus> = {}): IUploadStatus => ({
+  profile: 'sim-notebook',
+  local_root: '/home/u/work',
+  mode: 'explicit',
+  pending: 0,
+  uploading: 0,
+  syncs: 0,
+  last_sync: null,
+  last_summary: null,
+  conflicts: [],
+  last_error: null,
+  watching: false,
+  ...extra
+});
+
+class FakeStream {
+  subs: { channel: string; handlers: any; disposed: boolean }[] = [];
+  subscribe(channel: string, _params: any, handlers: any) {
+    const sub = { channel, handlers, disposed: false };
+    this.subs.push(sub);
+    return {
+      isDisposed: false,
+      dispose: () => {
+        sub.disposed = true;
+      }
+    };
+  }
+  last() {
+    return this.subs[this.subs.length - 1];
+  }
+}
+
+describe('summarize', () => {
+  it('is off without automatic uploads, idle when nothing waits', () => {
+    expect(summarize({}).state).toBe('off');
+    const s = summarize({ a: status({ syncs: 2, last_sync: 100 }) });
+    expect(s).toMatchObject({ state: 'idle', files: 0, lastSync: 100_000 });
+  });
+  it('counts queued and in-flight files over profiles; uploading wins', () => {
+    const s = summarize({
+      a: status({ pending: 1 }),
+      b: status({ profile: 'b', uploading: 2, last_error: 'down' })
+    });
+    expect(s).toMatchObject({ state: 'uploading', files: 3 });
+    expect(s.profiles).toEqual(['a', 'b']);
+  });
+  it('shows an error before conflicts, and conflicts before idle', () => {
+    expect(
+      summarize({
+        a: status({ last_error: 'connection refused', conflicts: ['x.py'] })
+      })
+    ).toMatchObject({
+      state: 'error',
+      error: 'sim-notebook: connection refused'
+    });
+    expect(
+      summarize({ a: status({ conflicts: ['x.py', 'y.py'] }) })
+    ).toMatchObject({ state: 'conflict', conflicts: ['x.py', 'y.py'] });
+  });
+});
+
+describe('SyncStatusModel', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('follows the uploads channel: uploading, then synced with the time', () => {
+    const stream = new FakeStream();
+    const model = new SyncStatusModel(stream as any);
+    let changes = 0;
+    model.changed.connect(() => changes++);
+    model.start();
+    model.start(); // one subscription
+    expect(stream.subs.map(s => s.channel)).toEqual(['uploads']);
+    const sub = stream.last();
+    sub.handlers.onData({ profiles: { 'sim-notebook': status() } });
+    expect(syncStatusText(model, trans).text).toBe('Sync: idle');
+    sub.handlers.onData({
+      profiles: { 'sim-notebook': status({ pending: 1 }) }
+    });
+    expect(model.summary.state).toBe('uploading');
+    expect(syncStatusText(model, trans).text).toBe('Sync: uploading 1 file');
+    sub.handlers.onData({
+      profiles: { 'sim-notebook': status({ uploading: 3 }) }
+    });
+    expect(syncStatusText(model, trans).text).toBe('Sync: uploading 3 files');
+    const at = new Date(2026, 11, 1, 12, 3).getTime();
+    sub.handlers.onData({
+      profiles: { 'sim-notebook': status({ syncs: 1, last_sync: at / 1000 }) }
+    });
+    expect(model.summary).toMatchObject({ state: 'idle', lastSync: at });
+    expect(syncStatusText(model, trans).text).toMatch(/^Synced 12:03/);
+    expect(changes).toBe(4);
+    model.dispose();
+    expect(sub.disposed).toBe(true);
+  });
+
+  it('shows a failed channel as an error and subscribes again', () => {
+    const stream = new FakeStream();
+    const model = new SyncStatusModel(stream as any);
+    model.start();
+    stream.last().handlers.onError({ message: 'unknown channel', reason: '' });
+    expect(syncStatusText(model, trans)).toMatchObject({
+      text: 'Sync: error',
+      title: 'Sync status unavailable: unknown channel'
+    });
+    jest.advanceTimersByTime(SYNC_RETRY_MS);
+    expect(stream.subs).toHaveLength(2);
+    stream.last().handlers.onData({ profiles: { a: status() } });
+    expect(model.channelError).toBe('');
+    expect(syncStatusText(model, trans).text).toBe('Sync: idle');
+    model.dispose();
+  });
+});
