@@ -7,14 +7,18 @@ so a 1,024-rank run fits in a few tens of MB whatever its length.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
+
+import numpy as np
 
 from ranktable.observe.catalogue import Catalogue, catalogue, named_peer
+from ranktable.observe.fastpath import Group, PodShapes, match_batch
 from ranktable.observe.layout import RankLayout
 from ranktable.observe.parsers import LineParser, compile_user_patterns
-from ranktable.observe.series import Alerts, RankSeries
+from ranktable.observe.series import MAX_ALERTS, Alerts, RankSeries, Rows
 from ranktable.observe.settings import ObserveSettings
 from ranktable.observe.template import MAX_TEMPLATES, Template, learn, match, parsed_by_plain
 from ranktable.observe.text import clean, inline_time, kube_time, rank_tag
@@ -32,6 +36,8 @@ from ranktable.observe.triage import (
 # Error lines name their rank in several ways: torch_npu ``(PID:1, Device:0, RankID:13)``, DeepSpeed and
 # the watchdog ``[Rank 5]``, plain prints ``rank 13 ...``.
 _LINE_RANK = re.compile(r"RankID:\s*(\d+)|\[Rank (\d+)\]|^rank[\s:=]+(\d+)\b")
+FLUSH_ROWS = 1 << 16  # template rows held before they are merged into the series (about 6 MB)
+OPTIONAL = ("throughput", "lr", "grad_norm")
 
 
 def line_time(stamp: str, text: str) -> float | None:
@@ -57,15 +63,34 @@ class RunObserver:
         # learned line templates per pod (see template.py); off with user patterns, which come first
         self._templates: dict[str, list[Template]] | None = {} if templates and not user else None
         self.catalogue = errors or catalogue()
-        self.series: dict[int, RankSeries] = {}
-        self.alerts = Alerts(self.settings.spike_factor)
+        self._series: dict[int, RankSeries] = {}
+        self._alerts = Alerts(self.settings.spike_factor)
         self.errors: dict[int, ErrorEvent] = {}
         self.error_counts: dict[str, int] = {}
-        self.progress: dict[int, tuple[float, int | None]] = {}
+        self._progress: dict[int, tuple[float, int | None]] = {}
+        self._shapes: dict[str, PodShapes] = {}
+        self._held: list[dict[str, Any]] = []  # template rows not merged yet (see _flush)
+        self._held_rows = 0
         self.clock: float | None = None  # the newest log time seen
         self.lines = 0
         self._named: dict[str, int] = {}  # pod -> the rank its last rank-naming metric line named
         self.pod_ends: dict[str, float] = {}  # pod -> when its container ended (any exit code)
+
+    # -- state, with held template rows merged first ------------------------------------------------
+    @property
+    def series(self) -> dict[int, RankSeries]:
+        self._flush()
+        return self._series
+
+    @property
+    def alerts(self) -> Alerts:
+        self._flush()
+        return self._alerts
+
+    @property
+    def progress(self) -> dict[int, tuple[float, int | None]]:
+        self._flush()
+        return self._progress
 
     # -- feeding ------------------------------------------------------------------------------------
     def feed(self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]]) -> None:
@@ -73,7 +98,28 @@ class RunObserver:
         if not lines:
             return
         self.lines += len(lines)
-        has_errors = self.catalogue.any_error("\n".join(text for _, text in lines))
+        texts = [text for _, text in lines]
+        joined = "\n".join(texts)
+        has_errors = self.catalogue.any_error(joined)
+        stamps = [stamp for stamp, _ in lines]
+        times = {stamp: kube_time(stamp) if stamp else None for stamp in dict.fromkeys(stamps)}
+        if not self._feed_bulk(pod, node_rank, lines, texts, joined, has_errors, times):
+            self._flush()
+            self._feed_lines(pod, node_rank, lines, has_errors)
+        self._advance_clock(times, lines)
+
+    def _advance_clock(self, times: dict[str, float | None], lines: Sequence[tuple[str, str]]) -> None:
+        """The newest time of any line (out-of-order lines too), as if they came one by one."""
+        known = [t for t in times.values() if t is not None]
+        if len(known) < len(times):
+            known += [t for s, text in lines if times[s] is None and (t := inline_time(text)) is not None]
+        if known and (self.clock is None or max(known) > self.clock):
+            self.clock = max(known)
+
+    def _feed_lines(
+        self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]], has_errors: bool
+    ) -> None:
+        """The line path: each line's tag, template or parsers, metric or error, in turn."""
         default = self.layout.default_rank(pod, node_rank)
         always = self._always_parse
         known = self._templates.setdefault(pod, []) if self._templates is not None else None
@@ -82,17 +128,7 @@ class RunObserver:
         for stamp, text in lines:
             if "\r" in text or "\x1b" in text:
                 text = clean(text)
-            rank, tagged = default, False
-            if text.startswith("["):
-                end = text.find("]:", 0, 24)
-                if text.startswith("[rank") and text[5:end].isdigit():  # rank_tag's common case, inline
-                    rank, tagged, text = int(text[5:end]), True, text[end + 2 :]
-                    if text.startswith(" "):
-                        text = text[1:]
-                elif (tag := rank_tag(text)) is not None:
-                    kind, number, text = tag
-                    tagged = True
-                    rank = number if kind == "rank" else (self.layout.local_rank(pod, number) or default)
+            rank, tagged, text = self._tag(pod, default, text)
             if always or "loss" in text or "step" in text or "iteration" in text or "Loss" in text:
                 parsed: tuple[str, Any] | None = None
                 found = match(known, text) if known else None
@@ -120,10 +156,6 @@ class RunObserver:
                     continue
             if has_errors:
                 self._error(pod, node_rank, rank, stamp, text)
-        last_stamp, last_text = lines[-1]
-        when = line_time(last_stamp, last_text)
-        if when is not None and (self.clock is None or when > self.clock):
-            self.clock = when
 
     def feed_lines(self, lines: Iterable[Any]) -> None:
         """Objects with ``pod``, ``node_rank``, ``timestamp`` and ``text`` (the cluster's LogLine), batched
@@ -140,16 +172,217 @@ class RunObserver:
         if batch and current is not None:
             self.feed(current[0], current[1], batch)
 
+    # -- the bulk path: whole batches of template lines -----------------------------------------------
+    def _feed_bulk(
+        self,
+        pod: str,
+        node_rank: int,
+        lines: Sequence[tuple[str, str]],
+        texts: list[str],
+        joined: str,
+        has_errors: bool,
+        times: dict[str, float | None],
+    ) -> bool:
+        """Read a batch whose every possible metric line fits a learned template (fastpath.py) and hold its
+        rows; False (nothing changed) when the line path must read it."""
+        if self._templates is None:
+            return False
+        known = self._templates.get(pod)
+        if not known:
+            return False
+        shapes = self._shapes.setdefault(pod, PodShapes())
+        if shapes.known != len(known):
+            shapes.update(known)
+        groups = match_batch(shapes, texts, joined)
+        if groups is None:
+            return False
+        metric = [g for g in groups if g.shape.template.fields is not None]
+        if metric and not parsed_by_plain(self.parser.order):
+            return False
+        if metric:
+            rows = self._rows(pod, node_rank, lines, texts, metric, times)
+            self._held.append(rows)
+            self._held_rows += len(rows["rank"])
+        if has_errors:
+            taken = {i for g in metric for i in g.lines}
+            default = self.layout.default_rank(pod, node_rank)
+            for index, (stamp, text) in enumerate(lines):
+                if index not in taken:
+                    rank, _, text = self._tag(pod, default, text)
+                    self._error(pod, node_rank, rank, stamp, text)
+        if self._held_rows >= FLUSH_ROWS:
+            self._flush()
+        return True
+
+    def _tag(self, pod: str, default: int, text: str) -> tuple[int, bool, str]:
+        """The rank a line's torchrun tag names (else `default`), whether it had one, and the rest."""
+        if not text.startswith("["):
+            return default, False, text
+        end = text.find("]:", 0, 24)
+        if text.startswith("[rank") and text[5:end].isdigit():  # rank_tag's common case, inline
+            rank, text = int(text[5:end]), text[end + 2 :]
+            return rank, True, text[1:] if text.startswith(" ") else text
+        tag = rank_tag(text)
+        if tag is None:
+            return default, False, text
+        kind, number, text = tag
+        return number if kind == "rank" else (self.layout.local_rank(pod, number) or default), True, text
+
+    def _rows(
+        self,
+        pod: str,
+        node_rank: int,
+        lines: Sequence[tuple[str, str]],
+        texts: list[str],
+        groups: list[Group],
+        times: dict[str, float | None],
+    ) -> dict[str, Any]:
+        """The batch's template rows in log order: rank, step (-1: none), time (NaN: none), fields."""
+        order: list[int] = []
+        columns: dict[str, list[Any]] = {
+            "tag": [],
+            "rank": [],
+            "step": [],
+            "loss": [],
+            "step_time": [],
+            "unit": [],
+            **{name: [] for name in OPTIONAL},
+        }
+        for group in groups:
+            count = len(group.lines)
+            order.extend(group.lines)
+            read = {name: (slot, kind) for name, slot, kind in group.shape.fields}
+            columns["tag"].extend(_ints(group.columns[0]) if group.shape.tagged else [None] * count)
+            columns["rank"].extend(
+                _ints(group.columns[read["rank"][0]]) if "rank" in read else [None] * count
+            )
+            columns["step"].extend(_ints(group.columns[read["step"][0]]) if "step" in read else [-1] * count)
+            columns["loss"].extend(map(float, group.columns[read["loss"][0]]))
+            if "step_time_s" in read:
+                slot, kind = read["step_time_s"]
+                values = np.array(list(map(float, group.columns[slot])))
+                columns["step_time"].extend((values * 0.001 if kind == "ms" else values).tolist())
+            else:
+                columns["step_time"].extend([math.nan] * count)
+            for name in OPTIONAL:
+                columns[name].extend(group.columns[read[name][0]] if name in read else [None] * count)
+            columns["unit"].extend([group.shape.template.unit] * count)
+        if len(groups) > 1:
+            by_line = sorted(range(len(order)), key=order.__getitem__)
+            order = [order[i] for i in by_line]
+            columns = {name: [values[i] for i in by_line] for name, values in columns.items()}
+        when = self._times(lines, texts, order, times)
+        ranks = self._ranks(pod, self.layout.default_rank(pod, node_rank), columns["tag"], columns["rank"])
+        out: dict[str, Any] = {
+            "rank": np.array(ranks, dtype=np.int64),
+            "step": np.array(columns["step"], dtype=np.int64),
+            "when": np.array(when, dtype=np.float64),
+            "loss": np.array(columns["loss"], dtype=np.float64),
+            "step_time": np.array(columns["step_time"], dtype=np.float64),
+            "unit": columns["unit"],
+        }
+        for name in OPTIONAL:
+            raw = np.empty(len(order), dtype=object)
+            raw[:] = columns[name]
+            out[name] = raw
+        return out
+
+    def _times(
+        self,
+        lines: Sequence[tuple[str, str]],
+        texts: list[str],
+        order: list[int],
+        times: dict[str, float | None],
+    ) -> list[float]:
+        """Each row's time from its stamp's (NaN: none), else from the text."""
+        when: list[Any] = [times[lines[i][0]] for i in order]
+        if None in times.values():
+            for at, value in enumerate(when):
+                if value is None:
+                    _, _, text = self._tag("", -1, texts[order[at]])
+                    found = inline_time(text)
+                    when[at] = math.nan if found is None else found
+        return when
+
+    def _ranks(self, pod: str, default: int, tags: list[int | None], named: list[int | None]) -> list[int]:
+        """Rows' ranks as the line path assigns them: a rank field, else the tag, else the last one named."""
+        if None not in tags and all(n is None for n in named):
+            ranks = cast(list[int], tags)
+            if ranks:
+                self._named[pod] = ranks[-1]
+            return ranks
+        out = []
+        for tag, name in zip(tags, named, strict=True):
+            if name is not None:
+                rank = self._named[pod] = name
+            elif tag is not None:
+                rank = self._named[pod] = tag
+            else:
+                rank = self._named.get(pod, default)
+            out.append(rank)
+        return out
+
+    def _flush(self) -> None:
+        """Merge the held template rows into the series, rank by rank, as add() would have row by row."""
+        if not self._held:
+            return
+        held, self._held, self._held_rows = self._held, [], 0
+        rows = {name: np.concatenate([h[name] for h in held]) for name in held[0] if name != "unit"}
+        units = [u for h in held for u in h["unit"]]
+        ranks = rows["rank"]
+        firsts = np.unique(ranks, return_index=True)[1]
+        if len(self._alerts.items) + 3 * len(firsts) > MAX_ALERTS:  # which alerts fit depends on order
+            self._replay(rows, units)
+            return
+        order = np.argsort(ranks, kind="stable")
+        sorted_ranks = ranks[order]
+        bounds = np.flatnonzero(np.diff(sorted_ranks)) + 1
+        for part in np.split(order, bounds):
+            rank = int(ranks[part[0]])
+            series = self._series.get(rank)
+            if series is None:
+                series = self._series[rank] = RankSeries(self.settings.max_points)
+            picked = Rows(
+                rows["step"][part],
+                rows["when"][part],
+                rows["loss"][part],
+                rows["step_time"][part],
+                {name: rows[name][part] for name in OPTIONAL},
+                {name: np.not_equal(rows[name][part], cast(Any, None)) for name in OPTIONAL},
+                [units[i] for i in part],
+            )
+            steps = series.extend(picked)
+            self._alerts.check_many(rank, series, picked.loss, steps, picked.when)
+            timed = np.flatnonzero(~np.isnan(picked.when))
+            if len(timed):
+                self._progress[rank] = (float(picked.when[timed[-1]]), int(steps[timed[-1]]))
+
+    def _replay(self, rows: dict[str, np.ndarray], units: list[str | None]) -> None:
+        """Held rows one by one through _metric (exactly the line path's order)."""
+        for at in range(len(rows["rank"])):
+            sample: dict[str, Any] = {"loss": float(rows["loss"][at])}
+            if rows["step"][at] >= 0:
+                sample["step"] = int(rows["step"][at])
+            if rows["step_time"][at] == rows["step_time"][at]:
+                sample["step_time_s"] = float(rows["step_time"][at])
+            for name in OPTIONAL:
+                if rows[name][at] is not None:
+                    sample[name] = float(rows[name][at])
+            if units[at]:
+                sample["throughput_unit"] = units[at]
+            when = float(rows["when"][at])
+            self._metric(sample, int(rows["rank"][at]), None if when != when else when)
+
     def _metric(self, sample: dict[str, Any], rank: int, when: float | None) -> None:
-        series = self.series.get(rank)
+        series = self._series.get(rank)
         if series is None:
-            series = self.series[rank] = RankSeries(self.settings.max_points)
+            series = self._series[rank] = RankSeries(self.settings.max_points)
         step, _ = series.add(sample, when)
         loss = sample.get("loss")
         if loss is not None:
-            self.alerts.check(rank, series, loss, step, when)
+            self._alerts.check(rank, series, loss, step, when)
         if when is not None:
-            self.progress[rank] = (when, step)
+            self._progress[rank] = (when, step)
 
     def _error(self, pod: str, node_rank: int, rank: int, stamp: str, text: str) -> None:
         signature = self.catalogue.classify(text)
@@ -231,6 +464,12 @@ class RunObserver:
         }
         result["summary"] = summary(result)
         return result
+
+
+def _ints(values: list[bytes]) -> list[int]:
+    """int() of each value, once per distinct value (tags and steps repeat)."""
+    read = {value: int(value) for value in dict.fromkeys(values)}
+    return list(map(read.__getitem__, values))
 
 
 def summary(diagnosis: dict[str, Any]) -> str:

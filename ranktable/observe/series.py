@@ -10,8 +10,12 @@ from __future__ import annotations
 import math
 from array import array
 from collections import deque
+from collections.abc import Sequence
+from itertools import accumulate
 from statistics import median
 from typing import Any
+
+import numpy as np
 
 MISSING = math.nan
 MAX_NAN_STEPS = 10_000
@@ -130,6 +134,142 @@ class RankSeries:
                 self.nan_steps.add(self.last_step)
         return self.last_step, new
 
+    def extend(self, rows: Rows) -> np.ndarray:
+        """``add()`` of every row in turn, done with whole-array steps; returns each row's step.
+
+        For rows read through a plain template: every row has a finite or infinite loss (never NaN),
+        ``when`` NaN means no time and a NaN metric means the row has none."""
+        n = len(rows.loss)
+        index = np.arange(n)
+        steps = self._steps(rows.step, index)
+        known = np.ones(n, dtype=bool)
+        before = np.empty(n, dtype=np.int64)
+        before[1:] = steps[:-1]
+        before[0] = self.last_step if self.last_step is not None else -1
+        known[0] = self.last_step is not None
+        new = steps != before
+        new[0] |= not known[0]
+        records = self.records + np.cumsum(new)
+        derived = self._derived(rows, steps, before, known, new, index)
+        explicit = ~np.isnan(rows.step_time) & np.isfinite(rows.step_time) & (records > 1)
+        appended = ~np.isnan(derived) | explicit
+        if appended.any():
+            values = np.where(explicit, rows.step_time, derived)[appended]
+            self.step_times.extend(values[-STEP_WINDOW:].tolist())
+        units = [u for u in rows.unit if u]
+        if units:
+            self.throughput_unit = units[-1]
+        starts = np.flatnonzero(new)
+        if self._pending:
+            self._overwrite(rows, 0, int(starts[0]) - 1 if len(starts) else n - 1)
+        if len(starts):
+            self._store_rows(rows, steps, derived, starts, n)
+            self.last_step = int(steps[-1])
+            last_time = float(rows.when[starts[-1]])
+            self.last_time = None if last_time != last_time else last_time
+            self.records += len(starts)
+        return steps
+
+    def _steps(self, given: np.ndarray, index: np.ndarray) -> np.ndarray:
+        """A row without a step is the step after the previous row's (every row has a loss)."""
+        last_given = np.maximum.accumulate(np.where(given >= 0, index, -1))
+        counted = (self.last_step or 0) + index + 1
+        return np.where(last_given >= 0, given[np.maximum(last_given, 0)] + (index - last_given), counted)
+
+    def _derived(
+        self,
+        rows: Rows,
+        steps: np.ndarray,
+        before: np.ndarray,
+        known: np.ndarray,
+        new: np.ndarray,
+        index: np.ndarray,
+    ) -> np.ndarray:
+        """_derive_step_time at every new step of a row without a step time (NaN: none)."""
+        last_new = np.maximum.accumulate(np.where(new, index, -1))
+        prior = np.empty(len(index), dtype=np.int64)
+        prior[0] = -1
+        prior[1:] = last_new[:-1]
+        start_time = math.nan if self.last_time is None else self.last_time
+        last_time = np.where(prior >= 0, rows.when[np.maximum(prior, 0)], start_time)
+        when = rows.when
+        ok = new & known & np.isnan(rows.step_time) & (steps > before) & (when >= last_time)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            gap = (when - last_time) / (steps - before).astype(np.float64)
+        return np.where(ok, gap, math.nan)
+
+    def _overwrite(self, rows: Rows, first: int, last: int) -> None:
+        """Rows of the step stored last (still pending) fill its fields, the latest value winning."""
+        if last < first:
+            return
+        at = np.array([first]), np.array([last])
+        for name, values in self._latest(rows, *at, np.array([math.nan])).items():
+            if values[0] == values[0]:
+                self.columns[name][-1] = float(values[0])
+
+    def _latest(
+        self, rows: Rows, firsts: np.ndarray, lasts: np.ndarray, step_time: np.ndarray
+    ) -> dict[str, np.ndarray]:
+        """Per row group firsts[i]..lasts[i]: each field's last value in it (NaN: none; for the step
+        time: `step_time`)."""
+        index = np.arange(len(rows.loss))
+        out = {"loss": rows.loss[lasts]}
+        for name, present, values in rows.optional():
+            latest = np.maximum.accumulate(np.where(present, index, -1))[lasts]
+            found = latest >= firsts
+            if values.dtype == object:
+                picked = np.full(len(lasts), math.nan)
+                picked[found] = list(map(float, values[latest[found]]))
+            else:
+                picked = np.where(found, values[np.maximum(latest, 0)], math.nan)
+            out[name] = np.where(found, picked, step_time) if name == "step_time_s" else picked
+        return out
+
+    def _store_rows(
+        self, rows: Rows, steps: np.ndarray, derived: np.ndarray, starts: np.ndarray, n: int
+    ) -> None:
+        """_store() of every new step whose turn it is, thinning as it goes, then the rows' fields."""
+        seen0, count = self.seen, len(starts)
+        ends = np.empty(count, dtype=np.int64)
+        ends[:-1] = starts[1:] - 1
+        ends[-1] = n - 1
+        plan: list[tuple[bool, np.ndarray]] = []  # (thin first, new steps stored)
+        length = len(self.columns["step"])
+        stride = self.stride
+        turn = _next_turn(seen0 + 1, stride)
+        last_taken = -1
+        while turn <= seen0 + count:
+            thin = length >= self.max_points
+            if thin:
+                length -= length // 2
+                stride *= 2
+                taken = np.array([turn - seen0 - 1])
+            else:
+                room = min((seen0 + count - turn) // stride + 1, self.max_points - length)
+                taken = np.arange(room) * stride + (turn - seen0 - 1)
+            plan.append((thin, taken))
+            length += len(taken)
+            last_taken = int(taken[-1])
+            turn = _next_turn(last_taken + seen0 + 2, stride)
+        self.stride = stride
+        self.seen = seen0 + count
+        self._pending = last_taken == count - 1
+        if not plan:
+            return
+        chosen = np.concatenate([taken for _, taken in plan])
+        firsts, lasts = starts[chosen], ends[chosen]
+        values = self._latest(rows, firsts, lasts, derived[firsts])
+        values["step"] = steps[firsts].astype(np.float64)
+        values["time"] = rows.when[firsts]
+        at = 0
+        for thin, taken in plan:
+            if thin:
+                for column in self.columns.values():
+                    del column[1::2]
+            for name, column in self.columns.items():
+                column.frombytes(np.ascontiguousarray(values[name][at : at + len(taken)]).tobytes())
+            at += len(taken)
+
     def to_json(self) -> dict[str, Any]:
         cols = self.columns
         steps = [None if v != v else int(v) for v in cols["step"]]
@@ -150,6 +290,46 @@ class RankSeries:
         if self.stride > 1:
             out["stride"] = self.stride
         return out
+
+
+def _moved(mean: float, loss: float) -> float:
+    return mean + LOSS_WEIGHT * (loss - mean)
+
+
+def _next_turn(seen: int, stride: int) -> int:
+    """The first record number >= `seen` that is stored at this stride."""
+    late = (seen - 1) % stride
+    return seen if late == 0 else seen + stride - late
+
+
+class Rows:
+    """Rows of one rank read through plain templates, in log order (see RankSeries.extend)."""
+
+    __slots__ = ("grad_norm", "loss", "lr", "present", "step", "step_time", "throughput", "unit", "when")
+
+    def __init__(
+        self,
+        step: np.ndarray,
+        when: np.ndarray,
+        loss: np.ndarray,
+        step_time: np.ndarray,
+        raw: dict[str, np.ndarray],
+        present: dict[str, np.ndarray],
+        unit: Sequence[str | None],
+    ) -> None:
+        self.step, self.when, self.loss, self.step_time = step, when, loss, step_time
+        self.throughput, self.lr, self.grad_norm = raw["throughput"], raw["lr"], raw["grad_norm"]
+        self.present = present
+        self.unit = unit
+
+    def optional(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
+        """(field, present, values) of the fields a row may lack; raw text values are read when used."""
+        return [
+            ("step_time_s", ~np.isnan(self.step_time), self.step_time),
+            ("throughput", self.present["throughput"], self.throughput),
+            ("lr", self.present["lr"], self.lr),
+            ("grad_norm", self.present["grad_norm"], self.grad_norm),
+        ]
 
 
 def _json_float(value: Any) -> Any:
@@ -182,6 +362,35 @@ class Alerts:
             return  # a spike does not move the baseline
         series.loss_count += 1
         series.loss_mean = loss if series.loss_count == 1 else typical + LOSS_WEIGHT * (loss - typical)
+
+    def check_many(
+        self, rank: int, series: RankSeries, loss: np.ndarray, steps: np.ndarray, when: np.ndarray
+    ) -> None:
+        """``check()`` of each row in turn: the moving mean runs in one pass up to the next alert."""
+        values = loss.tolist()
+        at, alerts = 0, 0
+        while at < len(values):
+            if series.loss_count < 8 or alerts > 8:  # warming up, or alert after alert: row by row
+                moment = float(when[at])
+                self.check(rank, series, values[at], int(steps[at]), None if moment != moment else moment)
+                at += 1
+                continue
+            means = np.array(list(accumulate(values[at:], _moved, initial=series.loss_mean)))
+            rest = loss[at:]
+            before = means[:-1]
+            hit = np.flatnonzero(~np.isfinite(rest) | ((before > 0) & (rest > self.spike_factor * before)))
+            if not len(hit):
+                series.loss_mean = float(means[-1])
+                series.loss_count += len(rest)
+                return
+            skip = int(hit[0])
+            series.loss_mean = float(means[skip])
+            series.loss_count += skip
+            at += skip
+            alerts += 1
+            moment = float(when[at])
+            self.check(rank, series, values[at], int(steps[at]), None if moment != moment else moment)
+            at += 1
 
     def _raise(
         self, rank: int, kind: str, step: int | None, when: float | None, value: Any, message: str

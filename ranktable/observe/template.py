@@ -42,6 +42,7 @@ class Template:
     pattern: re.Pattern[str]
     fields: tuple[Field, ...] | None  # None: a line no parser takes
     unit: str | None = None
+    text: str = ""  # the line it was learned from (fastpath.py reads its layout)
 
     def __post_init__(self) -> None:
         self._read = [(f.name, f.group - 1, _CONVERT[f.kind]) for f in self.fields or ()]
@@ -79,7 +80,7 @@ def learn(text: str, parser: str | None, sample: Sample | None) -> Template | No
     source, spans = shaped
     group_of = {span: i + 1 for i, span in enumerate(spans)}
     if parser is None:
-        return Template(re.compile(source), None)
+        return Template(re.compile(source), None, text=text)
     if parser != "plain" or sample is None:
         return None
     fields: list[Field] = []
@@ -113,7 +114,7 @@ def learn(text: str, parser: str | None, sample: Sample | None) -> Template | No
                 return None
             fields.append(Field("throughput", group, "float"))
             unit = f"{found.group(2)}/s"
-    template = Template(re.compile(source), tuple(fields), unit)
+    template = Template(re.compile(source), tuple(fields), unit, text)
     match = template.pattern.fullmatch(text)
     if match is None or template.sample(match) != sample:
         return None

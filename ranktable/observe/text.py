@@ -8,6 +8,7 @@ tqdm redraws with ``\\r`` and colours with ANSI escapes.
 from __future__ import annotations
 
 import calendar
+import math
 import re
 from functools import lru_cache
 
@@ -59,9 +60,10 @@ def kube_time(stamp: str) -> float | None:
     try:
         base = _minute_epoch(stamp[:16])
         seconds = stamp[17:-1] if stamp[-1] == "Z" else stamp[17:]
-        return base + float(seconds[:12])
+        value = base + float(seconds[:12])
     except ValueError:
         return None
+    return value if math.isfinite(value) else None  # "nan" seconds: no time, not a NaN one
 
 
 # Timestamps inside the line (node-local clocks, taken as UTC): Python logging ``2025-04-07 15:34:29,173``,

@@ -1,0 +1,204 @@
+"""The bulk path (whole batches proved against learned templates, rows merged into the series per rank)
+gives exactly what feeding the same lines one at a time through the line path gives: on varied runs with
+mixed formats, bad and missing timestamps, out-of-order and repeated steps, untagged lines, errors, NaN,
+Inf and spikes, thinning (small max_points), and any batch size."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from ranktable.observe import ObserveSettings, RankLayout, RunObserver
+from ranktable.observe.series import MAX_ALERTS
+
+NPUS = 4
+
+
+def stamp(t: float) -> str:
+    whole = int(t)
+    hh, mm, ss = (whole // 3600) % 24, (whole // 60) % 60, whole % 60
+    return f"2026-09-21T{hh:02d}:{mm:02d}:{ss:02d}.{int((t - whole) * 1e9):09d}Z"
+
+
+ODD = [
+    " iteration {step}/ 1000 | lm loss: {loss} | learning rate: 1.0E-04 |",
+    "{{'loss': {loss}, 'grad_norm': 0.5, 'learning_rate': 4.9e-05, 'epoch': 0.12}}",
+    "epoch: 1 step: {step}, loss is {loss}",
+    "Epoch 1 | step: {step} | loss={loss} | time 10:01",
+    "step {step} loss {loss} lr 1.0e-04 grad_norm 0.93\r\x1b[2Kstep {step} loss {loss}",
+    "step {step} loss {loss} lr 1.0e-04 grad_norm 0.93 \u00e9",
+    "step {step} loss {loss}. lr 1.e-04",
+    "step {step} loss nan lr 1.0e-04",
+    "step {step} loss -0.5 lr 1.0e-04",
+]
+PLAIN = [
+    "step {step} loss {loss} lr 1.0e-04 grad_norm 0.{small}",
+    "step {step} loss {loss} lr 1.0e-04 grad_norm 0.{small}",
+    "step {step} loss {loss} lr 1.0e-04 grad_norm 0.{small}",
+    "step {step} loss {loss} step_time {took} ms, {tput:.1f} tokens/s",
+    "loss {loss} lr {lr:.3e}",  # no step: records are counted
+    "step_time {tput:.1f} ms, {took}.5 tokens/s",  # no parser takes it
+    "rank {rank} step {step} loss {loss}",
+    "step {step} loss 1e999 lr 1.0e-04 grad_norm 0.{small}",
+    "[W compiler_depend.ts:133] NPU allocator: expandable",
+    "INFO dataloader worker heartbeat ok",
+    "Traceback (most recent call last):",
+    "EI0006: [PID: 99] Getting socket times out. remote rank {peer}",
+    "RuntimeError: NPU out of memory. Tried to allocate 2.00 GiB",
+]
+
+
+def pod_log(rng: random.Random, node: int, steps: int, odd: float) -> list[tuple[str, str]]:
+    """One pod's log: torchrun plain lines with spikes, Inf, step-less and rank-naming lines, chatter and
+    errors; with probability `odd` a line the line path must read (other formats, NaN, tqdm, ...)."""
+    out: list[tuple[str, str]] = []
+    t = 1_790_000_000.0 + node
+    step = 0
+    for _ in range(steps):
+        step = max(0, step + rng.choice([1, 1, 1, 1, 0, 2, -3]))  # repeated, skipped and backwards steps
+        t += rng.choice([0.5, 0.5, 0.0, 0.25, -2.0])  # equal and out-of-order times
+        when = rng.choice([stamp(t)] * 12 + ["", "garbage", "2026-09-21T10:11:nanZ", "2026-09-21T10:11:12Z"])
+        for local in range(NPUS):
+            rank = node * NPUS + local
+            usual = f"{2.5 / (1 + step / 50):.5f}"
+            shapes = ["1e999", "3", f"{rng.random():.2e}"] if odd else []  # more templates than a pod keeps
+            loss = rng.choice([usual] * 30 + ["9.9", "40.0", *shapes])
+            values = {
+                "step": step,
+                "loss": loss,
+                "small": rng.randint(1, 99),
+                "took": rng.randint(400, 600),
+                "tput": rng.random() * 3000,
+                "lr": rng.random(),
+                "rank": rank,
+                "peer": rng.randint(0, 11),
+            }
+            tag = rng.choice([f"[rank{rank}]:", f"[rank{rank}]: ", f"[rank{rank}]:", ""])
+            if rng.random() < odd:
+                tag = rng.choice([tag, f"[default{local}]:"])
+                text = rng.choice(ODD).format(**values)
+            else:
+                text = rng.choice(PLAIN).format(**values)
+            out.append((when, tag + text))
+    return out
+
+
+def run(seed: int, odd: float, pods: int = 3, steps: int = 300) -> dict[str, list[tuple[str, str]]]:
+    rng = random.Random(seed)
+    return {f"job-worker-{n}": pod_log(rng, n, steps, odd) for n in range(pods)}
+
+
+def observer(pods: int, **kwargs: Any) -> RunObserver:
+    layout = RankLayout.uniform([(f"job-worker-{n}", n) for n in range(pods)], NPUS)
+    return RunObserver(layout, **kwargs)
+
+
+def line_by_line(logs: dict[str, list[tuple[str, str]]], **kwargs: Any) -> RunObserver:
+    """Each line alone through the line path (the bulk path switched off), pods interleaved."""
+    out = observer(len(logs), **kwargs)
+    out._feed_bulk = lambda *args: False  # type: ignore[method-assign]
+    for at in range(max(map(len, logs.values()))):
+        for node, (pod, lines) in enumerate(logs.items()):
+            if at < len(lines):
+                out.feed(pod, node, [lines[at]])
+    return out
+
+
+def batched(logs: dict[str, list[tuple[str, str]]], size: int, **kwargs: Any) -> RunObserver:
+    out = observer(len(logs), **kwargs)
+    for start in range(0, max(map(len, logs.values())), size):
+        for node, (pod, lines) in enumerate(logs.items()):
+            out.feed(pod, node, lines[start : start + size])
+    return out
+
+
+def exact(value: Any) -> str:
+    """JSON text, so that NaN (a NaN kubelet stamp is kept as a NaN time) compares equal to itself."""
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def same(a: RunObserver, b: RunObserver) -> None:
+    assert exact(a.metrics_json()) == exact(b.metrics_json())
+    now = 1_790_001_000.0
+    assert exact(a.diagnose("Running", now=now)) == exact(b.diagnose("Running", now=now))
+    assert exact(sorted(a.progress.items())) == exact(sorted(b.progress.items()))
+    for rank, series in a.series.items():
+        other = b.series[rank]
+        assert exact(list(series.step_times)) == exact(list(other.step_times))
+        assert (series.loss_mean, series.loss_count, series.seen, series.stride) == (
+            other.loss_mean,
+            other.loss_count,
+            other.seen,
+            other.stride,
+        )
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("size", [1, 7, 200])
+@pytest.mark.parametrize("odd", [0.0, 0.003, 0.1])
+def test_bulk_batches_give_the_line_paths_results(seed: int, size: int, odd: float) -> None:
+    logs = run(seed, odd)
+    settings = ObserveSettings(max_points=16)  # thins many times
+    same(batched(logs, size, settings=settings), line_by_line(logs, settings=settings))
+
+
+def test_bulk_path_is_taken_and_rows_are_held_until_read() -> None:
+    rng = random.Random(1)
+    lines = [
+        (stamp(1_790_000_000 + s * 0.5), f"[rank{s % 8}]:step {s // 8} loss {rng.random():.4f} lr 1.0e-04")
+        for s in range(4000)
+    ]
+    fast = observer(2)
+    taken = []
+    original = fast._feed_bulk
+
+    def spy(*args: Any) -> bool:
+        taken.append(original(*args))
+        return taken[-1]
+
+    fast._feed_bulk = spy  # type: ignore[method-assign]
+    for start in range(0, len(lines), 200):
+        fast.feed("job-worker-0", 0, lines[start : start + 200])
+    assert sum(taken) >= len(taken) - 1  # all but the first batch (templates are learned there)
+    assert fast._held_rows  # not merged yet
+    same(fast, line_by_line({"job-worker-0": lines}))
+    assert not fast._held_rows
+
+
+def test_clean_plain_run_with_long_steps_agrees() -> None:
+    """The bench's shape: one template per pod, strictly increasing steps, thinning to stride 32."""
+    logs = {}
+    for node in range(2):
+        out = []
+        for step in range(1, 9000):
+            t = stamp(1_790_000_000.0 + step * 0.5)
+            for local in range(NPUS):
+                out.append(
+                    (
+                        t,
+                        f"[rank{node * NPUS + local}]:step {step} loss {2.5 / (1 + step / 500):.5f} "
+                        "lr 1.0e-04 grad_norm 0.93",
+                    )
+                )
+                if step % 10 == 0:
+                    out.append((t, f"[rank{node * NPUS + local}]:step_time 512.3 ms, 2304.5 tokens/s"))
+        logs[f"job-worker-{node}"] = out
+    fast = batched(logs, 200)
+    assert fast.series[0].stride == 32
+    same(fast, line_by_line(logs))
+
+
+def test_alerts_near_the_cap_keep_the_line_paths_choice() -> None:
+    """Which alerts fit under MAX_ALERTS depends on the order ranks raised them: held rows are then
+    replayed in log order."""
+    lines = []
+    ranks = MAX_ALERTS // 2 + 20
+    for step in range(1, 30):
+        for rank in range(ranks):
+            loss = "nan" if step == 20 else ("1e999" if step == 25 else f"{1 + (step % 3) * 0.1:.2f}")
+            lines.append((stamp(1_790_000_000 + step), f"[rank{rank}]:step {step} loss {loss}"))
+    logs = {"job-worker-0": lines}
+    same(batched(logs, 200), line_by_line(logs))
