@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import is_
 
 from ranktable.observe.template import _TOKEN, Template
 
@@ -61,6 +63,8 @@ def _number(slot: int, run: str) -> Number | None:
     skeleton = zeroed.replace("0", "")
     if len(set(skeleton)) != len(skeleton):
         return None
+    if not skeleton:  # digits only: the skeleton test below proves it
+        return Number(slot, b"", ())
     checks = [(b"\n0", 1 if zeroed.startswith("0") else 0)]
     for at, char in enumerate(zeroed):
         if char != "0":
@@ -89,7 +93,7 @@ def shape(template: Template, prefix: str) -> Shape | None:
             literals.append((slot, run.encode()))
             continue
         if prefix and slot == 0:  # the tag's rank
-            numbers.append(Number(0, b"", ((b"\n0", 1),)))
+            numbers.append(Number(0, b"", ()))
             continue
         group = tokens.get((start - offset, end - offset))
         number = _number(slot, run)
@@ -152,7 +156,7 @@ def _proved(found: Shape, texts: list[str]) -> dict[int, list[bytes]] | None:
         text = b"\n".join(column)
         if text.translate(None, DIGITS) != b"\n".join([number.skeleton] * count):
             return None
-        zeroed = b"\n" + text.translate(_ZEROS) + b"\n"
+        zeroed = b"\n" + text.translate(_ZEROS) + b"\n" if number.checks else b""
         for needle, per_line in number.checks:
             if zeroed.count(needle) != per_line * count:
                 return None
@@ -168,15 +172,22 @@ def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group]
         return None
     keys = joined.encode().translate(None, DIGITS).split(b"\n")
     found = list(map(shapes.by_key.get, keys))
-    others = [text for text, hit in zip(texts, found, strict=True) if hit is None]
-    if others:
-        rest = "\n".join(others)
+    candidates = dict.fromkeys(found)
+    mixed = None in candidates
+    if mixed:
+        del candidates[None]
+        rest = "\n".join(compress(texts, map(is_, found, repeat(None))))
         if any(word in rest for word in KEYWORDS):  # may be a metric line no template covers
             return None
     groups = []
-    for candidate in dict.fromkeys(hit for hit in found if hit is not None):
-        lines = [i for i, hit in enumerate(found) if hit is candidate]
-        columns = _proved(candidate, [texts[i] for i in lines])
+    for candidate in candidates:
+        if candidate is None:
+            continue
+        if len(candidates) == 1 and not mixed:
+            lines = list(range(len(texts)))
+        else:
+            lines = list(compress(range(len(found)), map(is_, found, repeat(candidate))))
+        columns = _proved(candidate, list(map(texts.__getitem__, lines)))
         if columns is None:
             return None
         groups.append(Group(candidate, lines, columns))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -103,7 +103,7 @@ class RunObserver:
         has_errors = self.catalogue.any_error(joined)
         stamps = [stamp for stamp, _ in lines]
         times = {stamp: kube_time(stamp) if stamp else None for stamp in dict.fromkeys(stamps)}
-        if not self._feed_bulk(pod, node_rank, lines, texts, joined, has_errors, times):
+        if not self._feed_bulk(pod, node_rank, lines, texts, joined, has_errors, stamps, times):
             self._flush()
             self._feed_lines(pod, node_rank, lines, has_errors)
         self._advance_clock(times, lines)
@@ -181,6 +181,7 @@ class RunObserver:
         texts: list[str],
         joined: str,
         has_errors: bool,
+        stamps: list[str],
         times: dict[str, float | None],
     ) -> bool:
         """Read a batch whose every possible metric line fits a learned template (fastpath.py) and hold its
@@ -200,7 +201,7 @@ class RunObserver:
         if metric and not parsed_by_plain(self.parser.order):
             return False
         if metric:
-            rows = self._rows(pod, node_rank, lines, texts, metric, times)
+            rows = self._rows(pod, node_rank, stamps, texts, metric, times)
             self._held.append(rows)
             self._held_rows += len(rows["rank"])
         if has_errors:
@@ -232,103 +233,61 @@ class RunObserver:
         self,
         pod: str,
         node_rank: int,
-        lines: Sequence[tuple[str, str]],
+        stamps: list[str],
         texts: list[str],
         groups: list[Group],
         times: dict[str, float | None],
     ) -> dict[str, Any]:
         """The batch's template rows in log order: rank, step (-1: none), time (NaN: none), fields."""
-        order: list[int] = []
-        columns: dict[str, list[Any]] = {
-            "tag": [],
-            "rank": [],
-            "step": [],
-            "loss": [],
-            "step_time": [],
-            "unit": [],
-            **{name: [] for name in OPTIONAL},
-        }
-        for group in groups:
-            count = len(group.lines)
-            order.extend(group.lines)
-            read = {name: (slot, kind) for name, slot, kind in group.shape.fields}
-            columns["tag"].extend(_ints(group.columns[0]) if group.shape.tagged else [None] * count)
-            columns["rank"].extend(
-                _ints(group.columns[read["rank"][0]]) if "rank" in read else [None] * count
-            )
-            columns["step"].extend(_ints(group.columns[read["step"][0]]) if "step" in read else [-1] * count)
-            columns["loss"].extend(map(float, group.columns[read["loss"][0]]))
-            if "step_time_s" in read:
-                slot, kind = read["step_time_s"]
-                values = np.array(list(map(float, group.columns[slot])))
-                columns["step_time"].extend((values * 0.001 if kind == "ms" else values).tolist())
-            else:
-                columns["step_time"].extend([math.nan] * count)
-            for name in OPTIONAL:
-                columns[name].extend(group.columns[read[name][0]] if name in read else [None] * count)
-            columns["unit"].extend([group.shape.template.unit] * count)
-        if len(groups) > 1:
-            by_line = sorted(range(len(order)), key=order.__getitem__)
-            order = [order[i] for i in by_line]
-            columns = {name: [values[i] for i in by_line] for name, values in columns.items()}
-        when = self._times(lines, texts, order, times)
-        ranks = self._ranks(pod, self.layout.default_rank(pod, node_rank), columns["tag"], columns["rank"])
-        out: dict[str, Any] = {
-            "rank": np.array(ranks, dtype=np.int64),
-            "step": np.array(columns["step"], dtype=np.int64),
-            "when": np.array(when, dtype=np.float64),
-            "loss": np.array(columns["loss"], dtype=np.float64),
-            "step_time": np.array(columns["step_time"], dtype=np.float64),
-            "unit": columns["unit"],
-        }
-        for name in OPTIONAL:
-            raw = np.empty(len(order), dtype=object)
-            raw[:] = columns[name]
-            out[name] = raw
-        return out
+        parts = [_group_rows(group) for group in groups]
+        rows = parts[0]
+        if len(parts) > 1:
+            order = np.argsort(np.concatenate([part["line"] for part in parts]), kind="stable")
+            rows = {name: np.concatenate([part[name] for part in parts])[order] for name in rows}
+        lines = rows.pop("line").tolist()
+        rows["when"] = self._times(stamps, texts, lines, times)
+        default = self.layout.default_rank(pod, node_rank)
+        rows["rank"] = self._ranks(pod, default, rows.pop("tag"), rows.pop("named"))
+        return rows
 
     def _times(
-        self,
-        lines: Sequence[tuple[str, str]],
-        texts: list[str],
-        order: list[int],
-        times: dict[str, float | None],
-    ) -> list[float]:
+        self, stamps: list[str], texts: list[str], lines: list[int], times: dict[str, float | None]
+    ) -> np.ndarray:
         """Each row's time from its stamp's (NaN: none), else from the text."""
-        when: list[Any] = [times[lines[i][0]] for i in order]
+        when: list[Any] = list(map(times.__getitem__, map(stamps.__getitem__, lines)))
         if None in times.values():
             for at, value in enumerate(when):
                 if value is None:
-                    _, _, text = self._tag("", -1, texts[order[at]])
+                    _, _, text = self._tag("", -1, texts[lines[at]])
                     found = inline_time(text)
                     when[at] = math.nan if found is None else found
-        return when
+        return np.array(when, dtype=np.float64)
 
-    def _ranks(self, pod: str, default: int, tags: list[int | None], named: list[int | None]) -> list[int]:
-        """Rows' ranks as the line path assigns them: a rank field, else the tag, else the last one named."""
-        if None not in tags and all(n is None for n in named):
-            ranks = cast(list[int], tags)
-            if ranks:
-                self._named[pod] = ranks[-1]
-            return ranks
+    def _ranks(self, pod: str, default: int, tags: np.ndarray, named: np.ndarray) -> np.ndarray:
+        """Rows' ranks as the line path assigns them: a rank field, else the tag, else the last one named
+        (-1 in `tags` and `named`: none)."""
+        if (named < 0).all() and (tags >= 0).all():
+            if len(tags):
+                self._named[pod] = int(tags[-1])
+            return tags
         out = []
-        for tag, name in zip(tags, named, strict=True):
-            if name is not None:
+        for tag, name in zip(tags.tolist(), named.tolist(), strict=True):
+            if name >= 0:
                 rank = self._named[pod] = name
-            elif tag is not None:
+            elif tag >= 0:
                 rank = self._named[pod] = tag
             else:
                 rank = self._named.get(pod, default)
             out.append(rank)
-        return out
+        return np.array(out, dtype=np.int64)
 
     def _flush(self) -> None:
         """Merge the held template rows into the series, rank by rank, as add() would have row by row."""
         if not self._held:
             return
         held, self._held, self._held_rows = self._held, [], 0
-        rows = {name: np.concatenate([h[name] for h in held]) for name in held[0] if name != "unit"}
-        units = [u for h in held for u in h["unit"]]
+        rows = {name: np.concatenate([h[name] for h in held]) for name in held[0]}
+        units = rows["unit"]
         ranks = rows["rank"]
         firsts = np.unique(ranks, return_index=True)[1]
         if len(self._alerts.items) + 3 * len(firsts) > MAX_ALERTS:  # which alerts fit depends on order
@@ -348,8 +307,8 @@ class RunObserver:
                 rows["loss"][part],
                 rows["step_time"][part],
                 {name: rows[name][part] for name in OPTIONAL},
-                {name: np.not_equal(rows[name][part], cast(Any, None)) for name in OPTIONAL},
-                [units[i] for i in part],
+                {name: rows["has_" + name][part] for name in OPTIONAL},
+                units[part],
             )
             steps = series.extend(picked)
             self._alerts.check_many(rank, series, picked.loss, steps, picked.when)
@@ -357,7 +316,7 @@ class RunObserver:
             if len(timed):
                 self._progress[rank] = (float(picked.when[timed[-1]]), int(steps[timed[-1]]))
 
-    def _replay(self, rows: dict[str, np.ndarray], units: list[str | None]) -> None:
+    def _replay(self, rows: dict[str, np.ndarray], units: np.ndarray) -> None:
         """Held rows one by one through _metric (exactly the line path's order)."""
         for at in range(len(rows["rank"])):
             sample: dict[str, Any] = {"loss": float(rows["loss"][at])}
@@ -466,10 +425,38 @@ class RunObserver:
         return result
 
 
-def _ints(values: list[bytes]) -> list[int]:
+def _ints(values: list[bytes]) -> np.ndarray:
     """int() of each value, once per distinct value (tags and steps repeat)."""
     read = {value: int(value) for value in dict.fromkeys(values)}
-    return list(map(read.__getitem__, values))
+    return np.array(list(map(read.__getitem__, values)), dtype=np.int64)
+
+
+def _group_rows(group: Group) -> dict[str, np.ndarray]:
+    """One shape's rows: line, tag and named rank (-1: none), step (-1: none), loss, step time (NaN: none),
+    throughput/lr/grad norm as text (None: none), unit."""
+    count = len(group.lines)
+    read = {name: (group.columns[slot], kind) for name, slot, kind in group.shape.fields}
+    missing = np.full(count, -1, dtype=np.int64)
+    out = {
+        "line": np.array(group.lines, dtype=np.int64),
+        "tag": _ints(group.columns[0]) if group.shape.tagged else missing,
+        "named": _ints(read["rank"][0]) if "rank" in read else missing,
+        "step": _ints(read["step"][0]) if "step" in read else missing,
+        "loss": np.array(list(map(float, read["loss"][0])), dtype=np.float64),
+        "step_time": np.full(count, math.nan),
+        "unit": np.full(count, group.shape.template.unit, dtype=object),
+    }
+    if "step_time_s" in read:
+        column, kind = read["step_time_s"]
+        values = np.array(list(map(float, column)), dtype=np.float64)
+        out["step_time"] = values * 0.001 if kind == "ms" else values
+    for name in OPTIONAL:
+        raw = np.full(count, None, dtype=object)
+        if name in read:
+            raw[:] = read[name][0]
+        out[name] = raw
+        out["has_" + name] = np.full(count, name in read)
+    return out
 
 
 def summary(diagnosis: dict[str, Any]) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from array import array
 from collections import deque
-from collections.abc import Sequence
 from itertools import accumulate
 from statistics import median
 from typing import Any
@@ -315,7 +314,7 @@ class Rows:
         step_time: np.ndarray,
         raw: dict[str, np.ndarray],
         present: dict[str, np.ndarray],
-        unit: Sequence[str | None],
+        unit: np.ndarray,
     ) -> None:
         self.step, self.when, self.loss, self.step_time = step, when, loss, step_time
         self.throughput, self.lr, self.grad_norm = raw["throughput"], raw["lr"], raw["grad_norm"]
