@@ -38,6 +38,7 @@ from ranktable.observe.triage import (
 _LINE_RANK = re.compile(r"RankID:\s*(\d+)|\[Rank (\d+)\]|^rank[\s:=]+(\d+)\b")
 FLUSH_ROWS = 1 << 16  # template rows held before they are merged into the series (about 6 MB)
 OPTIONAL = ("throughput", "lr", "grad_norm")
+FEW_ROWS = 32  # a rank with fewer held rows is merged row by row
 
 
 def line_time(stamp: str, text: str) -> float | None:
@@ -287,50 +288,54 @@ class RunObserver:
             return
         held, self._held, self._held_rows = self._held, [], 0
         rows = {name: np.concatenate([h[name] for h in held]) for name in held[0]}
-        units = rows["unit"]
         ranks = rows["rank"]
-        firsts = np.unique(ranks, return_index=True)[1]
-        if len(self._alerts.items) + 3 * len(firsts) > MAX_ALERTS:  # which alerts fit depends on order
-            self._replay(rows, units)
-            return
         order = np.argsort(ranks, kind="stable")
-        sorted_ranks = ranks[order]
-        bounds = np.flatnonzero(np.diff(sorted_ranks)) + 1
+        bounds = np.flatnonzero(np.diff(ranks[order])) + 1
+        if len(self._alerts.items) + 3 * (len(bounds) + 1) > MAX_ALERTS:  # which alerts fit depends on order
+            self._replay(rows, np.arange(len(ranks)))
+            return
         for part in np.split(order, bounds):
-            rank = int(ranks[part[0]])
-            series = self._series.get(rank)
-            if series is None:
-                series = self._series[rank] = RankSeries(self.settings.max_points)
-            picked = Rows(
-                rows["step"][part],
-                rows["when"][part],
-                rows["loss"][part],
-                rows["step_time"][part],
-                {name: rows[name][part] for name in OPTIONAL},
-                {name: rows["has_" + name][part] for name in OPTIONAL},
-                units[part],
-            )
-            steps = series.extend(picked)
-            self._alerts.check_many(rank, series, picked.loss, steps, picked.when)
-            timed = np.flatnonzero(~np.isnan(picked.when))
-            if len(timed):
-                self._progress[rank] = (float(picked.when[timed[-1]]), int(steps[timed[-1]]))
+            if len(part) < FEW_ROWS:  # array steps cost more than they save
+                self._replay(rows, part)
+            else:
+                self._extend(int(ranks[part[0]]), rows, part)
 
-    def _replay(self, rows: dict[str, np.ndarray], units: np.ndarray) -> None:
-        """Held rows one by one through _metric (exactly the line path's order)."""
-        for at in range(len(rows["rank"])):
-            sample: dict[str, Any] = {"loss": float(rows["loss"][at])}
-            if rows["step"][at] >= 0:
-                sample["step"] = int(rows["step"][at])
-            if rows["step_time"][at] == rows["step_time"][at]:
-                sample["step_time_s"] = float(rows["step_time"][at])
+    def _extend(self, rank: int, rows: dict[str, np.ndarray], part: np.ndarray) -> None:
+        series = self._series.get(rank)
+        if series is None:
+            series = self._series[rank] = RankSeries(self.settings.max_points)
+        picked = Rows(
+            rows["step"][part],
+            rows["when"][part],
+            rows["loss"][part],
+            rows["step_time"][part],
+            {name: rows[name][part] for name in OPTIONAL},
+            {name: rows["has_" + name][part] for name in OPTIONAL},
+            rows["unit"][part],
+        )
+        steps = series.extend(picked)
+        self._alerts.check_many(rank, series, picked.loss, steps, picked.when)
+        timed = np.flatnonzero(~np.isnan(picked.when))
+        if len(timed):
+            self._progress[rank] = (float(picked.when[timed[-1]]), int(steps[timed[-1]]))
+
+    def _replay(self, rows: dict[str, np.ndarray], part: np.ndarray) -> None:
+        """Held rows one by one through _metric, in the order given."""
+        names = ("rank", "step", "when", "loss", "step_time", "unit", *OPTIONAL)
+        picked = {name: rows[name][part].tolist() for name in names}
+        for at in range(len(part)):
+            sample: dict[str, Any] = {"loss": picked["loss"][at]}
+            if picked["step"][at] >= 0:
+                sample["step"] = picked["step"][at]
+            if picked["step_time"][at] == picked["step_time"][at]:
+                sample["step_time_s"] = picked["step_time"][at]
             for name in OPTIONAL:
-                if rows[name][at] is not None:
-                    sample[name] = float(rows[name][at])
-            if units[at]:
-                sample["throughput_unit"] = units[at]
-            when = float(rows["when"][at])
-            self._metric(sample, int(rows["rank"][at]), None if when != when else when)
+                if picked[name][at] is not None:
+                    sample[name] = float(picked[name][at])
+            if picked["unit"][at]:
+                sample["throughput_unit"] = picked["unit"][at]
+            when = picked["when"][at]
+            self._metric(sample, picked["rank"][at], None if when != when else when)
 
     def _metric(self, sample: dict[str, Any], rank: int, when: float | None) -> None:
         series = self._series.get(rank)

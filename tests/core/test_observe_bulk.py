@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ranktable.observe import ObserveSettings, RankLayout, RunObserver
+from ranktable.observe import observer as observing
 from ranktable.observe.series import MAX_ALERTS
 
 NPUS = 4
@@ -136,10 +137,14 @@ def same(a: RunObserver, b: RunObserver) -> None:
         )
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("size", [1, 7, 200])
 @pytest.mark.parametrize("odd", [0.0, 0.003, 0.1])
-def test_bulk_batches_give_the_line_paths_results(seed: int, size: int, odd: float) -> None:
+@pytest.mark.parametrize("few", [1, observing.FEW_ROWS])
+def test_bulk_batches_give_the_line_paths_results(
+    seed: int, size: int, odd: float, few: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(observing, "FEW_ROWS", few)  # 1: every rank's rows through the array steps
     logs = run(seed, odd)
     settings = ObserveSettings(max_points=16)  # thins many times
     same(batched(logs, size, settings=settings), line_by_line(logs, settings=settings))
