@@ -153,17 +153,22 @@ def _proved(found: Shape, texts: list[str]) -> dict[int, list[bytes]] | None:
     columns: dict[int, list[bytes]] = {}
     for number in found.numbers:
         column = runs[number.slot :: step]
-        text = b"\n".join(column)
-        if text.translate(None, DIGITS) != b"\n".join([number.skeleton] * count):
+        if not _shaped(number, column[:1] if column.count(column[0]) == count else column):
             return None
-        zeroed = b"\n" + text.translate(_ZEROS) + b"\n" if number.checks else b""
-        for needle, per_line in number.checks:
-            if zeroed.count(needle) != per_line * count:
-                return None
         columns[number.slot] = column
     if found.tagged and max(map(len, columns[0])) > TAG_DIGITS:
         return None
     return columns
+
+
+def _shaped(number: Number, column: list[bytes]) -> bool:
+    """Whether every run in `column` has the number's shape (a constant column is tested once)."""
+    count = len(column)
+    text = b"\n".join(column)
+    if text.translate(None, DIGITS) != b"\n".join([number.skeleton] * count):
+        return False
+    zeroed = b"\n" + text.translate(_ZEROS) + b"\n" if number.checks else b""
+    return all(zeroed.count(needle) == per_line * count for needle, per_line in number.checks)
 
 
 def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group] | None:

@@ -13,6 +13,7 @@ import pytest
 
 from ranktable.observe import ObserveSettings, RankLayout, RunObserver
 from ranktable.observe import observer as observing
+from ranktable.observe.fastpath import PodShapes, match_batch
 from ranktable.observe.series import MAX_ALERTS
 
 NPUS = 4
@@ -207,3 +208,31 @@ def test_alerts_near_the_cap_keep_the_line_paths_choice() -> None:
             lines.append((stamp(1_790_000_000 + step), f"[rank{rank}]:step {step} loss {loss}"))
     logs = {"job-worker-0": lines}
     same(batched(logs, 200), line_by_line(logs))
+
+
+LOOKALIKES = [
+    "[rank1]:step 5 loss .5 lr 1.0e-04 grad_norm 0.93",  # digits deleted, these read like the template
+    "[rank1]:step 5 loss 2. lr 1.0e-04 grad_norm 0.93",
+    "[rank1]:step 5 loss 2.5 lr 1.e-04 grad_norm 0.93",
+    "[rank1]:step 5 loss 2.5 lr 1.0e04- grad_norm 0.93",
+    "[rank1]:step  loss 52.5 lr 1.0e-04 grad_norm 0.93",
+    "[rank1]:step 5 loss 2.5 lr 1.0e-04 grad_norm 0.93.",
+    "[rank123456789012345678]:step 5 loss 2.5 lr 1.0e-04 grad_norm 0.93",  # too long to be a tag
+    "[rank]:step 5 loss 2.5 lr 1.0e-04 grad_norm 0.93",
+]
+
+
+@pytest.mark.parametrize("lookalike", LOOKALIKES)
+def test_a_line_that_only_looks_like_a_template_is_left_to_the_line_path(lookalike: str) -> None:
+    template = "[rank1]:step {} loss 2.5 lr 1.0e-04 grad_norm 0.93"
+    first = [(stamp(1_790_000_000 + s), template.format(s)) for s in range(1, 4)]
+    batch = [*first, (stamp(1_790_000_004), lookalike), (stamp(1_790_000_005), template.format(6))]
+    fast = observer(1)
+    fast.feed("job-worker-0", 0, first)
+    shapes = fast._shapes.get("job-worker-0") or PodShapes()
+    shapes.update(fast._templates["job-worker-0"] if fast._templates else [])
+    texts = [text for _, text in batch]
+    assert match_batch(shapes, texts, "\n".join(texts)) is None
+    assert match_batch(shapes, texts[:3], "\n".join(texts[:3])) is not None
+    fast.feed("job-worker-0", 0, batch)
+    same(fast, line_by_line({"job-worker-0": first + batch}))
