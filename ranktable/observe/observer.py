@@ -39,6 +39,16 @@ _LINE_RANK = re.compile(r"RankID:\s*(\d+)|\[Rank (\d+)\]|^rank[\s:=]+(\d+)\b")
 FLUSH_ROWS = 1 << 16  # template rows held before they are merged into the series (about 6 MB)
 OPTIONAL = ("throughput", "lr", "grad_norm")
 FEW_ROWS = 32  # a rank with fewer held rows is merged row by row
+HELD: dict[str, Any] = {  # held row columns: rank, step (-1: none), time and step time (NaN: none), ...
+    "rank": np.int64,
+    "step": np.int64,
+    "when": np.float64,
+    "loss": np.float64,
+    "step_time": np.float64,
+    "unit": object,
+    **{name: object for name in OPTIONAL},  # the number as printed, read when a stored row needs it
+    **{"has_" + name: bool for name in OPTIONAL},
+}
 
 
 def line_time(stamp: str, text: str) -> float | None:
@@ -70,7 +80,7 @@ class RunObserver:
         self.error_counts: dict[str, int] = {}
         self._progress: dict[int, tuple[float, int | None]] = {}
         self._shapes: dict[str, PodShapes] = {}
-        self._held: list[dict[str, Any]] = []  # template rows not merged yet (see _flush)
+        self._held: dict[str, list[Any]] = {name: [] for name in HELD}  # rows not merged yet (see _flush)
         self._held_rows = 0
         self.clock: float | None = None  # the newest log time seen
         self.lines = 0
@@ -203,7 +213,8 @@ class RunObserver:
             return False
         if metric:
             rows = self._rows(pod, node_rank, stamps, texts, metric, times)
-            self._held.append(rows)
+            for name, values in rows.items():
+                self._held[name].extend(values)
             self._held_rows += len(rows["rank"])
         if has_errors:
             taken = {i for g in metric for i in g.lines}
@@ -243,17 +254,18 @@ class RunObserver:
         parts = [_group_rows(group) for group in groups]
         rows = parts[0]
         if len(parts) > 1:
-            order = np.argsort(np.concatenate([part["line"] for part in parts]), kind="stable")
-            rows = {name: np.concatenate([part[name] for part in parts])[order] for name in rows}
-        lines = rows.pop("line").tolist()
-        rows["when"] = self._times(stamps, texts, lines, times)
+            lines = [line for part in parts for line in part["line"]]
+            order = sorted(range(len(lines)), key=lines.__getitem__)
+            rows = {name: [v for part in parts for v in part[name]] for name in rows}
+            rows = {name: [values[i] for i in order] for name, values in rows.items()}
+        rows["when"] = self._times(stamps, texts, rows.pop("line"), times)
         default = self.layout.default_rank(pod, node_rank)
         rows["rank"] = self._ranks(pod, default, rows.pop("tag"), rows.pop("named"))
         return rows
 
     def _times(
         self, stamps: list[str], texts: list[str], lines: list[int], times: dict[str, float | None]
-    ) -> np.ndarray:
+    ) -> list[float]:
         """Each row's time from its stamp's (NaN: none), else from the text."""
         when: list[Any] = list(map(times.__getitem__, map(stamps.__getitem__, lines)))
         if None in times.values():
@@ -262,17 +274,17 @@ class RunObserver:
                     _, _, text = self._tag("", -1, texts[lines[at]])
                     found = inline_time(text)
                     when[at] = math.nan if found is None else found
-        return np.array(when, dtype=np.float64)
+        return when
 
-    def _ranks(self, pod: str, default: int, tags: np.ndarray, named: np.ndarray) -> np.ndarray:
+    def _ranks(self, pod: str, default: int, tags: list[int], named: list[int]) -> list[int]:
         """Rows' ranks as the line path assigns them: a rank field, else the tag, else the last one named
         (-1 in `tags` and `named`: none)."""
-        if (named < 0).all() and (tags >= 0).all():
-            if len(tags):
-                self._named[pod] = int(tags[-1])
+        if named.count(-1) == len(named) and -1 not in tags:
+            if tags:
+                self._named[pod] = tags[-1]
             return tags
         out = []
-        for tag, name in zip(tags.tolist(), named.tolist(), strict=True):
+        for tag, name in zip(tags, named, strict=True):
             if name >= 0:
                 rank = self._named[pod] = name
             elif tag >= 0:
@@ -280,14 +292,15 @@ class RunObserver:
             else:
                 rank = self._named.get(pod, default)
             out.append(rank)
-        return np.array(out, dtype=np.int64)
+        return out
 
     def _flush(self) -> None:
         """Merge the held template rows into the series, rank by rank, as add() would have row by row."""
-        if not self._held:
+        if not self._held_rows:
             return
-        held, self._held, self._held_rows = self._held, [], 0
-        rows = {name: np.concatenate([h[name] for h in held]) for name in held[0]}
+        held, self._held_rows = self._held, 0
+        self._held = {name: [] for name in HELD}
+        rows = {name: np.array(held[name], dtype=HELD[name]) for name in HELD}
         ranks = rows["rank"]
         order = np.argsort(ranks, kind="stable")
         bounds = np.flatnonzero(np.diff(ranks[order])) + 1
@@ -430,37 +443,33 @@ class RunObserver:
         return result
 
 
-def _ints(values: list[bytes]) -> np.ndarray:
+def _ints(values: list[bytes]) -> list[int]:
     """int() of each value, once per distinct value (tags and steps repeat)."""
     read = {value: int(value) for value in dict.fromkeys(values)}
-    return np.array(list(map(read.__getitem__, values)), dtype=np.int64)
+    return list(map(read.__getitem__, values))
 
 
-def _group_rows(group: Group) -> dict[str, np.ndarray]:
-    """One shape's rows: line, tag and named rank (-1: none), step (-1: none), loss, step time (NaN: none),
-    throughput/lr/grad norm as text (None: none), unit."""
+def _group_rows(group: Group) -> dict[str, list[Any]]:
+    """One shape's rows (see HELD), with their line numbers and tag and named ranks (-1: none)."""
     count = len(group.lines)
     read = {name: (group.columns[slot], kind) for name, slot, kind in group.shape.fields}
-    missing = np.full(count, -1, dtype=np.int64)
-    out = {
-        "line": np.array(group.lines, dtype=np.int64),
+    missing = [-1] * count
+    out: dict[str, list[Any]] = {
+        "line": group.lines,
         "tag": _ints(group.columns[0]) if group.shape.tagged else missing,
         "named": _ints(read["rank"][0]) if "rank" in read else missing,
         "step": _ints(read["step"][0]) if "step" in read else missing,
-        "loss": np.array(list(map(float, read["loss"][0])), dtype=np.float64),
-        "step_time": np.full(count, math.nan),
-        "unit": np.full(count, group.shape.template.unit, dtype=object),
+        "loss": list(map(float, read["loss"][0])),
+        "step_time": [math.nan] * count,
+        "unit": [group.shape.template.unit] * count,
     }
     if "step_time_s" in read:
         column, kind = read["step_time_s"]
-        values = np.array(list(map(float, column)), dtype=np.float64)
-        out["step_time"] = values * 0.001 if kind == "ms" else values
+        values = list(map(float, column))
+        out["step_time"] = [v * 0.001 for v in values] if kind == "ms" else values
     for name in OPTIONAL:
-        raw = np.full(count, None, dtype=object)
-        if name in read:
-            raw[:] = read[name][0]
-        out[name] = raw
-        out["has_" + name] = np.full(count, name in read)
+        out[name] = read[name][0] if name in read else [None] * count
+        out["has_" + name] = [name in read] * count
     return out
 
 
