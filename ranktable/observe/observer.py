@@ -46,8 +46,7 @@ HELD: dict[str, Any] = {  # held row columns: rank, step (-1: none), time and st
     "loss": np.float64,
     "step_time": np.float64,
     "unit": object,
-    **{name: object for name in OPTIONAL},  # the number as printed, read when a stored row needs it
-    **{"has_" + name: bool for name in OPTIONAL},
+    **{name: np.float64 for name in OPTIONAL},
 }
 
 
@@ -320,10 +319,7 @@ class RunObserver:
         picked = Rows(
             rows["step"][part],
             rows["when"][part],
-            rows["loss"][part],
-            rows["step_time"][part],
-            {name: rows[name][part] for name in OPTIONAL},
-            {name: rows["has_" + name][part] for name in OPTIONAL},
+            {name: rows[name][part] for name in ("loss", "step_time", *OPTIONAL)},
             rows["unit"][part],
         )
         steps = series.extend(picked)
@@ -343,8 +339,8 @@ class RunObserver:
             if picked["step_time"][at] == picked["step_time"][at]:
                 sample["step_time_s"] = picked["step_time"][at]
             for name in OPTIONAL:
-                if picked[name][at] is not None:
-                    sample[name] = float(picked[name][at])
+                if picked[name][at] == picked[name][at]:
+                    sample[name] = picked[name][at]
             if picked["unit"][at]:
                 sample["throughput_unit"] = picked["unit"][at]
             when = picked["when"][at]
@@ -449,6 +445,12 @@ def _ints(values: list[bytes]) -> list[int]:
     return list(map(read.__getitem__, values))
 
 
+def _floats(values: list[bytes]) -> list[float]:
+    """float() of each value, once per distinct value (learning rates and norms often repeat)."""
+    read = {value: float(value) for value in dict.fromkeys(values)}
+    return list(map(read.__getitem__, values))
+
+
 def _group_rows(group: Group) -> dict[str, list[Any]]:
     """One shape's rows (see HELD), with their line numbers and tag and named ranks (-1: none)."""
     count = len(group.lines)
@@ -468,8 +470,7 @@ def _group_rows(group: Group) -> dict[str, list[Any]]:
         values = list(map(float, column))
         out["step_time"] = [v * 0.001 for v in values] if kind == "ms" else values
     for name in OPTIONAL:
-        out[name] = read[name][0] if name in read else [None] * count
-        out["has_" + name] = [name in read] * count
+        out[name] = _floats(read[name][0]) if name in read else [math.nan] * count
     return out
 
 

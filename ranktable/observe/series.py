@@ -216,11 +216,7 @@ class RankSeries:
         for name, present, values in rows.optional():
             latest = np.maximum.accumulate(np.where(present, index, -1))[lasts]
             found = latest >= firsts
-            if values.dtype == object:
-                picked = np.full(len(lasts), math.nan)
-                picked[found] = list(map(float, values[latest[found]]))
-            else:
-                picked = np.where(found, values[np.maximum(latest, 0)], math.nan)
+            picked = np.where(found, values[np.maximum(latest, 0)], math.nan)
             out[name] = np.where(found, picked, step_time) if name == "step_time_s" else picked
         return out
 
@@ -304,30 +300,25 @@ def _next_turn(seen: int, stride: int) -> int:
 class Rows:
     """Rows of one rank read through plain templates, in log order (see RankSeries.extend)."""
 
-    __slots__ = ("grad_norm", "loss", "lr", "present", "step", "step_time", "throughput", "unit", "when")
+    __slots__ = ("grad_norm", "loss", "lr", "step", "step_time", "throughput", "unit", "when")
 
     def __init__(
-        self,
-        step: np.ndarray,
-        when: np.ndarray,
-        loss: np.ndarray,
-        step_time: np.ndarray,
-        raw: dict[str, np.ndarray],
-        present: dict[str, np.ndarray],
-        unit: np.ndarray,
+        self, step: np.ndarray, when: np.ndarray, values: dict[str, np.ndarray], unit: np.ndarray
     ) -> None:
-        self.step, self.when, self.loss, self.step_time = step, when, loss, step_time
-        self.throughput, self.lr, self.grad_norm = raw["throughput"], raw["lr"], raw["grad_norm"]
-        self.present = present
-        self.unit = unit
+        self.step, self.when, self.unit = step, when, unit
+        self.loss, self.step_time = values["loss"], values["step_time"]
+        self.throughput, self.lr, self.grad_norm = values["throughput"], values["lr"], values["grad_norm"]
 
     def optional(self) -> list[tuple[str, np.ndarray, np.ndarray]]:
-        """(field, present, values) of the fields a row may lack; raw text values are read when used."""
+        """(field, present, values) of the fields a row may lack (NaN: absent; a template never reads NaN)."""
         return [
-            ("step_time_s", ~np.isnan(self.step_time), self.step_time),
-            ("throughput", self.present["throughput"], self.throughput),
-            ("lr", self.present["lr"], self.lr),
-            ("grad_norm", self.present["grad_norm"], self.grad_norm),
+            (name, ~np.isnan(values), values)
+            for name, values in (
+                ("step_time_s", self.step_time),
+                ("throughput", self.throughput),
+                ("lr", self.lr),
+                ("grad_norm", self.grad_norm),
+            )
         ]
 
 
