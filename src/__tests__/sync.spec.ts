@@ -91,7 +91,7 @@ describe('SyncStatusModel', () => {
     expect(stream.subs.map(s => s.channel)).toEqual(['uploads']);
     const sub = stream.last();
     sub.handlers.onData({ profiles: { 'sim-notebook': status() } });
-    expect(syncStatusText(model, trans).text).toBe('Sync: idle');
+    expect(syncStatusText(model, trans).text).toBe('Sync: on');
     sub.handlers.onData({
       profiles: { 'sim-notebook': status({ pending: 1 }) }
     });
@@ -125,7 +125,7 @@ describe('SyncStatusModel', () => {
     expect(stream.subs).toHaveLength(2);
     stream.last().handlers.onData({ profiles: { a: status() } });
     expect(model.channelError).toBe('');
-    expect(syncStatusText(model, trans).text).toBe('Sync: idle');
+    expect(syncStatusText(model, trans).text).toBe('Sync: on');
     model.dispose();
   });
 });

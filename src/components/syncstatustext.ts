@@ -49,7 +49,7 @@ export function syncStatusText(
       return {
         text: s.lastSync
           ? trans.__('Synced %1', formatSyncTime(s.lastSync))
-          : trans.__('Sync: idle'),
+          : trans.__('Sync: on'), // not "idle": that word is the kernel's status, next to this item
         title: trans.__('Saves are uploaded to %1 (%2)', where, last)
       };
     default:

@@ -30,6 +30,17 @@ test('a save in the synced folder: the status bar shows uploading, then synced; 
   test.setTimeout(120 * 1000);
   const before = await profile(request, 'sim-notebook');
   expect(before).toBeTruthy();
+  // only this profile uploads automatically meanwhile (earlier tests may have added others on the same instance)
+  const others = (await (await request.get('/ranktable/profiles')).json())
+    .profiles as any[];
+  const paused = others.filter(
+    p => p.name !== 'sim-notebook' && p.sync?.upload !== 'never'
+  );
+  for (const p of paused) {
+    await request.patch(`/ranktable/profiles/${p.name}`, {
+      data: { sync: { upload: 'never' } }
+    });
+  }
   // the folder of this test is synced to the instance, uploaded on every explicit save
   const patched = await request.patch('/ranktable/profiles/sim-notebook', {
     data: { sync: { upload: 'explicit' }, local_dir: tmpPath }
@@ -54,13 +65,16 @@ test('a save in the synced folder: the status bar shows uploading, then synced; 
       });
     });
 
-    const saved = await request.put(`/api/contents/${tmpPath}/train.py`, {
-      data: {
-        type: 'file',
-        format: 'text',
-        content: "print('saved in jupyter')\n"
+    const saved = await request.put(
+      `/api/contents/${tmpPath}/train-${Date.now()}.py`,
+      {
+        data: {
+          type: 'file',
+          format: 'text',
+          content: "print('saved in jupyter')\n"
+        }
       }
-    });
+    );
     expect(saved.ok(), await saved.text()).toBe(true);
     await expect(item).toHaveText(/^Synced \d/, { timeout: 30000 });
     await expect(item).toHaveAttribute('data-state', 'idle');
@@ -107,6 +121,11 @@ test('a save in the synced folder: the status bar shows uploading, then synced; 
       path: test.info().outputPath('sync-status-open.png')
     });
   } finally {
+    for (const p of paused) {
+      await request.patch(`/ranktable/profiles/${p.name}`, {
+        data: { sync: { upload: p.sync?.upload ?? 'explicit' } }
+      });
+    }
     await request.patch('/ranktable/profiles/sim-notebook', {
       data: { sync: { upload: before.sync?.upload ?? 'explicit' } }
     });
