@@ -28,8 +28,11 @@ def run_code(kc: BlockingKernelClient, code: str, timeout: float = 30) -> tuple[
     out: list[str] = []
     deadline = time.monotonic() + timeout
     idle_at: float | None = None
-    while idle_at is None or time.monotonic() < idle_at + 0.5:
-        remaining = deadline - time.monotonic() if idle_at is None else idle_at + 0.5 - time.monotonic()
+    while True:
+        now = time.monotonic()  # one clock reading per turn: two could straddle the grace period's end
+        if idle_at is not None and now >= idle_at + 0.5:
+            break
+        remaining = deadline - now if idle_at is None else idle_at + 0.5 - now
         if remaining <= 0:
             raise TimeoutError(f"no idle status for {code!r} within {timeout}s")
         try:
