@@ -1,5 +1,5 @@
 # Two entry points do all set-up on a fresh machine:
-#   make demo   — the main job on the embedded default (simulated pool); PORT=8888 by default
+#   make demo   — the main job on the embedded default (simulated pool); PORT=a free one by default (printed)
 #   make test   — the whole test suite (leaves the git tree clean)
 SHELL := /bin/bash
 PY ?= python3
@@ -101,7 +101,7 @@ test: tree-snapshot system-deps env lint test-core pytest wheel-check jest ui-te
 
 # The CLI demo (plans the shipped example pool), then JupyterLab with the Ranktable panel on the simulated
 # Lite pool and the simulated Notebook instance (Ctrl-C stops all of it).
-PORT ?= 8888
+PORT ?= 0
 demo: env
 	$(BIN)/ranktable demo
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m ranktable.server_ext.demo --no-browser --port $(PORT)

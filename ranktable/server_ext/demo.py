@@ -12,12 +12,21 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from ranktable.home import ranktable_home
+
+
+def free_port() -> int:
+    """A port nobody listens on now (the OS picks it): fixed defaults collide on shared machines."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -80,13 +89,16 @@ def main(argv: list[str] | None = None) -> int:
         "--home", type=Path, default=None, help="RANKTABLE_HOME (default: see ranktable.home)"
     )
     parser.add_argument("--root", type=Path, default=None, help="JupyterLab root (default: HOME/workspace)")
-    parser.add_argument("--port", type=int, default=8888)
+    parser.add_argument(
+        "--port", type=int, default=0, help="JupyterLab's port (default 0: a free one, printed with the URL)"
+    )
     parser.add_argument("--nodes", type=int, default=8)
     parser.add_argument("--leaves", type=int, default=2)
     parser.add_argument("--test-config", type=Path, default=None, help="extra jupyter config (galata)")
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--fresh", action="store_true", help="start from an empty HOME (tests)")
     args = parser.parse_args(argv)
+    args.port = args.port or free_port()  # a fixed default collides on a shared machine
 
     home = (args.home or ranktable_home()).resolve()
     if args.fresh and home.exists():
