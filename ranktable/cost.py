@@ -85,6 +85,13 @@ class OrderMetrics:
     estimate: Estimate | None = None
     groups: list[GroupCost] = field(default_factory=list)
     tiers: int = 1
+    superpods: int = 0  # A3: SuperPoDs the job spans (0 = the table has no super_pod_list)
+    superpod_crossings: int = 0  # A3: ring edges between servers of different SuperPoDs
+
+    @property
+    def superpod_flows(self) -> int:
+        """A3: the collective's flows between SuperPoDs, every step (0 without SuperPoDs)."""
+        return self.estimate.superpod_crossings if self.estimate else 0
 
     @property
     def seconds(self) -> float:
@@ -98,6 +105,9 @@ class OrderMetrics:
     def to_json(self) -> dict[str, Any]:
         return {
             "crossings_per_tier": self.crossings_per_tier,
+            "superpods": self.superpods,
+            "crossings_superpods": self.superpod_crossings,
+            "flows_crossing_superpods": self.superpod_flows,
             "max_uplink_flows": self.max_uplink_flows,
             "allreduce_seconds": self.allreduce_seconds,
             "seconds": self.allreduce_seconds,
@@ -391,6 +401,9 @@ def order_metrics(
             product_figures,
         )
     inter = estimate.slowest_gbps("inter-server") or estimate.slowest_gbps("between") or flat_gbps
+    pod_edges = 0
+    if shape.pods is not None and servers > 1:
+        pod_edges = int((shape.pods != np.roll(shape.pods, -1)).sum())
     return OrderMetrics(
         crossings,
         estimate.max_uplink_flows,
@@ -406,6 +419,8 @@ def order_metrics(
         estimate=estimate,
         groups=groups,
         tiers=fabric.tiers,
+        superpods=estimate.superpods,
+        superpod_crossings=pod_edges,
     )
 
 
@@ -496,6 +511,15 @@ def format_report(comparison: Comparison) -> str:
     for k, (a, b) in enumerate(zip(g.crossings_per_tier, p.crossings_per_tier, strict=True), 1):
         name = comparison.tier_names[k - 1] if k - 1 < len(comparison.tier_names) else f"tier {k}"
         rows.append((f"ring edges crossing tier {k} ({name})", str(a), str(b)))
+    if p.superpods:
+        rows.append(
+            (
+                f"ring edges crossing SuperPoDs ({p.superpods})",
+                str(g.superpod_crossings),
+                str(p.superpod_crossings),
+            )
+        )
+        rows.append(("collective flows between SuperPoDs", str(g.superpod_flows), str(p.superpod_flows)))
     rows.append(("most flows on one uplink", str(g.max_uplink_flows), str(p.max_uplink_flows)))
     rows.append(
         ("slowest inter-server edge", f"{g.inter_server_gbps:.1f} GB/s", f"{p.inter_server_gbps:.1f} GB/s")

@@ -52,7 +52,7 @@ class StepCost:
     crossings_per_tier: list[int] = field(default_factory=list)  # flows crossing each tier, one step
     max_uplink_flows: int = 0
     busiest_uplink: str | None = None
-    superpod_crossings: int = 0  # flows between SuperPoDs, one step (A3; not in the step JSON)
+    superpod_crossings: int = 0  # flows between SuperPoDs, one step (A3; 0 without SuperPoDs)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -64,6 +64,7 @@ class StepCost:
             "seconds": self.seconds,
             "gbps": self.gbps,
             "crossings_per_tier": self.crossings_per_tier,
+            "flows_crossing_superpods": self.superpod_crossings,
             "max_uplink_flows": self.max_uplink_flows,
             "busiest_uplink": self.busiest_uplink,
         }

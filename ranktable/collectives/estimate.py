@@ -60,6 +60,12 @@ class Estimate:
     steps: list[StepCost] = field(default_factory=list)
     level2_algorithm: str | None = None
     notes: list[str] = field(default_factory=list)
+    superpods: int = 0  # A3: SuperPoDs the job spans (0 = no super_pod_list in the table)
+
+    @property
+    def superpod_crossings(self) -> int:
+        """Flows between SuperPoDs over the whole collective (each step counted `repeat` times)."""
+        return sum(s.superpod_crossings * s.repeat for s in self.steps)
 
     @property
     def max_uplink_flows(self) -> int:
@@ -93,6 +99,8 @@ class Estimate:
             "message_bytes": self.message_bytes,
             "seconds": self.seconds,
             "flows_crossing_per_tier": self.crossings_per_tier(tiers),
+            "superpods": self.superpods,
+            "flows_crossing_superpods": self.superpod_crossings,
             "max_uplink_flows": self.max_uplink_flows,
             "busiest_uplink": self.busiest_uplink,
             "steps": [s.to_json() for s in shown],
@@ -101,17 +109,31 @@ class Estimate:
         }
 
 
-def _levels(shape: JobShape, choice: Choice, notes: list[str], links: ProductLinks) -> list[Level]:
+def _levels(
+    shape: JobShape, choice: Choice, notes: list[str], links: ProductLinks, timer: StepTimer
+) -> list[Level]:
+    """The levels above the NPU: in-server, then (A3) in-SuperPoD over switched HCCS and between
+    SuperPoDs over RoCE, else one inter-server level over RoCE. Levels on the tree carry their SuperPoD
+    indexes (`timer.with_pods`), so every step also counts its flows between SuperPoDs."""
     m, d = shape.servers, shape.per_server
     inner = Level("in-server", d, links.hccs_gbps, level0_algorithm(links.level0, d))
     pods = shape.pod_count()
+    level1 = "ring" if choice.algorithm == "pipeline" else choice.algorithm
+    in_pod_note = "pipeline overlaps RoCE with in-server HCCS; inside a SuperPoD it is costed as ring"
+    if pods == 1:  # one SuperPoD: its servers talk over switched HCCS, off the RoCE tree
+        if choice.algorithm == "pipeline":
+            notes.append(in_pod_note)
+        return [inner, Level("in-SuperPoD", m, links.hccs_l2_gbps, level1)]
     if pods > 1 and shape.pods is not None:
         counts = np.bincount(np.unique(shape.pods, return_inverse=True)[1])
         if counts.min() == counts.max():
             k = int(counts[0])
             order = np.argsort(shape.pods, kind="stable")
             grid = shape.rows[order].reshape(pods, k, d)
-            level1 = "ring" if choice.algorithm == "pipeline" else choice.algorithm
+            pod_grid = np.repeat(shape.pods[order].reshape(pods, k, 1), d, axis=2)
+            between = grid.transpose(1, 2, 0).reshape(k * d, pods)
+            if choice.algorithm == "pipeline":
+                notes.append(in_pod_note)
             return [
                 inner,
                 Level("in-SuperPoD", k, links.hccs_l2_gbps, level1),
@@ -120,14 +142,17 @@ def _levels(shape: JobShape, choice: Choice, notes: list[str], links: ProductLin
                     pods,
                     links.roce_gbps,
                     choice.level2 or "H-D_R",
-                    grid.transpose(1, 2, 0).reshape(k * d, pods),
+                    timer.with_pods(between, pod_grid.transpose(1, 2, 0).reshape(k * d, pods)),
                 ),
             ]
         notes.append(
             "SuperPoDs hold different server counts (HCCL splits them into GCD-sized logical SuperPoDs, "
             "NHR-HCF); modelled as one inter-server level over RoCE"
         )
-    return [inner, Level("inter-server", m, links.roce_gbps, choice.algorithm, shape.rows.T)]
+    rows = shape.rows.T
+    if shape.pods is not None:
+        rows = timer.with_pods(rows, np.repeat(shape.pods.reshape(1, m), d, axis=0))
+    return [inner, Level("inter-server", m, links.roce_gbps, choice.algorithm, rows)]
 
 
 def level_buffer(op: str, nbytes: float, ranks: int) -> float:
@@ -156,8 +181,8 @@ def estimate_job(
     pods = shape.pod_count()
     level_servers = m // pods if pods > 1 else m
     choice = choose(op, shape.product, level_servers, d, buffer, settings=settings, pods=pods, source=source)
-    levels = _levels(shape, choice, notes, links or product_links(shape.product))
     timer = timer or StepTimer(fabric, timing)
+    levels = _levels(shape, choice, notes, links or product_links(shape.product), timer)
     steps = hierarchy_steps(timer, levels, op, buffer)
     if choice.algorithm == "NHR_V1":
         notes.append("NHR_V1's step pattern is not documented; it is costed as NHR")
@@ -175,4 +200,5 @@ def estimate_job(
         steps,
         choice.level2,
         notes,
+        pods,
     )

@@ -329,6 +329,10 @@ def _panel_head(group: ET.Element, panel: _Panel, frame: Frame, topology: Topolo
     _el(group, "text", {"class": "rt-small rt-muted", "x": _n(x), "y": "29"}, panel.subtitle)
     crossings = list(panel.figures.crossings_per_tier)
     parts = [f"{plural_tier_name(topology, t + 1)} {n}" for t, n in enumerate(crossings)] or ["none"]
+    pods = int(getattr(panel.figures, "superpods", 0) or 0)  # A3: the SuperPoD tier beside the switches
+    pod_edges = int(getattr(panel.figures, "superpod_crossings", 0) or 0)
+    if pods:
+        parts.append(f"SuperPoDs {pod_edges}")
     lines = [
         ("crossings", "ring edges crossing: " + " · ".join(parts)),
         ("flows", f"most flows on one uplink: {panel.figures.max_uplink_flows}"),
@@ -341,6 +345,9 @@ def _panel_head(group: ET.Element, panel: _Panel, frame: Frame, topology: Topolo
         attrs = {"class": "rt-figure", "x": _n(x), "y": _n(47 + 15 * row), f"data-{key}": text.split(": ")[1]}
         if key == "crossings":
             attrs["data-crossings"] = ",".join(str(n) for n in crossings)
+            if pods:
+                attrs["data-superpod-crossings"] = str(pod_edges)
+                attrs["data-superpod-flows"] = str(int(getattr(panel.figures, "superpod_flows", 0) or 0))
         _el(group, "text", attrs, text)
 
 

@@ -11,7 +11,7 @@ import pytest
 from ranktable.cli import main
 from ranktable.collectives.choice import parse_hccl_algo
 from ranktable.collectives.groups import ParallelSizes, group_ranks, parse_group_bytes, parse_parallel
-from ranktable.cost import CollectiveQuery, compare
+from ranktable.cost import CollectiveQuery, compare, format_report
 from ranktable.errors import InputError
 from ranktable.hccl import SuperPod, dump_rank_table
 from ranktable.plan import plan_routes
@@ -302,3 +302,96 @@ def test_uneven_superpods_in_a_group_are_one_roce_level_with_a_note() -> None:
     assert dp["superpods_per_group"] == 2 and dp["flows_crossing_superpods"] > 0
     assert {s["level"] for s in dp["steps"]} == {"inter-server"}  # type: ignore[attr-defined]
     assert any("different numbers" in note for note in dp["notes"])  # type: ignore[attr-defined]
+
+
+# -- A3: the SuperPoD tier of the whole-job estimate ------------------------------------------------------
+
+
+def whole_job(pods: list[list[str]] | None, algo: str | None = None) -> tuple[object, dict[str, object]]:
+    """The comparison of the table's own order and its given side's JSON (whole job, no groups)."""
+    table, topo = a3_pool(pods)
+    settings = parse_hccl_algo(algo) if algo else None
+    comparison = compare(table, table, topo, query=CollectiveQuery(product="A3", settings=settings))  # type: ignore[arg-type]
+    return comparison, comparison.to_json()["given"]
+
+
+def step_flows(collective: dict[str, object], key: str) -> int:
+    steps = collective["steps"]
+    assert isinstance(steps, list) and steps and all(key in s for s in steps)
+    return sum(s[key] * s["repeat"] for s in steps)
+
+
+def test_whole_job_flows_between_superpods_are_counted_per_step() -> None:
+    _, given = whole_job(ACROSS_LEAVES, "level0:NA;level1:ring;level2:H-D_R")
+    collective = given["collective"]
+    assert isinstance(collective, dict)
+    # 2 SuperPoDs of 4 servers: ring in each SuperPoD over HCCS (off the tree), then the j-th server of
+    # each SuperPoD with its peer, 8 NPU planes: 4 x 8 pairs, H-D_R on 2 = 2 flows in the reduce-scatter
+    # and 2 in the all-gather: 4 x 8 x 2 x 2 = 128 flows between SuperPoDs
+    assert collective["superpods"] == 2 and collective["flows_crossing_superpods"] == 128
+    assert step_flows(collective, "flows_crossing_superpods") == 128
+    for step in collective["steps"]:  # type: ignore[attr-defined]
+        assert (step["flows_crossing_superpods"] > 0) == (step["level"] == "between SuperPoDs")
+    assert given["superpods"] == 2 and given["flows_crossing_superpods"] == 128
+    # ring over servers s0-0 s0-1 s1-0 s1-1 | s0-2 ... (tree order): pods 0 0 1 1 0 0 1 1 -> 4 edges cross
+    assert given["crossings_superpods"] == 4
+
+
+def test_one_superpod_runs_over_hccs_off_the_roce_tree() -> None:
+    everyone = [[f"s{leaf}-{n}" for leaf in (0, 1) for n in range(4)]]
+    _, given = whole_job(everyone)
+    collective = given["collective"]
+    assert isinstance(collective, dict)
+    assert collective["superpods"] == 1 and collective["flows_crossing_superpods"] == 0
+    assert collective["flows_crossing_per_tier"] == [0, 0] and given["max_uplink_flows"] == 0
+    assert {s["level"] for s in collective["steps"]} == {"in-server", "in-SuperPoD"}  # type: ignore[attr-defined]
+    _, flat = whole_job(None)  # the same pool as 1.0: RoCE over the leaves
+    assert flat["collective"]["flows_crossing_per_tier"][0] > 0  # type: ignore[index]
+
+
+def test_uneven_superpods_count_their_flows_on_the_one_roce_level() -> None:
+    uneven = [["s0-0", "s0-1", "s0-2"], ["s0-3", "s1-0", "s1-1", "s1-2", "s1-3"]]
+    _, given = whole_job(uneven, "level0:NA;level1:ring")
+    collective = given["collective"]
+    assert isinstance(collective, dict)
+    assert {s["level"] for s in collective["steps"]} == {"in-server", "inter-server"}  # type: ignore[attr-defined]
+    # ring over 8 servers (8 planes): per step the edges s0-2 -> s0-3 and s1-3 -> s0-0 cross, 2 x 8 flows;
+    # 2 x 7 ring steps (reduce-scatter, all-gather)
+    assert collective["flows_crossing_superpods"] == 2 * 8 * 14
+    assert step_flows(collective, "flows_crossing_superpods") == 2 * 8 * 14
+    assert given["crossings_superpods"] == 2
+
+
+def test_no_superpod_list_means_no_superpod_tier() -> None:
+    comparison, given = whole_job(None)
+    assert given["superpods"] == 0 and given["crossings_superpods"] == 0
+    assert given["collective"]["flows_crossing_superpods"] == 0  # type: ignore[index]
+    assert "SuperPoD" not in format_report(comparison)  # type: ignore[arg-type]
+
+
+def test_plan_json_text_and_picture_show_the_superpod_tier(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    table, topo = a3_pool(ACROSS_LEAVES)
+    paths = tmp_path / "jobstart_hccl.json", tmp_path / "topology.yaml", tmp_path / "layout.svg"
+    paths[0].write_text(dump_rank_table(table))  # type: ignore[arg-type]
+    paths[1].write_text(dump_topology_yaml(topo))  # type: ignore[arg-type]
+    argv = ["plan", "--ranktable", str(paths[0]), "--topology", str(paths[1])]
+    assert main([*argv, "--json", "--svg", str(paths[2]), "--parallel", "tp=8"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["product"] == "A3"
+    for side in ("given", "planned"):
+        figures = data[side]
+        assert figures["superpods"] == 2
+        assert figures["flows_crossing_superpods"] == figures["collective"]["flows_crossing_superpods"]
+        assert figures["flows_crossing_superpods"] == step_flows(
+            figures["collective"], "flows_crossing_superpods"
+        )
+    svg = paths[2].read_text()
+    given_edges = data["given"]["crossings_superpods"]
+    assert f'data-superpod-crossings="{given_edges}"' in svg and f"SuperPoDs {given_edges}" in svg
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.startswith("ring edges crossing SuperPoDs (2)"))
+    assert row.split()[-2:] == [str(given_edges), str(data["planned"]["crossings_superpods"])]
+    assert "collective flows between SuperPoDs" in text
