@@ -75,7 +75,7 @@ class _ChannelWriter:
                 return
             if self._error is None:
                 try:
-                    self.channel.sendall(block)
+                    send_all(self.channel, block)
                 except BaseException as exc:  # surfaced to the writer on its next call
                     self._error = exc
 
@@ -84,9 +84,15 @@ class _ChannelWriter:
             raise self._error
 
     def write(self, data: bytes) -> int:
-        """Queue ``data``; small writes (tar headers, padding) are gathered into blocks of ~1 MiB."""
+        """Queue ``data``; small writes (tar headers, padding, small files) are gathered into blocks of
+        ~1 MiB, a large one (a block of a big file) is queued as it is: no copy."""
         self._raise()
-        self._pending.append(data if isinstance(data, bytes) else bytes(data))
+        data = data if isinstance(data, bytes) else bytes(data)
+        if len(data) >= BLOCK // 2:
+            self._flush()
+            self._queue.put(data)
+            return len(data)
+        self._pending.append(data)
         self._size += len(data)
         if self._size >= BLOCK:
             self._flush()
@@ -104,6 +110,18 @@ class _ChannelWriter:
         self._queue.put(None)
         self._sender.join()
         self._raise()
+
+
+def send_all(channel: paramiko.Channel, data: bytes) -> None:
+    """``channel.sendall`` without its copying: paramiko's loop re-slices the rest of ``data`` after each
+    32 KiB packet (``s = s[sent:]``), copying a 1 MiB block ~16 times over. A memoryview slices for free
+    (measured: a third of the sender thread's time in a first sync)."""
+    view = memoryview(data)
+    while view:
+        sent = channel.send(view)  # type: ignore[arg-type]  # paramiko slices and writes it as bytes
+        if not sent:
+            raise EOFError("the remote side closed the channel during the upload")
+        view = view[sent:]
 
 
 def _chunks(items: list[str], n: int = ARGS_PER_LINE) -> list[list[str]]:
@@ -232,6 +250,45 @@ def write_tar(
     return done
 
 
+_MAX_OCTAL_11 = 8**11  # sizes and times that fit a ustar header's 11 octal digits
+
+
+def tar_header(info: tarfile.TarInfo) -> bytes:
+    """``info.tobuf(PAX_FORMAT)`` for a regular file, byte for byte; built directly when the name is short
+    ASCII (the common case: a fifth of the cost, which counted for 5,000 small files), else by tarfile
+    (a PAX extended header for long or non-ASCII names)."""
+    name = info.name
+    if (
+        info.type != tarfile.REGTYPE
+        or len(name) > 100
+        or not name.isascii()
+        or not 0 <= info.size < _MAX_OCTAL_11
+        or not 0 <= info.mtime < _MAX_OCTAL_11
+        or info.uid
+        or info.gid
+        or info.uname
+        or info.gname
+        or info.linkname
+    ):
+        return info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
+    head = b"%s%07o\0%07o\0%07o\0%011o\0%011o\0        0" % (
+        name.encode("ascii").ljust(100, b"\0"),
+        info.mode & 0o7777,
+        0,
+        0,
+        info.size,
+        int(info.mtime),
+    )
+    block = head.ljust(257, b"\0") + _USTAR_TAIL  # 157 bytes, then an empty link name
+    checksum = b"%06o\0 " % sum(block)
+    return block[:148] + checksum + block[156:]
+
+
+# magic "ustar\0" and version "00", then empty uname/gname, devmajor/devminor (empty for a regular file,
+# as tarfile writes them), prefix and padding
+_USTAR_TAIL = tarfile.POSIX_MAGIC + b"\0" * (512 - 257 - len(tarfile.POSIX_MAGIC))
+
+
 def _add_member(stream: _ChannelWriter, info: tarfile.TarInfo, data: Any) -> None:
     """One tar member written straight to ``stream``: the header (PAX for long or non-ASCII names),
     exactly ``info.size`` bytes read in 1 MiB blocks, and the padding to a 512-byte boundary.
@@ -239,7 +296,7 @@ def _add_member(stream: _ChannelWriter, info: tarfile.TarInfo, data: Any) -> Non
     What ``tarfile``'s stream mode writes, without its per-write buffer copying (a fifth of a first
     sync's CPU time when profiled).
     """
-    stream.write(info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape"))
+    stream.write(tar_header(info))
     left = info.size
     while left:
         block = data.read(min(BLOCK, left))
