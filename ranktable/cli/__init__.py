@@ -31,7 +31,10 @@ Handler = Callable[[argparse.Namespace], int]
 
 # Commands run often (on every save, from scripts) load only their own module: importing every area
 # (planner, composer, validators) would cost more than a sync through the connection agent.
-SINGLE_MODULE_COMMANDS = dict.fromkeys(("ssh", "sync", "download", "exec"), "ranktable.cli.remote")
+# The rank-table commands (`plan` on 65,536 ranks is timed against a json.load) need only the core module.
+SINGLE_MODULE_COMMANDS = dict.fromkeys(
+    ("ssh", "sync", "download", "exec"), "ranktable.cli.remote"
+) | dict.fromkeys(("validate", "plan", "wait", "route"), "ranktable.cli.core")
 
 
 class CliError(RanktableError):

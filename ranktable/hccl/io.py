@@ -13,6 +13,7 @@ import os
 import re
 import tempfile
 import uuid
+from collections.abc import Iterator
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from ranktable.errors import InputError
 from ranktable.hccl.bulk import gc_paused
 from ranktable.hccl.columns import RankColumns, lazy_columns
 from ranktable.hccl.fastread import digits_column, read_platform_table
-from ranktable.hccl.fastwrite import server_list_text
+from ranktable.hccl.fastwrite import server_list_chunks
 from ranktable.hccl.model import (
     STATUS_INITIALIZING,
     SUPPORTED_VERSIONS,
@@ -397,23 +398,35 @@ def _device_to_dict(device: Device) -> dict[str, Any]:
 
 def dump_rank_table(table: RankTable) -> str:
     """The rank table as JSON text (4-space indent, as `hccl_tools.py` writes it), ending in a newline."""
+    with gc_paused():
+        return b"".join(_dump_parts(table)).decode("utf-8")
+
+
+def _dump_parts(table: RankTable) -> Iterator[bytes]:
+    """`dump_rank_table`'s text in pieces (a column-wise table's server list in blocks of servers)."""
     columns = lazy_columns(table)
     if columns is None or not columns.servers:
-        return json.dumps(rank_table_to_dict(table), indent=4, ensure_ascii=False) + "\n"
+        yield (json.dumps(rank_table_to_dict(table), indent=4, ensure_ascii=False) + "\n").encode("utf-8")
+        return
     # a column-wise table (what the planner writes): the server list from the columns, spliced in
     marker = f"server_list {uuid.uuid4().hex}"
     text = json.dumps(_document(table, columns.servers, marker), indent=4, ensure_ascii=False) + "\n"
-    return text.replace(json.dumps(marker), server_list_text(columns), 1)
+    head, tail = text.split(json.dumps(marker), 1)
+    yield head.encode("utf-8")
+    yield from server_list_chunks(columns)
+    yield tail.encode("utf-8")
 
 
 def write_rank_table(table: RankTable, path: str | os.PathLike[str]) -> Path:
     """Write atomically (temp file + rename) so a reader polling the file never sees half of it."""
     target = Path(path)
-    text = dump_rank_table(table)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        # piece by piece (a 65,536-rank table is never one string), the collector paused while the
+        # pieces are made (a generation-2 pass would walk the whole table again)
+        with os.fdopen(fd, "wb") as handle, gc_paused():
+            for part in _dump_parts(table):
+                handle.write(part)
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
     except BaseException:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import random
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,9 +16,10 @@ from hypothesis import strategies as st
 
 from ranktable.collectives.fabric import Fabric
 from ranktable.cost import _device_codes
-from ranktable.hccl import dump_rank_table, parse_rank_table, rank_table_to_dict
+from ranktable.hccl import dump_rank_table, parse_rank_table, rank_table_to_dict, write_rank_table
 from ranktable.hccl.columns import lazy_columns
 from ranktable.hccl.fastread import MAX_PLAIN_DIGITS, digits_column
+from ranktable.hccl.fastwrite import server_list_chunks
 from ranktable.plan.placement import Placement, natural_key, place
 from ranktable.plan.planner import topology_order
 from ranktable.topology.hostlist import HostlistError, expand_hostlist, expand_one, split_top_level
@@ -166,23 +169,30 @@ def test_the_slowest_flow_equals_the_flow_by_flow_minimum(seed: int) -> None:
 TEXT = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6)
 
 
+ASCII = st.text(alphabet=st.characters(codec="ascii"), max_size=6)  # quotes, backslashes, controls too
+
+
 @st.composite
-def platform_docs(draw: st.DrawFn) -> dict[str, Any]:
+def platform_docs(draw: st.DrawFn, regular: bool = False) -> dict[str, Any]:
     """Platform-form tables (read column-wise) with optional fields present, absent or mixed, any text
-    (quotes, control characters, non-ASCII), servers without devices, SuperPoDs and unknown top fields."""
+    (quotes, control characters, non-ASCII), servers without devices, SuperPoDs and unknown top fields.
+    `regular`: every server holds the same number (1-4) of devices, ids and ranks of any width, text
+    mostly ASCII (the byte-matrix writer's case)."""
     servers = []
-    rank = 0
+    rank = draw(st.integers(0, 10**7)) if regular else 0
+    per = draw(st.integers(1, 4))
+    text = st.one_of(ASCII, ASCII, TEXT) if regular else TEXT
     for n in range(draw(st.integers(1, 5))):
-        server: dict[str, Any] = {"server_id": draw(TEXT) + str(n)}
+        server: dict[str, Any] = {"server_id": draw(text) + str(n)}
         for key in ("host_ip", "container_ip", "hardware_type"):
             if draw(st.booleans()):
-                server[key] = draw(TEXT)
+                server[key] = draw(text)
         devices = []
-        for d in range(draw(st.integers(0, 3))):
-            device: dict[str, Any] = {"device_id": str(d)}
+        for d in range(per if regular else draw(st.integers(0, 3))):
+            device: dict[str, Any] = {"device_id": str(draw(st.integers(0, 20_000)) if regular else d)}
             for key in ("device_ip", "device_port", "super_device_id"):
                 if draw(st.booleans()):
-                    device[key] = draw(TEXT)
+                    device[key] = draw(text)
             device["rank_id"] = str(rank)
             rank += 1
             devices.append(device)
@@ -208,6 +218,29 @@ def test_a_column_wise_table_is_written_as_json_dumps_writes_its_objects(doc: di
     reference = json.dumps(rank_table_to_dict(table), indent=4, ensure_ascii=False) + "\n"  # objects now
     assert lazy_columns(table) is None
     assert fast == reference
+
+
+@settings(max_examples=200, deadline=None)
+@given(platform_docs(regular=True), st.integers(1, 3))
+def test_a_regular_table_is_written_byte_for_byte_in_blocks_and_to_a_file(
+    doc: dict[str, Any], block: int
+) -> None:
+    table = parse_rank_table(json.dumps(doc))
+    columns = lazy_columns(table)
+    assert columns is not None
+    reference = json.dumps(
+        rank_table_to_dict(parse_rank_table(json.dumps(doc))), indent=4, ensure_ascii=False
+    )
+    listed = json.dumps(json.loads(reference)["server_list"], indent=4, ensure_ascii=False)
+    chunks = list(server_list_chunks(columns, block))  # blocks of 1-3 servers: the joins at block edges
+    # ASCII tables take the byte-matrix path (one chunk per block), others the %-format one (one chunk)
+    assert len(chunks) == (-(-len(doc["server_list"]) // block) if reference.isascii() else 1)
+    assert b"".join(chunks).decode() == listed.replace("\n", "\n    ")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "planned.json")
+        write_rank_table(table, path)
+        assert path.read_bytes() == (reference + "\n").encode()
+    assert dump_rank_table(table) == reference + "\n"
 
 
 @pytest.mark.parametrize("rails", [0, 2])
