@@ -17,7 +17,7 @@ import stat
 import tempfile
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -199,21 +199,16 @@ class Syncer:
         self,
         manifest: Manifest,
         session: RemoteSession,
+        scanning: Future[dict[str, LocalFile]],
+        rules: IgnoreRules,
         *,
         force: bool,
         delete: bool,
         only: Selection | None,
         moves: list[tuple[str, str]],
     ) -> _Plan:
-        rules = self.rules()
-        if only is not None and session.incremental:  # a few saved files: look at them alone
-            remote_side = session.survey()
-            local = scan_paths(self.local_root, only.entries, rules)
-        else:
-            with ThreadPoolExecutor(max_workers=1) as pool:  # walk the local tree while the remote answers
-                scanning = pool.submit(scan, self.local_root, rules)
-                remote_side = session.survey()
-                local = scanning.result()
+        remote_side = session.survey()  # the local walk (``scanning``) runs meanwhile
+        local = scanning.result()
         caps, remote = remote_side.caps, remote_side.files
         result = SyncResult()
         for source, target in moves:
@@ -352,14 +347,24 @@ class Syncer:
             meter = Meter("upload", 0, 0, progress)
             items: list[UploadItem] = []
             session: RemoteSession | None = None
+            # The local walk starts first: it runs while the connection is made (a fresh login, or
+            # the agent's probe) and the channel opened, then while the remote side lists its files.
+            rules = self.rules()
+            walker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ranktable-scan")
             try:
                 incremental = wanted is not None and len(wanted.entries) <= MAX_LISTED_PATHS
+                if wanted is not None and incremental:  # a few saved files: look at them alone
+                    scanning = walker.submit(scan_paths, self.local_root, wanted.entries, rules)
+                else:
+                    scanning = walker.submit(scan, self.local_root, rules)
                 session = RemoteSession(
                     self.conn, create=not dry_run, only=wanted.entries if incremental and wanted else None
                 )
                 plan = self._plan(
                     manifest,
                     session,
+                    scanning,
+                    rules,
                     force=force,
                     delete=delete,
                     only=wanted,
@@ -412,6 +417,7 @@ class Syncer:
                     fix="no file was left half-written; run the sync again to complete it",
                 ) from exc
             finally:
+                walker.shutdown(wait=True)  # a failed connection still lets the walk end first
                 if session is not None:
                     session.close()
                 if not dry_run:

@@ -144,8 +144,11 @@ def _apply_script(root: str, staging: str, rels: list[str], deletes: list[str]) 
     for prefix in sorted(prefixes):  # never write through a symbolic link (mkdir -p and mv follow them)
         quoted = q(prefix)
         lines.append(f"if [ -L {quoted} ]; then echo refused: {quoted} is a symbolic link >&2; exit 3; fi")
-    for chunk in _chunks(dirs):
-        lines.append("mkdir -p -- " + " ".join(q(d) for d in chunk))
+    if len(dirs) <= FEW_FILES:  # a saved file's folder usually exists: the test is a shell built-in
+        lines += [f"[ -d {q(d)} ] || mkdir -p -- {q(d)}" for d in dirs]
+    else:
+        for chunk in _chunks(dirs):
+            lines.append("mkdir -p -- " + " ".join(q(d) for d in chunk))
     if len(rels) <= FEW_FILES:  # one POSIX `mv` each: cheaper than starting Python for a saved file
         lines += [f"mv -f -- {q(f'{staging}/{rel}')} {q(rel)}" for rel in rels]
     else:
@@ -207,7 +210,8 @@ def _apply_list(rels: list[str], deletes: list[str]) -> bytes:
 
 def apply_command(staging: str, python: bool) -> str:
     """Extract the stream into ``staging`` (under the cwd = remote root), move files into place, clean up."""
-    apply = f"python3 -c {shlex.quote(PY_APPLY)} {staging}" if python else f"sh {staging}/{APPLY_SCRIPT}"
+    # The shell script is sourced (``.``): no extra shell process; its ``exit 3`` still ends the command.
+    apply = f"python3 -c {shlex.quote(PY_APPLY)} {staging}" if python else f". ./{staging}/{APPLY_SCRIPT}"
     return f"set -e; mkdir -- {staging}; tar --no-same-owner -xf - -C {staging}; {apply}; rm -rf -- {staging}"
 
 
