@@ -9,13 +9,39 @@ interface ISide {
   crossings_per_tier: number[];
   max_uplink_flows: number | number[];
   allreduce_seconds: number;
+  /** A3: SuperPoDs of the job (0 or absent: no super_pod_list) and ring edges between them. */
+  superpods?: number;
+  crossings_superpods?: number;
 }
+
+/** One parallel group kind, given vs planned (the report's `groups`). */
+interface IGroupRow {
+  kind: string;
+  size: number;
+  count: number;
+  operation: string;
+  algorithm: string;
+  given_seconds: number;
+  planned_seconds: number;
+}
+
+const OPERATIONS: Record<string, string> = {
+  allreduce: 'all-reduce',
+  allgather: 'all-gather',
+  reducescatter: 'reduce-scatter',
+  broadcast: 'broadcast',
+  alltoall: 'all-to-all'
+};
 
 export interface ILayoutResult {
   report: {
     given: ISide;
     planned: ISide;
     speedup: number;
+    operation?: string;
+    algorithm?: string;
+    algorithm_reason?: string;
+    groups?: IGroupRow[];
     [k: string]: unknown;
   };
   svg: string;
@@ -86,6 +112,8 @@ export function LayoutFigures(props: {
   );
   const flows = (v: number | number[]) =>
     Array.isArray(v) ? v.join(' / ') : String(v);
+  const operation = OPERATIONS[r.operation ?? 'allreduce'] ?? r.operation;
+  const superpods = r.planned.superpods ?? 0;
   return (
     <>
       <table
@@ -100,6 +128,18 @@ export function LayoutFigures(props: {
           </tr>
         </thead>
         <tbody>
+          {r.algorithm && (
+            <tr>
+              <th>{trans.__('HCCL algorithm')}</th>
+              <td
+                colSpan={2}
+                className="jp-Ranktable-algorithm"
+                title={r.algorithm_reason ?? ''}
+              >
+                {r.algorithm}
+              </td>
+            </tr>
+          )}
           {Array.from({ length: tiers }, (_, t) => (
             <tr key={t}>
               <th>{trans.__('tier-%1 crossings', t + 1)}</th>
@@ -107,16 +147,40 @@ export function LayoutFigures(props: {
               <td>{r.planned.crossings_per_tier[t] ?? 0}</td>
             </tr>
           ))}
+          {superpods > 0 && (
+            <tr>
+              <th>{trans.__('SuperPoD crossings (%1)', superpods)}</th>
+              <td>{r.given.crossings_superpods ?? 0}</td>
+              <td>{r.planned.crossings_superpods ?? 0}</td>
+            </tr>
+          )}
           <tr>
             <th>{trans.__('most flows on an uplink')}</th>
             <td>{flows(r.given.max_uplink_flows)}</td>
             <td>{flows(r.planned.max_uplink_flows)}</td>
           </tr>
           <tr>
-            <th>{trans.__('all-reduce (est.)')}</th>
+            <th>{trans.__('%1 (est.)', operation)}</th>
             <td>{formatDuration(r.given.allreduce_seconds)}</td>
             <td>{formatDuration(r.planned.allreduce_seconds)}</td>
           </tr>
+          {(r.groups ?? []).map(g => (
+            <tr key={g.kind} data-group={g.kind}>
+              <th>
+                {trans.__(
+                  '%1 groups (%2 × %3, %4)',
+                  g.kind,
+                  g.count,
+                  g.size,
+                  g.operation === g.algorithm
+                    ? g.operation
+                    : `${g.operation}, ${g.algorithm}`
+                )}
+              </th>
+              <td>{formatDuration(g.given_seconds)}</td>
+              <td>{formatDuration(g.planned_seconds)}</td>
+            </tr>
+          ))}
           <tr>
             <th>{trans.__('speed-up')}</th>
             <td colSpan={2} className="jp-Ranktable-speedup">
