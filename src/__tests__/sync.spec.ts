@@ -2,6 +2,7 @@ import {
   IUploadStatus,
   SYNC_RETRY_MS,
   SyncStatusModel,
+  formatSyncTime,
   summarize
 } from '../models/sync';
 import { syncStatusText } from '../components/syncstatustext';
@@ -101,7 +102,15 @@ describe('SyncStatusModel', () => {
       profiles: { 'sim-notebook': status({ uploading: 3 }) }
     });
     expect(syncStatusText(model, trans).text).toBe('Sync: uploading 3 files');
-    const at = new Date(2026, 11, 1, 12, 3).getTime();
+    // today at 12:03 (a fixed date would print 'Dec 1 12:03' on any other day)
+    const now = new Date();
+    const at = new Date(
+      now.getFullYear(),
+      now.getMonth(),
+      now.getDate(),
+      12,
+      3
+    ).getTime();
     sub.handlers.onData({
       profiles: { 'sim-notebook': status({ syncs: 1, last_sync: at / 1000 }) }
     });
@@ -127,5 +136,15 @@ describe('SyncStatusModel', () => {
     expect(model.channelError).toBe('');
     expect(syncStatusText(model, trans).text).toBe('Sync: on');
     model.dispose();
+  });
+});
+
+describe('formatSyncTime', () => {
+  it('prints only the time today and adds the date on another day', () => {
+    const now = new Date(2026, 11, 2, 18, 0).getTime();
+    const today = new Date(2026, 11, 2, 12, 3).getTime();
+    const yesterday = new Date(2026, 11, 1, 12, 3).getTime();
+    expect(formatSyncTime(today, now)).toMatch(/^12:03/);
+    expect(formatSyncTime(yesterday, now)).toMatch(/^Dec 1,? 12:03/);
   });
 });

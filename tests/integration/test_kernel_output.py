@@ -34,8 +34,11 @@ def collect_lines(kc: BlockingKernelClient, msg_id: str, timeout: float) -> list
     """Every stream line of ``msg_id`` until its idle status (plus a short grace for late streams)."""
     text, idle_at = "", None
     deadline = time.monotonic() + timeout
-    while idle_at is None or time.monotonic() < idle_at + 1.0:
-        assert time.monotonic() < deadline, f"no idle within {timeout}s; got {text!r}"
+    while True:
+        now = time.monotonic()  # one reading per turn: two could straddle a limit
+        if idle_at is not None and now >= idle_at + 1.0:
+            break
+        assert idle_at is not None or now < deadline, f"no idle within {timeout}s; got {text!r}"
         try:
             msg = kc.get_iopub_msg(timeout=0.5)
         except queue.Empty:
