@@ -2,10 +2,11 @@
 
 A collective runs level by level (hicann/hccl `algo_intro.md`): all-reduce = in-server reduce-scatter,
 then the inter-server algorithm on 1/d of the data in d "planes" (same-index NPUs, one NIC each) at once,
-then in-server all-gather; all-gather goes up the levels, reduce-scatter down; A3 adds SuperPoDs as
-level 2. Each level's algorithm is a list of explicit steps (`steps.py`); every step's flows from all
-planes are put on the tree together, so crossings and uplink sharing are counted per step. A step takes
-alpha + bytes / (link GB/s x the slowest flow's share); an algorithm takes the sum of its steps.
+then in-server all-gather; all-gather goes up the levels (each plane gathers the whole server block
+between servers), reduce-scatter down; A3 adds SuperPoDs as level 2. Each level's algorithm is a
+list of explicit steps (`steps.py`); every step's flows from all planes are put on the tree together, so
+crossings and uplink sharing are counted per step. A step takes alpha + bytes / (link GB/s x the slowest
+flow's share); an algorithm takes the sum of its steps.
 """
 
 from __future__ import annotations
@@ -245,7 +246,16 @@ def pipeline_steps(timer: StepTimer, inner: Level, outer: Level, op: str, total:
             load.busiest_uplink,
             load.superpod_crossings,
         ),
-        StepCost(inner.name, "pipeline", "in-server mesh", piece, phases, intra * phases, inner.gbps),
+        StepCost(
+            inner.name,
+            "pipeline",
+            "in-server mesh",
+            piece,
+            phases,
+            intra * phases,
+            inner.gbps,
+            [0] * timer.tiers,
+        ),
     ]
 
 
@@ -282,6 +292,9 @@ def hierarchy_steps(timer: StepTimer, levels: list[Level], op: str, nbytes: floa
         for lv, buffer in zip(reversed(levels[:-1]), reversed(buffers), strict=True):
             out += level_steps(timer, lv, "allgather", buffer)
         return out
+    # HCCL's mesh executors (CollAllGatherMeshExecutor): all-gather in-server first, then every plane
+    # gathers the whole server block between servers (no in-server step after it); reduce-scatter the
+    # mirror, the whole buffer between servers first.
     above = [int(np.prod(sizes[i + 1 :])) for i in range(len(levels))]
     chain = list(zip(levels, above, strict=True))
     if op == "reducescatter":
