@@ -91,10 +91,56 @@ async def attach_remote_kernel(kernel_manager: Any, record: dict[str, Any]) -> b
         kernel_manager.add_restart_callback(
             kernel_id, lambda: kernel_manager._handle_kernel_died(kernel_id), "dead"
         )
+        # A client's websocket waits for the kernel's kernel_info reply, asked on the shell channel, which
+        # a kernel busy in a long cell answers only when the cell ends (a 60 s cell: the browser saw
+        # nothing, and a 20 s connect timeout failed). Ask once on the control channel instead, answered
+        # at once even while busy; Jupyter reuses the answer for every websocket to this kernel.
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        km._kernel_info_future = answer
+        task = asyncio.ensure_future(_fill_kernel_info(km, answer))
+        _pending_tasks.add(task)
+        task.add_done_callback(_pending_tasks.discard)
     if hasattr(km, "start_restarter"):
         km.start_restarter()
     log.info("ranktable: re-attached remote kernel %s (profile %s)", kernel_id, provisioner.profile)
     return True
+
+
+_pending_tasks: set[asyncio.Future[None]] = set()  # strong references until each task ends
+KERNEL_INFO_SECONDS = 10.0
+
+
+async def kernel_info_over_control(km: Any, timeout: float = KERNEL_INFO_SECONDS) -> dict[str, Any]:
+    """The kernel's kernel_info reply, asked on its control channel; ``{}`` if none comes in time
+    (Jupyter then assumes the current protocol, as after its own timeout)."""
+    import zmq
+    import zmq.asyncio
+
+    socket = km.connect_control()
+    try:
+        km.session.send(socket, "kernel_info_request")
+        if isinstance(socket, zmq.asyncio.Socket):
+            raw = await asyncio.wait_for(socket.recv_multipart(), timeout)
+        else:
+            if not await asyncio.to_thread(socket.poll, int(timeout * 1000)):
+                return {}
+            raw = socket.recv_multipart(zmq.NOBLOCK)
+        _idents, parts = km.session.feed_identities(raw)
+        msg = km.session.deserialize(parts)
+        content = msg.get("content") or {}
+        ok = msg.get("msg_type") == "kernel_info_reply" and "protocol_version" in content
+        return dict(content) if ok else {}
+    except Exception as exc:  # no answer is no worse than Jupyter's own timeout
+        log.info("ranktable: no kernel_info over the control channel: %s", exc)
+        return {}
+    finally:
+        socket.close(linger=0)
+
+
+async def _fill_kernel_info(km: Any, answer: asyncio.Future[dict[str, Any]]) -> None:
+    info = await kernel_info_over_control(km)
+    if not answer.done():
+        answer.set_result(info)
 
 
 async def attach_recorded_kernels(kernel_manager: Any, records: KernelRecords | None = None) -> list[str]:

@@ -1,6 +1,9 @@
 """A real Jupyter server is stopped in the middle of a cell on a remote kernel and started again: the new
 server re-attaches the kernel by itself (same id), the client reconnects and gets every line the cell
-printed — including those printed while no server ran — in order, once. Real sshd, real servers."""
+printed — including those printed while no server ran — in order, once. Real sshd, real servers.
+
+The cell prints for 60 s (the issue's own test), so the new server is up while it still runs: the
+client's websocket must connect at once, not when the busy kernel finally answers on its shell channel."""
 
 from __future__ import annotations
 
@@ -26,7 +29,7 @@ from tests.integration.fixtures.sshd import SshdProfile
 from tests.integration.test_kernel_server import _message
 
 TOKEN = "restart-test-token"
-CELL_SECONDS = int(os.environ.get("RANKTABLE_CELL_SECONDS", "8"))
+CELL_SECONDS = 60
 
 
 def _free_port() -> int:
@@ -144,7 +147,9 @@ async def test_restarted_server_reattaches_the_kernel_and_replays_missed_output(
             assert time.monotonic() < deadline, (listed, log.read_text()[-3000:])
             await asyncio.sleep(0.5)
         assert kernel_id in [k["id"] for k in await second.call("GET", "api/kernels")]
+        asked = time.monotonic()
         ws = await websocket_connect(second.url(channels, "ws"))
+        assert time.monotonic() - asked < 15, "the websocket waited for the busy kernel"
         rest = await _lines(ws, request["header"]["msg_id"], None, timeout=CELL_SECONDS + 90)
         assert seen + rest == [f"line {i}" for i in range(CELL_SECONDS)]  # all, in order, once
         ws.close()
