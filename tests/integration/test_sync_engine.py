@@ -292,6 +292,50 @@ def test_nested_ignore_files_apply_relative_to_their_folder(tmp_path: Path) -> N
     assert not IgnoreRules(["*.log", "!keep.log"]).ignored("a/b/keep.log")
 
 
+def test_quick_ignore_test_agrees_with_pattern_by_pattern_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one-regex pre-test only skips specs none of whose patterns match: same verdicts as checking
+    every pattern, for negations, anchors, folder-only patterns, ``**``, classes and escapes."""
+    from ranktable.remote.sync import ignore
+
+    _tree(
+        tmp_path,
+        {
+            ".gitignore": b"*.log\n/data/\n**/tmp/**\nbuild*/\n[Bb]ackup?.txt\n\\#hash\n# comment\n\n",
+            "a/.gitignore": b"!keep.log\n/local.txt\ncache/\nsub/**/deep.py\n",
+            "a/b/.ranktableignore": b"keep.log\n*.txt\n!public.txt\n",
+        },
+    )
+    paths = [
+        f"{d}{name}"
+        for d in ("", "a/", "a/b/", "a/sub/x/", "c/tmp/", "data/", "build1/", "a/b/c/")
+        for name in (
+            "x.log",
+            "keep.log",
+            "local.txt",
+            "public.txt",
+            "backup1.txt",
+            "Backup2.txt",
+            "#hash",
+            "deep.py",
+            "plain.py",
+            "cache",
+            "tmp",
+            "build2",
+        )
+    ]
+    quick = IgnoreRules.for_folder(tmp_path)
+    monkeypatch.setattr(ignore, "_quick_test", lambda spec: None)
+    slow = IgnoreRules.for_folder(tmp_path)
+    verdicts = []
+    for path in paths:
+        for is_dir in (False, True):
+            verdicts.append(quick.ignored(path, is_dir=is_dir))
+            assert verdicts[-1] == slow.ignored(path, is_dir=is_dir), (path, is_dir)
+    assert 0 < sum(verdicts) < len(verdicts)  # both answers occur
+
+
 def test_scan_prunes_nested_ignored_folders_and_sync_keeps_them_local(
     sshd_profile: SshdProfile, local: Path
 ) -> None:
