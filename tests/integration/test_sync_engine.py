@@ -461,3 +461,55 @@ def test_a_channel_closed_mid_stream_fails_the_upload(tmp_path: Path) -> None:
             Meter("upload", 0, 0, None),
             True,
         )
+
+
+def test_find_walk_equals_the_python_walk(tmp_path: Path) -> None:
+    """GNU find's listing, with the ignore rules applied here, gives exactly the Python walk's files:
+    pruned folders (and ignore files inside them), links, odd names, modes and nanosecond times."""
+    from ranktable.remote.sync import scan as scanning
+
+    if not scanning._gnu_find():  # macOS: the Python walk is the only one, and scan() uses it
+        assert scanning.scan(tmp_path, IgnoreRules.for_folder(tmp_path)) == scanning._scan_python(
+            tmp_path, IgnoreRules.for_folder(tmp_path)
+        )
+        return
+    _tree(
+        tmp_path,
+        {
+            ".gitignore": b"*.log\nbuild/\n!keep.log\n",
+            "a/.gitignore": b"/local.txt\n",
+            "a/local.txt": b"x",
+            "a/b/c.py": b"print()\n",
+            "a/b/run.log": b"log",
+            "a/keep.log": b"keep",
+            "build/.gitignore": b"!*\n",
+            "build/out/x.o": b"o",
+            "sp ace/new\nline.txt": b"n",
+            "dash/-x": b"-",
+            "empty.txt": b"",
+            "__pycache__/m.pyc": b"c",
+        },
+    )
+    (tmp_path / "dir-empty").mkdir()
+    (tmp_path / "odd-\udcff.bin").write_bytes(b"\xff")  # not UTF-8
+    (tmp_path / "a/b/c.py").chmod(0o751)
+    os.utime(tmp_path / "empty.txt", ns=(1_700_000_000_123_456_789, 1_700_000_000_123_456_789))
+    (tmp_path / "link.txt").symlink_to(tmp_path / "a/keep.log")
+    (tmp_path / "linkdir").symlink_to(tmp_path / "a")
+    rules = IgnoreRules.for_folder(tmp_path)
+    found = scanning._scan_find(tmp_path, rules, "")
+    assert found is not None
+    assert found == scanning._scan_python(tmp_path, IgnoreRules.for_folder(tmp_path))
+    assert "a/b/c.py" in found and found["a/b/c.py"].mode == 0o751
+    assert found["empty.txt"].mtime_ns == 1_700_000_000_123_456_789
+    assert "sp ace/new\nline.txt" in found and "odd-\udcff.bin" in found and "a/keep.log" in found
+    assert not {"build/out/x.o", "a/local.txt", "a/b/run.log", "link.txt", "__pycache__/m.pyc"} & set(found)
+    assert not [r for r in found if r.startswith("linkdir/")]
+    assert scanning._scan_find(tmp_path, rules, "a") == scanning._scan_python(tmp_path, rules, "a")
+    assert scanning.scan(tmp_path, rules) == found
+    (tmp_path / "locked").mkdir(mode=0o000)  # find reports an error: the Python walk takes over
+    try:
+        if os.geteuid() != 0:
+            assert scanning._scan_find(tmp_path, rules, "") is None
+    finally:
+        (tmp_path / "locked").chmod(0o755)
