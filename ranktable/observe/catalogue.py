@@ -7,9 +7,11 @@ of lines (linear time, no backtracking); only a batch that hits is looked at lin
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from itertools import accumulate
 from typing import Any
 
 import re2
@@ -82,6 +84,21 @@ class Catalogue:
     def any_error(self, text: str) -> bool:
         """Whether any signature occurs somewhere in ``text`` (many lines joined by newlines)."""
         return self._any.search(text) is not None
+
+    def error_lines(self, lines: list[str]) -> list[int]:
+        """Indices of the lines that may carry a signature (every line `classify` names is among them):
+        those a match of the combined pattern over all of them touches."""
+        joined = "\n".join(lines)
+        spans = [m.span() for m in self._any.finditer(joined)]
+        if not spans:
+            return []
+        ends = list(accumulate(len(line) + 1 for line in lines))  # one past each line's newline
+        out: dict[int, None] = {}
+        for start, end in spans:
+            first = bisect_right(ends, start)
+            for index in range(first, min(bisect_right(ends, end), len(lines) - 1) + 1):
+                out[index] = None
+        return list(out)
 
     def classify(self, line: str) -> Signature | None:
         """The first signature matching one line, or None."""

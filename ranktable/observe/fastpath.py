@@ -1,19 +1,22 @@
-"""Bulk template matching: a whole batch of one pod's lines matched and read with a few C-level passes.
+"""Bulk template matching: a whole batch of one pod's lines proved and read with numpy passes.
 
-The per-line regex of template.py costs about a microsecond a line; this reads a batch with bytes
-operations instead, and proves each line fits its template exactly, so the result equals the line path:
+The per-line regex of template.py costs about a microsecond a line; this reads a batch with a few array
+operations instead, and proves each line fits its template exactly, so the result equals the line path.
 
-* every line's *key* (its text with the digits deleted) picks a candidate template (with its ``[rankN]:``
-  tag variant);
-* the candidates of one template are split into runs of number characters (``[0-9.eE+-]``); rebuilding
-  the joined lines from the template's other characters and those runs must give the same bytes, literal
-  runs (the ``e`` of ``step``) must be equal, and each number run must have the template's shape (digits
-  deleted: the same skeleton; digits right after the same skeleton characters).
+A template's regex is its learned line with every maximal run of digits replaced by ``\\d+`` (every digit
+of the line lies in a number token, see template.py). So a line fullmatches it exactly when the two agree
+once each maximal digit run is collapsed to one ``0`` (the *canonical* form): the literal text around the
+runs is the same, and the runs sit in the same places. The batch's canonical bytes are compared with the
+template's, repeated, in one pass; the fields are then read from the digit runs:
 
-That is exactly "the line fullmatches the template" (the template's regex is its text with every number
-replaced by its shape), so the fields are read from the same numbers. Anything unusual (a line that fits no
-template but may carry a metric, a failed proof, non-ASCII text, ANSI/tqdm clean-up) returns None: the
-caller then takes the line path for the whole batch.
+* an integer is the run's value (at most 18 digits, int64);
+* a number ``I.FeX`` is ``m = IF`` over or times ``10**k`` (``k = +-X - len(F)``): with ``m <= 2**53`` and
+  ``|k| <= 22`` both operands are exact and one IEEE operation rounds correctly, so the value is exactly
+  what ``float()`` of the text gives (Clinger's fast path); other numbers are read with ``float()``.
+
+Anything unusual (a line that fits no template but may carry a metric, a failed proof, a digit run over
+18 digits, non-ASCII text, ANSI/tqdm clean-up) returns None: the caller then takes the line path for the
+whole batch.
 """
 
 from __future__ import annotations
@@ -23,26 +26,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import is_
+from typing import Any
+
+import numpy as np
 
 from ranktable.observe.template import _TOKEN, Template
 
 DIGITS = b"0123456789"
-_NUMBER_CHARS = frozenset(b"0123456789.eE+-")
-_PIECES = bytes(c if c in _NUMBER_CHARS else 32 for c in range(256))  # other bytes -> space, then split()
-_ZEROS = bytes(48 if 48 <= c <= 57 else c for c in range(256))  # every digit -> "0"
-_RUN = re.compile(r"[0-9.eE+\-]+")
 _DIGIT_RUN = re.compile(r"[0-9]+")
 TAG_DIGITS = 17  # the line path strips "[rankN]:" only when "]:" ends within the first 24 characters
 KEYWORDS = ("loss", "step", "iteration", "Loss")  # the line path's test for a possible metric line
+MAX_RUN = 18  # digits of a run read as int64
+_POW10_INT = 10 ** np.arange(MAX_RUN + 1, dtype=np.int64)
+_POW10 = np.array([10.0**k for k in range(23)])  # exact doubles
+_EXACT = 2**53
 
 
-@dataclass
-class Number:
-    """A run of number characters that must have one token's shape."""
+@dataclass(frozen=True)
+class Token:
+    """Where one field's number sits among a line's digit runs: I[.F][e[-]X]."""
 
-    slot: int
-    skeleton: bytes  # the run with its digits deleted
-    checks: tuple[tuple[bytes, int], ...]  # (needle in the zeroed column, occurrences per line)
+    name: str
+    kind: str  # "int", "float" or "ms"
+    whole: int  # digit run of the integer part
+    fraction: int  # -1: none
+    exponent: int  # -1: none
+    negative: bool  # the exponent's sign
 
 
 @dataclass(eq=False)  # compared and hashed by identity
@@ -51,68 +60,46 @@ class Shape:
 
     template: Template
     tagged: bool
-    runs: int  # number-character runs per line
-    layout: bytes  # the line with every run replaced by %b
-    literals: tuple[tuple[int, bytes], ...]  # runs without digits: (slot, bytes)
-    numbers: tuple[Number, ...]
-    fields: tuple[tuple[str, int, str], ...]  # (name, slot, kind)
-
-
-def _number(slot: int, run: str) -> Number | None:
-    zeroed = _DIGIT_RUN.sub("0", run)
-    skeleton = zeroed.replace("0", "")
-    if len(set(skeleton)) != len(skeleton):
-        return None
-    if not skeleton:  # digits only: the skeleton test below proves it
-        return Number(slot, b"", ())
-    checks = [(b"\n0", 1 if zeroed.startswith("0") else 0)]
-    for at, char in enumerate(zeroed):
-        if char != "0":
-            follows = at + 1 < len(zeroed) and zeroed[at + 1] == "0"
-            checks.append(((char + "0").encode(), 1 if follows else 0))
-    return Number(slot, skeleton.encode(), tuple(checks))
+    width: int  # characters per line other than digits, with the newline
+    places: np.ndarray  # each digit run's place: the number of other characters before it
+    runs: int  # digit runs per line
+    tokens: tuple[Token, ...]
 
 
 def shape(template: Template, prefix: str) -> Shape | None:
-    """The bulk reader of `template` behind `prefix`, or None when its line cannot be proved in bulk."""
+    """The bulk reader of `template` behind `prefix`, or None when its line cannot be read in bulk."""
     line = prefix + template.text
-    if not template.text or not line.isascii() or "\n" in line or "%" in line:
+    if not template.text or not line.isascii() or "\n" in line:
         return None
-    spans = [m.span() for m in _RUN.finditer(line)]
-    tokens = {m.span(): i + 1 for i, m in enumerate(_TOKEN.finditer(template.text))}
+    spans = [m.span() for m in _DIGIT_RUN.finditer(line)]
+    run_at = {start: index for index, (start, _) in enumerate(spans)}
     offset = len(prefix)
-    group_slot: dict[int, int] = {}
-    literals: list[tuple[int, bytes]] = []
-    numbers: list[Number] = []
-    parts, at = [], 0
-    for slot, (start, end) in enumerate(spans):
-        parts.append(line[at:start])
-        at = end
-        run = line[start:end]
-        if not any(c.isdigit() for c in run):
-            literals.append((slot, run.encode()))
-            continue
-        if prefix and slot == 0:  # the tag's rank
-            numbers.append(Number(0, b"", ()))
-            continue
-        group = tokens.get((start - offset, end - offset))
-        number = _number(slot, run)
-        if group is None or number is None:  # a sign or a letter glued to a number: not provable here
-            return None
-        group_slot[group] = slot
-        numbers.append(number)
-    parts.append(line[at:])
-    fields = tuple((f.name, group_slot[f.group], f.kind) for f in template.fields or ())
-    layout = "%b".join(parts).encode()
-    return Shape(template, bool(prefix), len(spans), layout, tuple(literals), tuple(numbers), fields)
+    token_spans = [m.span() for m in _TOKEN.finditer(template.text)]
+    tokens = []
+    for field in template.fields or ():
+        start, end = token_spans[field.group - 1]
+        text = template.text[start:end]
+        inside = [run_at[s] for s, _ in spans if start + offset <= s < end + offset]
+        fraction = exponent = -1
+        mantissa, _, power = text.lower().partition("e")
+        if "." in mantissa:
+            fraction = inside[1]
+        if power:
+            exponent = inside[-1]
+        tokens.append(Token(field.name, field.kind, inside[0], fraction, exponent, power.startswith("-")))
+    places = np.array([start - sum(e - s for s, e in spans[:i]) for i, (start, _) in enumerate(spans)])
+    width = len(line) - sum(e - s for s, e in spans) + 1
+    return Shape(template, bool(prefix), width, places.astype(np.int64), len(spans), tuple(tokens))
 
 
 class PodShapes:
     """The bulk readers of one pod's templates, keyed by the digit-less line."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: dict[tuple[Any, ...], Shape | None] | None = None) -> None:
         self.known = 0
         self.by_key: dict[bytes, Shape] = {}
+        # pods that learned the same template share its Shape, so their lines are read together
+        self.shared = {} if shared is None else shared
 
     def update(self, templates: Sequence[Template]) -> None:
         for template in templates[self.known :]:
@@ -122,7 +109,10 @@ class PodShapes:
             if not template.text.startswith("["):
                 variants.append("")
             for prefix in variants:
-                found = shape(template, prefix)
+                same = (prefix, template.text, template.fields, template.unit)
+                if same not in self.shared:
+                    self.shared[same] = shape(template, prefix)
+                found = self.shared[same]
                 if found is not None:
                     key = (prefix + template.text).encode().translate(None, DIGITS)
                     self.by_key.setdefault(key, found)
@@ -131,52 +121,133 @@ class PodShapes:
 
 @dataclass
 class Group:
-    """The lines of one batch that fit one shape: line indices, the runs' columns, tag ranks."""
+    """The lines of one batch that fit one shape: line indices, the tag ranks (when tagged) and the
+    fields' values (int64 or float64 arrays)."""
 
     shape: Shape
     lines: list[int]
-    columns: dict[int, list[bytes]]
+    tag: np.ndarray | None
+    values: dict[str, np.ndarray]
 
 
-def _proved(found: Shape, texts: list[str]) -> dict[int, list[bytes]] | None:
+def _read(found: Shape, texts: list[str]) -> tuple[np.ndarray | None, dict[str, np.ndarray]] | None:
+    """Prove every line of `texts` (whose digit-less text is the shape's) fits the shape and read its tag
+    rank and fields; None if one does not."""
     count = len(texts)
-    joined = "\n".join(texts).encode()
-    runs = joined.translate(_PIECES).split()
-    if len(runs) != count * found.runs:
+    data = ("\n".join(texts) + "\n").encode()
+    buf = np.frombuffer(data, dtype=np.uint8)
+    where = np.flatnonzero((buf - np.uint8(48)) < 10)  # digit positions
+    starts_at = np.flatnonzero(np.diff(where, prepend=-2) != 1)  # each run's first digit (index in where)
+    if len(starts_at) != count * found.runs:
         return None
-    if b"\n".join([found.layout] * count) % tuple(runs) != joined:
-        return None
-    step = found.runs
-    for slot, literal in found.literals:
-        if runs[slot::step].count(literal) != count:
+    if found.runs:
+        # the digit-less lines are equal, so the runs must sit at the shape's places in them: a run's place
+        # is the number of other characters before it (its position minus the digits before it)
+        places = where[starts_at] - starts_at
+        expected = found.places + np.arange(count, dtype=np.int64)[:, None] * found.width
+        if not np.array_equal(places, expected.ravel()):
             return None
-    columns: dict[int, list[bytes]] = {}
-    for number in found.numbers:
-        column = runs[number.slot :: step]
-        if not _shaped(number, column[:1] if column.count(column[0]) == count else column):
-            return None
-        columns[number.slot] = column
-    if found.tagged and max(map(len, columns[0])) > TAG_DIGITS:
+    if not (found.tagged or found.tokens):
+        return None, {}
+    lengths = np.diff(starts_at, append=len(where))
+    if int(lengths.max()) > MAX_RUN:
         return None
-    return columns
+    ends = where[starts_at] + lengths
+    weighted = (buf[where].astype(np.int64) - 48) * _POW10_INT[np.repeat(ends, lengths) - where - 1]
+    runs = np.add.reduceat(weighted, starts_at).reshape(count, found.runs)
+    sizes = lengths.reshape(count, found.runs)
+    starts = where[starts_at]
+    tag = None
+    if found.tagged:
+        if int(sizes[:, 0].max()) > TAG_DIGITS:
+            return None
+        tag = runs[:, 0]
+    values = {}
+    for token in found.tokens:
+        if token.kind == "int":
+            values[token.name] = runs[:, token.whole]
+            continue
+        value = _number(token, runs, sizes)
+        if value is None:  # a slow read for the rows the fast path cannot prove exact
+            value = _slow(token, data, starts, ends, found.runs, runs, sizes)
+        values[token.name] = value * 0.001 if token.kind == "ms" else value
+    return tag, values
 
 
-def _shaped(number: Number, column: list[bytes]) -> bool:
-    """Whether every run in `column` has the number's shape (a constant column is tested once)."""
-    count = len(column)
-    text = b"\n".join(column)
-    if text.translate(None, DIGITS) != b"\n".join([number.skeleton] * count):
-        return False
-    zeroed = b"\n" + text.translate(_ZEROS) + b"\n" if number.checks else b""
-    return all(zeroed.count(needle) == per_line * count for needle, per_line in number.checks)
+def _parts(token: Token, runs: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(mantissa digits, mantissa, decimal exponent) of each row's number."""
+    mantissa = runs[:, token.whole]
+    digits = sizes[:, token.whole]
+    power = np.zeros(len(runs), dtype=np.int64)
+    if token.fraction >= 0:
+        fraction = sizes[:, token.fraction]
+        digits = digits + fraction
+        scale = _POW10_INT[np.minimum(fraction, MAX_RUN)]
+        with np.errstate(over="ignore"):
+            mantissa = mantissa * scale + runs[:, token.fraction]
+        power -= fraction
+    if token.exponent >= 0:
+        power += -runs[:, token.exponent] if token.negative else runs[:, token.exponent]
+    return digits, mantissa, power
+
+
+def _number(token: Token, runs: np.ndarray, sizes: np.ndarray) -> np.ndarray | None:
+    digits, mantissa, power = _parts(token, runs, sizes)
+    if not ((digits <= MAX_RUN).all() and (mantissa <= _EXACT).all() and (np.abs(power) <= 22).all()):
+        return None
+    exact = mantissa.astype(np.float64)
+    scale = _POW10[np.abs(power)]
+    return np.where(power < 0, exact / scale, exact * scale)
+
+
+def _slow(
+    token: Token,
+    data: bytes,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    per_line: int,
+    runs: np.ndarray,
+    sizes: np.ndarray,
+) -> np.ndarray:
+    digits, mantissa, power = _parts(token, runs, sizes)
+    fast = (digits <= MAX_RUN) & (mantissa <= _EXACT) & (np.abs(power) <= 22)
+    exact = mantissa.astype(np.float64)
+    scale = _POW10[np.minimum(np.abs(power), 22)]
+    out = np.where(power < 0, exact / scale, exact * scale)
+    last = token.exponent if token.exponent >= 0 else max(token.whole, token.fraction)
+    for row in np.flatnonzero(~fast).tolist():
+        out[row] = float(data[starts[row * per_line + token.whole] : ends[row * per_line + last]])
+    return out
+
+
+def _plain(texts: list[str], joined: str) -> bool:
+    """Whether the lines can be read in bulk at all: ASCII, no tqdm/ANSI clean-up, no newline inside."""
+    return not (
+        "\r" in joined or "\x1b" in joined or not joined.isascii() or joined.count("\n") != len(texts) - 1
+    )
 
 
 def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group] | None:
-    """The batch's template lines grouped by shape, each proved; None when the line path must decide."""
-    if "\r" in joined or "\x1b" in joined or not joined.isascii() or joined.count("\n") != len(texts) - 1:
+    """The batch's template lines grouped by shape, each proved and read; None when the line path must
+    decide."""
+    if not _plain(texts, joined):
         return None
     keys = joined.encode().translate(None, DIGITS).split(b"\n")
-    found = list(map(shapes.by_key.get, keys))
+    return _groups(list(map(shapes.by_key.get, keys)), texts)
+
+
+def match_pods(
+    shapes: list[PodShapes], owner: list[int], texts: list[str], joined: str
+) -> list[Group] | None:
+    """match_batch of lines from several pods (owner: each line's index in `shapes`)."""
+    if not _plain(texts, joined):
+        return None
+    keys = joined.encode().translate(None, DIGITS).split(b"\n")
+    lookups = [pod.by_key.get for pod in shapes]
+    return _groups([lookups[o](key) for o, key in zip(owner, keys, strict=True)], texts)
+
+
+def _groups(found: list[Shape | None], texts: list[str]) -> list[Group] | None:
     candidates = dict.fromkeys(found)
     mixed = None in candidates
     if mixed:
@@ -190,10 +261,12 @@ def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group]
             continue
         if len(candidates) == 1 and not mixed:
             lines = list(range(len(texts)))
+            picked = texts
         else:
             lines = list(compress(range(len(found)), map(is_, found, repeat(candidate))))
-        columns = _proved(candidate, list(map(texts.__getitem__, lines)))
-        if columns is None:
+            picked = list(map(texts.__getitem__, lines))
+        read: Any = _read(candidate, picked)
+        if read is None:
             return None
-        groups.append(Group(candidate, lines, columns))
+        groups.append(Group(candidate, lines, *read))
     return groups

@@ -10,12 +10,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from itertools import accumulate
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from ranktable.observe.catalogue import Catalogue, catalogue, named_peer
-from ranktable.observe.fastpath import Group, PodShapes, match_batch
+from ranktable.observe.fastpath import Group, PodShapes, match_batch, match_pods
 from ranktable.observe.layout import RankLayout
 from ranktable.observe.parsers import LineParser, compile_user_patterns
 from ranktable.observe.series import MAX_ALERTS, Alerts, RankSeries, Rows
@@ -36,18 +38,15 @@ from ranktable.observe.triage import (
 # Error lines name their rank in several ways: torch_npu ``(PID:1, Device:0, RankID:13)``, DeepSpeed and
 # the watchdog ``[Rank 5]``, plain prints ``rank 13 ...``.
 _LINE_RANK = re.compile(r"RankID:\s*(\d+)|\[Rank (\d+)\]|^rank[\s:=]+(\d+)\b")
-FLUSH_ROWS = 1 << 16  # template rows held before they are merged into the series (about 6 MB)
+_first, _second = itemgetter(0), itemgetter(1)
+FLUSH_ROWS = 1 << 17  # template rows held before they are merged into the series (about 9 MB)
+CHUNK_LINES = 8192  # a pod's batches are read together once they hold this many lines (see feed) ...
+PENDING_LINES = 1 << 16  # ... or when all pods' unread batches hold this many
 OPTIONAL = ("throughput", "lr", "grad_norm")
 FEW_ROWS = 32  # a rank with fewer held rows is merged row by row
-HELD: dict[str, Any] = {  # held row columns: rank, step (-1: none), time and step time (NaN: none), ...
-    "rank": np.int64,
-    "step": np.int64,
-    "when": np.float64,
-    "loss": np.float64,
-    "step_time": np.float64,
-    "unit": object,
-    **{name: np.float64 for name in OPTIONAL},
-}
+HELD = ("rank", "step", "when", "loss", "step_time", "unit", *OPTIONAL)
+"""Held row columns (arrays): rank, step (-1: none), time and step time (NaN: none), the optional fields
+(NaN: none), unit (an index into the observer's unit names; 0: none)."""
 
 
 def line_time(stamp: str, text: str) -> float | None:
@@ -75,13 +74,17 @@ class RunObserver:
         self.catalogue = errors or catalogue()
         self._series: dict[int, RankSeries] = {}
         self._alerts = Alerts(self.settings.spike_factor)
-        self.errors: dict[int, ErrorEvent] = {}
-        self.error_counts: dict[str, int] = {}
+        self._errors: dict[int, ErrorEvent] = {}
+        self._error_counts: dict[str, int] = {}
         self._progress: dict[int, tuple[float, int | None]] = {}
         self._shapes: dict[str, PodShapes] = {}
-        self._held: dict[str, list[Any]] = {name: [] for name in HELD}  # rows not merged yet (see _flush)
+        self._shared_shapes: dict[tuple[Any, ...], Any] = {}  # see PodShapes
+        self._held: dict[str, list[np.ndarray]] = {name: [] for name in HELD}  # rows not merged (see _flush)
         self._held_rows = 0
-        self.clock: float | None = None  # the newest log time seen
+        self._units: dict[str | None, int] = {None: 0}  # throughput unit names of held rows
+        self._pending: dict[tuple[str, int], list[Sequence[tuple[str, str]]]] = {}  # unread batches
+        self._pending_lines = 0
+        self._clock: float | None = None  # the newest log time seen
         self.lines = 0
         self._named: dict[str, int] = {}  # pod -> the rank its last rank-naming metric line named
         self.pod_ends: dict[str, float] = {}  # pod -> when its container ended (any exit code)
@@ -91,6 +94,23 @@ class RunObserver:
     def series(self) -> dict[int, RankSeries]:
         self._flush()
         return self._series
+
+    @property
+    def errors(self) -> dict[int, ErrorEvent]:
+        """Each rank's first (or most telling) error."""
+        self._drain()
+        return self._errors
+
+    @property
+    def error_counts(self) -> dict[str, int]:
+        self._drain()
+        return self._error_counts
+
+    @property
+    def clock(self) -> float | None:
+        """The newest log time seen."""
+        self._drain()
+        return self._clock
 
     @property
     def alerts(self) -> Alerts:
@@ -104,27 +124,68 @@ class RunObserver:
 
     # -- feeding ------------------------------------------------------------------------------------
     def feed(self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]]) -> None:
-        """A batch of (kubelet timestamp or "", text) lines of one pod, in order."""
+        """A batch of (kubelet timestamp or "", text) lines of one pod, in order.
+
+        The batch is kept (not copied) and read with the pod's next batches once they hold CHUNK_LINES
+        lines, or when a result is asked for: many small batches then cost what one big one does. The
+        results are those of reading each batch at once, pod by pod."""
         if not lines:
             return
         self.lines += len(lines)
-        texts = [text for _, text in lines]
+        batches = self._pending.setdefault((pod, node_rank), [])
+        batches.append(lines)
+        self._pending_lines += len(lines)
+        if self._pending_lines >= PENDING_LINES:
+            self._drain()
+        elif sum(map(len, batches)) >= CHUNK_LINES:
+            self._drain_pod(pod, node_rank)
+
+    def _drain(self) -> None:
+        """Read every pod's unread batches: all at once on the bulk path when it takes them (many pods
+        with a few lines each: a live stream), else pod by pod in the order they first came."""
+        if len(self._pending) > 1 and self._read_pods():
+            self._pending, self._pending_lines = {}, 0
+            return
+        while self._pending:
+            self._drain_pod(*next(iter(self._pending)))
+
+    def _drain_pod(self, pod: str, node_rank: int) -> None:
+        """Read one pod's unread batches: all at once on the bulk path when it takes them, else one by one."""
+        pending = self._pending.pop((pod, node_rank))
+        self._pending_lines -= sum(map(len, pending))
+        if len(pending) > 1:
+            lines = [line for batch in pending for line in batch]
+            bounds = list(accumulate(map(len, pending)))
+            if self._read(pod, node_rank, lines, bounds):
+                return
+        for batch in pending:
+            self._read(pod, node_rank, batch)
+
+    def _read(
+        self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]], bounds: list[int] | None = None
+    ) -> bool:
+        """Read one batch, or with `bounds` (where each fed batch ends) several batches only if the bulk
+        path takes them all (False when it did not)."""
+        stamps, texts = list(map(_first, lines)), list(map(_second, lines))
         joined = "\n".join(texts)
-        has_errors = self.catalogue.any_error(joined)
-        stamps = [stamp for stamp, _ in lines]
         times = {stamp: kube_time(stamp) if stamp else None for stamp in dict.fromkeys(stamps)}
-        if not self._feed_bulk(pod, node_rank, lines, texts, joined, has_errors, stamps, times):
-            self._flush()
+        ends = bounds or [len(texts)]
+        if not self._feed_bulk(pod, node_rank, texts, joined, ends, stamps, times):
+            if bounds is not None:
+                return False
+            has_errors = self.catalogue.any_error(joined)
+            self._merge()
             self._feed_lines(pod, node_rank, lines, has_errors)
         self._advance_clock(times, lines)
+        return True
 
     def _advance_clock(self, times: dict[str, float | None], lines: Sequence[tuple[str, str]]) -> None:
         """The newest time of any line (out-of-order lines too), as if they came one by one."""
         known = [t for t in times.values() if t is not None]
         if len(known) < len(times):
             known += [t for s, text in lines if times[s] is None and (t := inline_time(text)) is not None]
-        if known and (self.clock is None or max(known) > self.clock):
-            self.clock = max(known)
+        if known and (self._clock is None or max(known) > self._clock):
+            self._clock = max(known)
 
     def _feed_lines(
         self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]], has_errors: bool
@@ -187,10 +248,9 @@ class RunObserver:
         self,
         pod: str,
         node_rank: int,
-        lines: Sequence[tuple[str, str]],
         texts: list[str],
         joined: str,
-        has_errors: bool,
+        bounds: list[int],
         stamps: list[str],
         times: dict[str, float | None],
     ) -> bool:
@@ -201,10 +261,7 @@ class RunObserver:
         known = self._templates.get(pod)
         if not known:
             return False
-        shapes = self._shapes.setdefault(pod, PodShapes())
-        if shapes.known != len(known):
-            shapes.update(known)
-        groups = match_batch(shapes, texts, joined)
+        groups = match_batch(self._pod_shapes(pod, known), texts, joined)
         if groups is None:
             return False
         metric = [g for g in groups if g.shape.template.fields is not None]
@@ -213,18 +270,41 @@ class RunObserver:
         if metric:
             rows = self._rows(pod, node_rank, stamps, texts, metric, times)
             for name, values in rows.items():
-                self._held[name].extend(values)
+                self._held[name].append(values)
             self._held_rows += len(rows["rank"])
-        if has_errors:
-            taken = {i for g in metric for i in g.lines}
-            default = self.layout.default_rank(pod, node_rank)
-            for index, (stamp, text) in enumerate(lines):
-                if index not in taken:
-                    rank, _, text = self._tag(pod, default, text)
-                    self._error(pod, node_rank, rank, stamp, text)
+        self._bulk_errors(pod, node_rank, texts, joined, stamps, metric, bounds)
         if self._held_rows >= FLUSH_ROWS:
-            self._flush()
+            self._merge()
         return True
+
+    def _bulk_errors(
+        self,
+        pod: str,
+        node_rank: int,
+        texts: list[str],
+        joined: str,
+        stamps: list[str],
+        metric: list[Group],
+        bounds: list[int],
+    ) -> None:
+        """The error lines among those no metric template took, as the line path finds them: in a fed batch
+        the catalogue's combined pattern hits, each line (its tag stripped) is classified."""
+        if not self.catalogue.any_error(joined):
+            return
+        rest = np.zeros(len(texts), dtype=bool)
+        start = 0
+        for end in bounds:
+            if self.catalogue.any_error("\n".join(texts[start:end])):
+                rest[start:end] = True
+            start = end
+        for group in metric:
+            rest[group.lines] = False
+        others = np.flatnonzero(rest).tolist()
+        default = self.layout.default_rank(pod, node_rank)
+        tagged = [self._tag(pod, default, texts[index]) for index in others]
+        for hit in self.catalogue.error_lines([text for _, _, text in tagged]):
+            rank, _, text = tagged[hit]
+            self._error(pod, node_rank, rank, stamps[others[hit]], text)
 
     def _tag(self, pod: str, default: int, text: str) -> tuple[int, bool, str]:
         """The rank a line's torchrun tag names (else `default`), whether it had one, and the rest."""
@@ -240,6 +320,80 @@ class RunObserver:
         kind, number, text = tag
         return number if kind == "rank" else (self.layout.local_rank(pod, number) or default), True, text
 
+    def _pod_shapes(self, pod: str, known: list[Template]) -> PodShapes:
+        shapes = self._shapes.get(pod)
+        if shapes is None:
+            shapes = self._shapes[pod] = PodShapes(self._shared_shapes)
+        if shapes.known != len(known):
+            shapes.update(known)
+        return shapes
+
+    def _read_pods(self) -> bool:
+        """The unread batches of every pod read at once on the bulk path; False (nothing changed) unless
+        they all fit learned templates and carry no error."""
+        if self._templates is None or not parsed_by_plain(self.parser.order):
+            return False
+        pods: list[tuple[str, int]] = list(self._pending)
+        shapes = []
+        for pod, _ in pods:
+            known = self._templates.get(pod)
+            if not known:
+                return False
+            shapes.append(self._pod_shapes(pod, known))
+        lines: list[tuple[str, str]] = []
+        owner: list[int] = []
+        for index, batches in enumerate(self._pending.values()):
+            for batch in batches:
+                lines += batch
+                owner += [index] * len(batch)
+        stamps, texts = list(map(_first, lines)), list(map(_second, lines))
+        joined = "\n".join(texts)
+        if self.catalogue.any_error(joined):
+            return False
+        groups = match_pods(shapes, owner, texts, joined)
+        if groups is None:
+            return False
+        times = {stamp: kube_time(stamp) if stamp else None for stamp in dict.fromkeys(stamps)}
+        metric = [g for g in groups if g.shape.template.fields is not None]
+        if metric:
+            rows = self._rows_of([self._group_rows(group) for group in metric])
+            rows["when"] = self._times(stamps, texts, line := rows.pop("line"), times)
+            rows["rank"] = self._pod_ranks(pods, np.array(owner)[line], rows.pop("tag"), rows.pop("named"))
+            for name, values in rows.items():
+                self._held[name].append(values)
+            self._held_rows += len(rows["rank"])
+        self._advance_clock(times, lines)
+        if self._held_rows >= FLUSH_ROWS:
+            self._merge()
+        return True
+
+    def _pod_ranks(
+        self, pods: list[tuple[str, int]], owner: np.ndarray, tags: np.ndarray, named: np.ndarray
+    ) -> np.ndarray:
+        """_ranks of rows from several pods (owner: each row's index in `pods`), in log order per pod."""
+        if len(tags) and (named < 0).all() and (tags >= 0).all():
+            seen, last = np.unique(owner[::-1], return_index=True)
+            for index, at in zip(seen.tolist(), (len(owner) - 1 - last).tolist(), strict=True):
+                self._named[pods[index][0]] = int(tags[at])
+            return tags
+        out = np.empty(len(tags), dtype=np.int64)
+        for index, (pod, node_rank) in enumerate(pods):
+            mine = np.flatnonzero(owner == index)
+            if len(mine):
+                default = self.layout.default_rank(pod, node_rank)
+                out[mine] = self._ranks(pod, default, tags[mine], named[mine])
+        return out
+
+    @staticmethod
+    def _rows_of(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        """Groups' rows in log order."""
+        rows = parts[0]
+        if len(parts) > 1:
+            rows = {name: np.concatenate([part[name] for part in parts]) for name in rows}
+            order = np.argsort(rows["line"], kind="stable")
+            rows = {name: values[order] for name, values in rows.items()}
+        return rows
+
     def _rows(
         self,
         pod: str,
@@ -248,42 +402,58 @@ class RunObserver:
         texts: list[str],
         groups: list[Group],
         times: dict[str, float | None],
-    ) -> dict[str, Any]:
-        """The batch's template rows in log order: rank, step (-1: none), time (NaN: none), fields."""
-        parts = [_group_rows(group) for group in groups]
-        rows = parts[0]
-        if len(parts) > 1:
-            lines = [line for part in parts for line in part["line"]]
-            order = sorted(range(len(lines)), key=lines.__getitem__)
-            rows = {name: [v for part in parts for v in part[name]] for name in rows}
-            rows = {name: [values[i] for i in order] for name, values in rows.items()}
+    ) -> dict[str, np.ndarray]:
+        """The batch's template rows in log order (see HELD)."""
+        rows = self._rows_of([self._group_rows(group) for group in groups])
         rows["when"] = self._times(stamps, texts, rows.pop("line"), times)
         default = self.layout.default_rank(pod, node_rank)
         rows["rank"] = self._ranks(pod, default, rows.pop("tag"), rows.pop("named"))
         return rows
 
-    def _times(
-        self, stamps: list[str], texts: list[str], lines: list[int], times: dict[str, float | None]
-    ) -> list[float]:
-        """Each row's time from its stamp's (NaN: none), else from the text."""
-        when: list[Any] = list(map(times.__getitem__, map(stamps.__getitem__, lines)))
-        if None in times.values():
-            for at, value in enumerate(when):
-                if value is None:
-                    _, _, text = self._tag("", -1, texts[lines[at]])
-                    found = inline_time(text)
-                    when[at] = math.nan if found is None else found
-        return when
+    def _group_rows(self, group: Group) -> dict[str, np.ndarray]:
+        """One shape's rows (see HELD), with their line numbers and tag and named ranks (-1: none)."""
+        count = len(group.lines)
+        values = group.values
+        missing = np.full(count, -1, dtype=np.int64)
+        absent = np.full(count, math.nan)
+        unit = self._units.setdefault(group.shape.template.unit, len(self._units))
+        out = {
+            "line": np.array(group.lines, dtype=np.int64),
+            "tag": group.tag if group.tag is not None else missing,
+            "named": values.get("rank", missing),
+            "step": values.get("step", missing),
+            "loss": values["loss"],
+            "step_time": values.get("step_time_s", absent),
+            "unit": np.full(count, unit, dtype=np.int16),
+        }
+        for name in OPTIONAL:
+            out[name] = values.get(name, absent)
+        return out
 
-    def _ranks(self, pod: str, default: int, tags: list[int], named: list[int]) -> list[int]:
+    def _times(
+        self, stamps: list[str], texts: list[str], lines: np.ndarray, times: dict[str, float | None]
+    ) -> np.ndarray:
+        """Each row's time from its stamp's (NaN: none), else from the text."""
+        every = len(lines) == len(stamps)
+        picked = stamps if every else list(map(stamps.__getitem__, lines.tolist()))
+        if None not in times.values():
+            return np.array(list(map(times.__getitem__, picked)), dtype=np.float64)
+        when: list[Any] = list(map(times.__getitem__, picked))
+        for at, value in enumerate(when):
+            if value is None:
+                _, _, text = self._tag("", -1, texts[int(lines[at])])
+                found = inline_time(text)
+                when[at] = math.nan if found is None else found
+        return np.array(when, dtype=np.float64)
+
+    def _ranks(self, pod: str, default: int, tags: np.ndarray, named: np.ndarray) -> np.ndarray:
         """Rows' ranks as the line path assigns them: a rank field, else the tag, else the last one named
         (-1 in `tags` and `named`: none)."""
-        if named.count(-1) == len(named) and -1 not in tags:
-            if tags:
-                self._named[pod] = tags[-1]
+        if len(tags) and (named < 0).all() and (tags >= 0).all():
+            self._named[pod] = int(tags[-1])
             return tags
         out = []
-        for tag, name in zip(tags, named, strict=True):
+        for tag, name in zip(tags.tolist(), named.tolist(), strict=True):
             if name >= 0:
                 rank = self._named[pod] = name
             elif tag >= 0:
@@ -291,26 +461,57 @@ class RunObserver:
             else:
                 rank = self._named.get(pod, default)
             out.append(rank)
-        return out
+        return np.array(out, dtype=np.int64)
 
     def _flush(self) -> None:
+        """Read the unread batches and merge the held rows."""
+        self._drain()
+        self._merge()
+
+    def _merge(self) -> None:
         """Merge the held template rows into the series, rank by rank, as add() would have row by row."""
         if not self._held_rows:
             return
         held, self._held_rows = self._held, 0
         self._held = {name: [] for name in HELD}
-        rows = {name: np.array(held[name], dtype=HELD[name]) for name in HELD}
+        rows = {name: np.concatenate(held[name]) for name in HELD}
+        names = np.array(sorted(self._units, key=self._units.__getitem__), dtype=object)
+        rows["unit"] = names[rows["unit"]]
         ranks = rows["rank"]
         order = np.argsort(ranks, kind="stable")
         bounds = np.flatnonzero(np.diff(ranks[order])) + 1
-        if len(self._alerts.items) + 3 * (len(bounds) + 1) > MAX_ALERTS:  # which alerts fit depends on order
-            self._replay(rows, np.arange(len(ranks)))
+        if (
+            len(self._alerts.items) + 3 * self._may_alert(rows["loss"][order], ranks[order], bounds)
+            > MAX_ALERTS
+        ):
+            self._replay(rows, np.arange(len(ranks)))  # which alerts fit under the cap depends on the order
             return
+        few = []
         for part in np.split(order, bounds):
             if len(part) < FEW_ROWS:  # array steps cost more than they save
-                self._replay(rows, part)
+                few.append(part)
             else:
                 self._extend(int(ranks[part[0]]), rows, part)
+        if few:  # ranks do not share state (the alert cap cannot be reached): one pass, rank by rank
+            self._replay(rows, np.concatenate(few))
+
+    def _may_alert(self, loss: np.ndarray, ranks: np.ndarray, bounds: np.ndarray) -> int:
+        """How many ranks (rows sorted by rank, split at `bounds`) may raise an alert: a non-finite loss,
+        or a loss above spike_factor x the lowest its moving mean can be (the mean before, or the
+        lowest loss: a moving mean stays between them)."""
+        starts = np.concatenate([[0], bounds]).astype(np.int64)
+        finite = np.isfinite(loss)
+        values = np.where(finite, loss, np.nan)
+        with np.errstate(invalid="ignore"):
+            low, high = np.fmin.reduceat(values, starts), np.fmax.reduceat(values, starts)
+        before = []
+        for rank in ranks[starts].tolist():
+            series = self._series.get(rank)
+            before.append(series.loss_mean if series is not None and series.loss_count else math.inf)
+        floor = np.minimum(low, np.array(before))
+        with np.errstate(invalid="ignore"):
+            calm = (floor > 0) & (high < self.settings.spike_factor * floor * (1 - 1e-9))
+        return int(np.count_nonzero(~calm | ~np.logical_and.reduceat(finite, starts)))
 
     def _extend(self, rank: int, rows: dict[str, np.ndarray], part: np.ndarray) -> None:
         series = self._series.get(rank)
@@ -361,22 +562,23 @@ class RunObserver:
         signature = self.catalogue.classify(text)
         if signature is None:
             return
-        self.error_counts[signature.code] = self.error_counts.get(signature.code, 0) + 1
+        self._error_counts[signature.code] = self._error_counts.get(signature.code, 0) + 1
         match = _LINE_RANK.search(text)
         if match is not None:
             rank = int(next(g for g in match.groups() if g is not None))
         event = ErrorEvent(
             rank, node_rank, pod, line_time(stamp, text), signature, text.strip(), named_peer(text)
         )
-        current = self.errors.get(rank)
+        current = self._errors.get(rank)
         if current is None:
-            self.errors[rank] = event
+            self._errors[rank] = event
         elif better(current, event):
             event.time = current.time if current.time is not None else event.time
-            self.errors[rank] = event
+            self._errors[rank] = event
 
     def pod_ended(self, pod: str, when: float | None) -> None:
         """A pod's container ended (any exit code): its ranks are not hung after that."""
+        self._drain()
         if when is not None:
             self.pod_ends[pod] = min(when, self.pod_ends.get(pod, when))
 
@@ -399,10 +601,10 @@ class RunObserver:
             signature = type(signature)(**{**signature.__dict__, "role": "victim"})
         rank = self.layout.default_rank(pod, node_rank)
         line = f"container exited with code {exit_code}" + (f" ({reason})" if reason else "")
-        current = self.errors.get(rank)
+        current = self.errors.get(rank)  # batches fed before come first
         event = ErrorEvent(rank, node_rank, pod, when, signature, line)
         if current is None or (signature.role == "primary" and current.signature.role != "primary"):
-            self.errors[rank] = event
+            self._errors[rank] = event
 
     # -- results ------------------------------------------------------------------------------------
     def metrics_json(self) -> dict[str, Any]:
@@ -437,41 +639,6 @@ class RunObserver:
         }
         result["summary"] = summary(result)
         return result
-
-
-def _ints(values: list[bytes]) -> list[int]:
-    """int() of each value, once per distinct value (tags and steps repeat)."""
-    read = {value: int(value) for value in dict.fromkeys(values)}
-    return list(map(read.__getitem__, values))
-
-
-def _floats(values: list[bytes]) -> list[float]:
-    """float() of each value, once per distinct value (learning rates and norms often repeat)."""
-    read = {value: float(value) for value in dict.fromkeys(values)}
-    return list(map(read.__getitem__, values))
-
-
-def _group_rows(group: Group) -> dict[str, list[Any]]:
-    """One shape's rows (see HELD), with their line numbers and tag and named ranks (-1: none)."""
-    count = len(group.lines)
-    read = {name: (group.columns[slot], kind) for name, slot, kind in group.shape.fields}
-    missing = [-1] * count
-    out: dict[str, list[Any]] = {
-        "line": group.lines,
-        "tag": _ints(group.columns[0]) if group.shape.tagged else missing,
-        "named": _ints(read["rank"][0]) if "rank" in read else missing,
-        "step": _ints(read["step"][0]) if "step" in read else missing,
-        "loss": list(map(float, read["loss"][0])),
-        "step_time": [math.nan] * count,
-        "unit": [group.shape.template.unit] * count,
-    }
-    if "step_time_s" in read:
-        column, kind = read["step_time_s"]
-        values = list(map(float, column))
-        out["step_time"] = [v * 0.001 for v in values] if kind == "ms" else values
-    for name in OPTIONAL:
-        out[name] = _floats(read[name][0]) if name in read else [math.nan] * count
-    return out
 
 
 def summary(diagnosis: dict[str, Any]) -> str:

@@ -168,10 +168,14 @@ def test_bulk_path_is_taken_and_rows_are_held_until_read() -> None:
     fast._feed_bulk = spy  # type: ignore[method-assign]
     for start in range(0, len(lines), 200):
         fast.feed("job-worker-0", 0, lines[start : start + 200])
-    assert sum(taken) >= len(taken) - 1  # all but the first batch (templates are learned there)
-    assert fast._held_rows  # not merged yet
+    assert not taken and len(fast._pending[("job-worker-0", 0)]) == 20  # the batches wait
+    assert fast.lines == len(lines)  # counted when fed
+    fast._drain()
+    # the 20 as one chunk: no templates yet, so one by one: the first learns them, the others are bulk
+    assert taken == [False, False] + [True] * 19
+    assert fast._held_rows  # rows not merged yet
     same(fast, line_by_line({"job-worker-0": lines}))
-    assert not fast._held_rows
+    assert not fast._held_rows and not fast._pending
 
 
 def test_clean_plain_run_with_long_steps_agrees() -> None:
@@ -229,6 +233,7 @@ def test_a_line_that_only_looks_like_a_template_is_left_to_the_line_path(lookali
     batch = [*first, (stamp(1_790_000_004), lookalike), (stamp(1_790_000_005), template.format(6))]
     fast = observer(1)
     fast.feed("job-worker-0", 0, first)
+    fast._drain()  # read now: the templates are learned
     shapes = fast._shapes.get("job-worker-0") or PodShapes()
     shapes.update(fast._templates["job-worker-0"] if fast._templates else [])
     texts = [text for _, text in batch]
@@ -236,3 +241,37 @@ def test_a_line_that_only_looks_like_a_template_is_left_to_the_line_path(lookali
     assert match_batch(shapes, texts[:3], "\n".join(texts[:3])) is not None
     fast.feed("job-worker-0", 0, batch)
     same(fast, line_by_line({"job-worker-0": first + batch}))
+
+
+@pytest.mark.parametrize("untagged", [False, True])
+def test_live_stream_of_many_pods_is_read_at_once_and_agrees(untagged: bool) -> None:
+    """Many pods, a few lines each per read (a live stream): their batches are read together on the bulk
+    path (one pass over all pods) with the results of reading each batch when it came."""
+    rng = random.Random(7)
+    pods = 6
+    logs: dict[str, list[tuple[str, str]]] = {f"job-worker-{n}": [] for n in range(pods)}
+    for tick in range(120):
+        for node, lines in enumerate(logs.values()):
+            for k in range(5):
+                rank = node * NPUS + (k % NPUS)
+                tag = "" if untagged and k == 4 else f"[rank{rank}]:"
+                loss = rng.choice([f"{2.5 / (1 + tick / 50):.4f}"] * 20 + ["30.5", "1e999"])
+                lines.append(
+                    (stamp(1_790_000_000 + tick * 0.25), f"{tag}step {tick * 5 + k} loss {loss} lr 1e-4")
+                )
+    fast = observer(pods)
+    together = []
+    original = fast._read_pods
+
+    def spy() -> bool:
+        together.append(original())
+        return together[-1]
+
+    fast._read_pods = spy  # type: ignore[method-assign]
+    for start in range(0, 5 * 120, 5):
+        for node, (pod, lines) in enumerate(logs.items()):
+            fast.feed(pod, node, lines[start : start + 5])
+        if start % 20 == 15:
+            fast.diagnose("Running")  # a read: every pod's batches so far
+    assert together.count(True) >= len(together) - 4  # all but reads with a line no template fits yet
+    same(fast, line_by_line(logs))
