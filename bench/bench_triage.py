@@ -8,8 +8,9 @@ split each line into timestamp and text. Then ``diagnose()`` and ``metrics_json(
 
 Live: 1,024 pods each print LIVE_RATE lines/s for LIVE_SECONDS; a producer thread enqueues batches, the
 consumer feeds them and re-diagnoses every second. "Behind" = time from a batch's arrival to the first
-diagnosis that includes it. Memory: peak RSS of this process (the generator holds one pod's text at a
-time) and the observer's retained Python memory (tracemalloc, on a separate pass).
+diagnosis that includes it; each diagnosis first reads the batches fed since the last one (the observer
+coalesces them: see RunObserver.feed). Memory: peak RSS of this process (the generator holds one pod's
+text at a time) and the observer's retained Python memory (tracemalloc, on a separate pass).
 
     .venv/bin/python bench/bench_triage.py [--ranks 1024] [--lines 10000] [--live-seconds 20]
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import queue
 import resource
 import threading
@@ -194,6 +196,7 @@ def main() -> int:
     parser.add_argument("--live-seconds", type=float, default=20.0)
     args = parser.parse_args()
 
+    print("load average before: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     run = finished_run(args.ranks, args.lines)
     rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -231,6 +234,9 @@ def main() -> int:
         f"  diagnosis behind the stream: p50 {result['behind_p50_s']:.2f} s, "
         f"max {result['behind_max_s']:.2f} s (target <= 2 s); diagnose() {result['diagnose_ms']:.0f} ms"
     )
+    rss2 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak RSS of the whole bench {rss2:.0f} MiB")
+    print("load average after: {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
     return 0
 
 

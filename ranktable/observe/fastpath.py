@@ -130,14 +130,20 @@ class Group:
     values: dict[str, np.ndarray]
 
 
-def _read(found: Shape, texts: list[str]) -> tuple[np.ndarray | None, dict[str, np.ndarray]] | None:
+def _read(
+    found: Shape, texts: list[str], data: bytes | None = None
+) -> tuple[np.ndarray | None, dict[str, np.ndarray]] | None:
     """Prove every line of `texts` (whose digit-less text is the shape's) fits the shape and read its tag
-    rank and fields; None if one does not."""
+    rank and fields; None if one does not. `data`: the lines joined and encoded, each ending in a newline."""
     count = len(texts)
-    data = ("\n".join(texts) + "\n").encode()
+    if data is None:
+        data = ("\n".join(texts) + "\n").encode()
     buf = np.frombuffer(data, dtype=np.uint8)
     where = np.flatnonzero((buf - np.uint8(48)) < 10)  # digit positions
-    starts_at = np.flatnonzero(np.diff(where, prepend=-2) != 1)  # each run's first digit (index in where)
+    gaps = np.empty(len(where), dtype=bool)  # each run's first digit (index in where)
+    gaps[:1] = True
+    np.not_equal(where[1:] - where[:-1], 1, out=gaps[1:])
+    starts_at = np.flatnonzero(gaps)
     if len(starts_at) != count * found.runs:
         return None
     if found.runs:
@@ -149,7 +155,9 @@ def _read(found: Shape, texts: list[str]) -> tuple[np.ndarray | None, dict[str, 
             return None
     if not (found.tagged or found.tokens):
         return None, {}
-    lengths = np.diff(starts_at, append=len(where))
+    lengths = np.empty(len(starts_at), dtype=np.int64)
+    np.subtract(starts_at[1:], starts_at[:-1], out=lengths[:-1])
+    lengths[-1:] = len(where) - starts_at[-1:]
     if int(lengths.max()) > MAX_RUN:
         return None
     ends = where[starts_at] + lengths
@@ -232,8 +240,9 @@ def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group]
     decide."""
     if not _plain(texts, joined):
         return None
-    keys = joined.encode().translate(None, DIGITS).split(b"\n")
-    return _groups(list(map(shapes.by_key.get, keys)), texts)
+    data = joined.encode() + b"\n"
+    keys = data.translate(None, DIGITS).split(b"\n")[:-1]
+    return _groups(list(map(shapes.by_key.get, keys)), texts, data)
 
 
 def match_pods(
@@ -242,12 +251,13 @@ def match_pods(
     """match_batch of lines from several pods (owner: each line's index in `shapes`)."""
     if not _plain(texts, joined):
         return None
-    keys = joined.encode().translate(None, DIGITS).split(b"\n")
+    data = joined.encode() + b"\n"
+    keys = data.translate(None, DIGITS).split(b"\n")[:-1]
     lookups = [pod.by_key.get for pod in shapes]
-    return _groups([lookups[o](key) for o, key in zip(owner, keys, strict=True)], texts)
+    return _groups([lookups[o](key) for o, key in zip(owner, keys, strict=True)], texts, data)
 
 
-def _groups(found: list[Shape | None], texts: list[str]) -> list[Group] | None:
+def _groups(found: list[Shape | None], texts: list[str], data: bytes) -> list[Group] | None:
     candidates = dict.fromkeys(found)
     mixed = None in candidates
     if mixed:
@@ -259,13 +269,14 @@ def _groups(found: list[Shape | None], texts: list[str]) -> list[Group] | None:
     for candidate in candidates:
         if candidate is None:
             continue
+        whole: bytes | None = None
         if len(candidates) == 1 and not mixed:
             lines = list(range(len(texts)))
-            picked = texts
+            picked, whole = texts, data
         else:
             lines = list(compress(range(len(found)), map(is_, found, repeat(candidate))))
             picked = list(map(texts.__getitem__, lines))
-        read: Any = _read(candidate, picked)
+        read: Any = _read(candidate, picked, whole)
         if read is None:
             return None
         groups.append(Group(candidate, lines, *read))

@@ -23,7 +23,7 @@ from ranktable.observe.parsers import LineParser, compile_user_patterns
 from ranktable.observe.series import MAX_ALERTS, Alerts, RankSeries, Rows
 from ranktable.observe.settings import ObserveSettings
 from ranktable.observe.template import MAX_TEMPLATES, Template, learn, match, parsed_by_plain
-from ranktable.observe.text import clean, inline_time, kube_time, rank_tag
+from ranktable.observe.text import clean, inline_time, kube_time, kube_times, rank_tag
 from ranktable.observe.triage import (
     ErrorEvent,
     advice,
@@ -143,6 +143,14 @@ class RunObserver:
     def _drain(self) -> None:
         """Read every pod's unread batches: all at once on the bulk path when it takes them (many pods
         with a few lines each: a live stream), else pod by pod in the order they first came."""
+        if len(self._pending) > 1 and self._templates is not None:
+            for (pod, node_rank), batches in list(self._pending.items()):
+                if not self._templates.get(pod):  # a new pod: its first batch teaches its templates
+                    first = batches.pop(0)
+                    self._pending_lines -= len(first)
+                    if not batches:
+                        del self._pending[(pod, node_rank)]
+                    self._read(pod, node_rank, first)
         if len(self._pending) > 1 and self._read_pods():
             self._pending, self._pending_lines = {}, 0
             return
@@ -168,7 +176,7 @@ class RunObserver:
         path takes them all (False when it did not)."""
         stamps, texts = list(map(_first, lines)), list(map(_second, lines))
         joined = "\n".join(texts)
-        times = {stamp: kube_time(stamp) if stamp else None for stamp in dict.fromkeys(stamps)}
+        times = _stamp_times(stamps)
         ends = bounds or [len(texts)]
         if not self._feed_bulk(pod, node_rank, texts, joined, ends, stamps, times):
             if bounds is not None:
@@ -353,7 +361,7 @@ class RunObserver:
         groups = match_pods(shapes, owner, texts, joined)
         if groups is None:
             return False
-        times = {stamp: kube_time(stamp) if stamp else None for stamp in dict.fromkeys(stamps)}
+        times = _stamp_times(stamps)
         metric = [g for g in groups if g.shape.template.fields is not None]
         if metric:
             rows = self._rows_of([self._group_rows(group) for group in metric])
@@ -639,6 +647,12 @@ class RunObserver:
         }
         result["summary"] = summary(result)
         return result
+
+
+def _stamp_times(stamps: list[str]) -> dict[str, float | None]:
+    """Each distinct stamp's time (None: none)."""
+    distinct = list(dict.fromkeys(stamps))
+    return dict(zip(distinct, kube_times(distinct), strict=True))
 
 
 def summary(diagnosis: dict[str, Any]) -> str:

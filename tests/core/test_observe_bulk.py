@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ranktable.observe import ObserveSettings, RankLayout, RunObserver
+from ranktable.observe import ObserveSettings, RankLayout, RunObserver, text
 from ranktable.observe import observer as observing
 from ranktable.observe.fastpath import PodShapes, match_batch
 from ranktable.observe.series import MAX_ALERTS
@@ -275,3 +275,25 @@ def test_live_stream_of_many_pods_is_read_at_once_and_agrees(untagged: bool) -> 
             fast.diagnose("Running")  # a read: every pod's batches so far
     assert together.count(True) >= len(together) - 4  # all but reads with a line no template fits yet
     same(fast, line_by_line(logs))
+
+
+def test_stamps_read_with_array_steps_equal_kube_time() -> None:
+    rng = random.Random(3)
+    stamps = [stamp(rng.random() * 2e9) for _ in range(2000)]
+    stamps += [f"2026-09-21T10:11:12.{rng.randrange(10**9):09d}Z" for _ in range(500)]
+    stamps += [
+        "2026-13-21T10:11:12.123456789Z",  # no such month: no time
+        "2026-02-31T25:61:99.999999999Z",  # calendar.timegm's arithmetic
+        "0001-01-01T00:00:00.000000001Z",
+        "2026-09-21T10:11:12Z",
+        "2026-09-21T10:11:12.123456789+00:00",
+        "2026-09-21T10:11:12.123456789z",
+        "2026-09-21 10:11:12.123456789Z",
+        "2026-09-21T10:11:12.12345678\u00e9Z",
+        "2026-09-21T10:11:nanZ",
+        "garbage",
+        "",
+    ]
+    got = text.kube_times(stamps)
+    assert exact(got) == exact([text.kube_time(s) if s else None for s in stamps])
+    assert got[-11] is None and got[-1] is None and got[0] is not None
