@@ -181,6 +181,7 @@ def retained_mib(ranks: int, lines_per_rank: int) -> float:
         for i in range(0, len(pairs), BATCH):
             observer.feed(f"job-worker-{node}", node, pairs[i : i + BATCH])
         del lines, pairs
+    assert observer.series  # read: unread batches (at most 65,536 lines) are merged
     gc.collect()
     current, _ = tracemalloc.get_traced_memory()
     tracemalloc.stop()
