@@ -345,20 +345,31 @@ class RanktableMagics(Magics):
         return self.manager
 
     def _cmd_connect(self, argv: list[str]) -> str:
-        """`%ranktable connect PROFILE [--accept-host-key FINGERPRINT]`: verify the connection."""
+        """`%ranktable connect PROFILE [--accept-host-key FP | --replace-host-key NEW_FP]`: verify the
+        connection; a recreated instance's new key is trusted only with its fingerprint typed or pasted."""
         from ranktable.usecases.remote import Remote
 
         p = _Parser(prog="%ranktable connect")
         p.add_argument("profile")
         p.add_argument("--accept-host-key", default=None, metavar="FINGERPRINT")
+        p.add_argument("--replace-host-key", default=None, metavar="NEW_FINGERPRINT")
         args = p.parse_args(argv)
         remote = Remote(manager=self._manager())
-        result = remote.test_connection(args.profile, accept_host_key=args.accept_host_key)
+        result = remote.test_connection(
+            args.profile, accept_host_key=args.accept_host_key, replace_host_key=args.replace_host_key
+        )
         status = str(result["status"])
         if status == "unknown-host-key":
             summary = (
                 f"unknown host key for {result['host']}: {result['key_type']} {result['fingerprint']}; "
                 f"check it, then: %ranktable connect {args.profile} --accept-host-key {result['fingerprint']}"
+            )
+        elif status == "host-key-changed":  # never offered pre-filled: the new fingerprint must be checked
+            summary = (
+                f"HOST KEY CHANGED for {result['host']}: recorded {result['key_type']} {result['recorded']}, "
+                f"presented {result['presented']}; refused. If the instance was recreated, check the new "
+                f"fingerprint with its owner, then: %ranktable connect {args.profile} "
+                "--replace-host-key NEW_FINGERPRINT"
             )
         elif status == "error" and result.get("reason"):
             raise UsageError(str(result["message"]))
@@ -431,7 +442,7 @@ USAGE = """%ranktable — plan, compose, submit and watch ranktable-routed jobs;
   %ranktable cluster [--kubeconfig F] [--context C] [-n NS]   set defaults, show free NPUs per leaf
   %ranktable jobs | stop NAME | logs NAME [-f] [--rank R] | wait NAME | layout NAME [--topology F]
   %ranktable metrics NAME [--run UID] | diagnose NAME [--run UID]   plots and triage from the logs
-  %ranktable connect PROFILE [--accept-host-key FP]        verify an SSH profile
+  %ranktable connect PROFILE [--accept-host-key FP | --replace-host-key NEW_FP]   verify an SSH profile
   %ranktable sync PROFILE [LOCAL_DIR] [--force] [--delete] [--dry-run]
   %ranktable forward PROFILE REMOTE_PORT [--local-port P] | --list | --close ID   (127.0.0.1 only)
   %%ranktable job --name N --image I [--nodes 4] [--npus 8] [--routing] ... [--submit]

@@ -92,3 +92,33 @@ async def test_rest_reports_both_fingerprints_and_replaces_on_request(
     assert "nothing was saved" in bad["message"]
     ok = await call(jp_fetch, *path, method="POST", body={"replace_host_key": refused["presented"]})
     assert ok["status"] == "ok"
+
+
+def test_magic_refuses_a_changed_key_then_replaces_it_only_with_the_typed_fingerprint(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    from IPython.core.error import UsageError
+    from IPython.core.interactiveshell import InteractiveShell
+
+    server = sshd_profile.server
+    line, old_fp = _stale_line(server, tmp_path)
+    (sshd_profile.home / "known_hosts").write_text(line)
+    shell = InteractiveShell.instance()
+    shell.extension_manager.load_extension("ranktable")
+    try:
+        shell.magics_manager.registry["RanktableMagics"].manager = sshd_profile.manager
+        shown = shell.run_line_magic("ranktable", "connect box")
+        assert shown == "host-key-changed"
+        text = shown._repr_html_()
+        assert old_fp in text and server.host_key_fingerprint in text
+        assert "--replace-host-key NEW_FINGERPRINT" in text  # the new one is never offered pre-filled
+        with pytest.raises(UsageError, match="nothing was saved"):
+            shell.run_line_magic("ranktable", f"connect box --replace-host-key {old_fp}")
+        assert shell.run_line_magic("ranktable", "connect box") == "host-key-changed"  # still refused
+        fp = server.host_key_fingerprint
+        assert shell.run_line_magic("ranktable", f"connect box --replace-host-key {fp}") == "ok"
+        assert shell.run_line_magic("ranktable", "connect box") == "ok"
+        assert old_fp not in (sshd_profile.home / "known_hosts").read_text()
+    finally:
+        shell.extension_manager.unload_extension("ranktable")
+        InteractiveShell.clear_instance()
