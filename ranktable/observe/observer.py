@@ -1,8 +1,9 @@
 """RunObserver: feed a run's log lines (live or archived) and get metrics and a diagnosis at any time.
 
-Cheap per line: a batch of lines from one pod is scanned once by the error automaton; each line costs a
-few substring checks unless it carries a metric. State per rank is small and bounded (see series.py),
-so a 1,024-rank run fits in a few tens of MB whatever its length.
+Cheap per line: fed batches are read later and together (see feed), lines that fit a learned template in
+bulk with numpy (fastpath.py), the rest one by one; the error automaton scans each read once. State per
+rank is small and bounded (see series.py), so a 1,024-rank run fits in a few tens of MB whatever its
+length; unread batches and held rows are capped too (PENDING_LINES, FLUSH_ROWS).
 """
 
 from __future__ import annotations
