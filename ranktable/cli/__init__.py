@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(only) if only else build_parser()
     args = parser.parse_args(words)
     handler: Handler = args.handler
-    if words[0] in GC_PAUSED_COMMANDS:
+    if words and words[0] in GC_PAUSED_COMMANDS:
         # the whole command without the cyclic collector: the 65,536-rank table, topology and plan are
         # freed by reference counting when the handler returns, before the collector is back (else its
         # first pass walks all of them, ~15-25 ms); these commands are short and make few cycles
