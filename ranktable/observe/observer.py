@@ -539,22 +539,28 @@ class RunObserver:
             self._progress[rank] = (float(picked.when[timed[-1]]), int(steps[timed[-1]]))
 
     def _replay(self, rows: dict[str, np.ndarray], part: np.ndarray) -> None:
-        """Held rows one by one through _metric, in the order given."""
+        """Held rows one by one, in the order given, as _metric would take them (RankSeries.add_row)."""
         names = ("rank", "step", "when", "loss", "step_time", "unit", *OPTIONAL)
-        picked = {name: rows[name][part].tolist() for name in names}
-        for at in range(len(part)):
-            sample: dict[str, Any] = {"loss": picked["loss"][at]}
-            if picked["step"][at] >= 0:
-                sample["step"] = picked["step"][at]
-            if picked["step_time"][at] == picked["step_time"][at]:
-                sample["step_time_s"] = picked["step_time"][at]
-            for name in OPTIONAL:
-                if picked[name][at] == picked[name][at]:
-                    sample[name] = picked[name][at]
-            if picked["unit"][at]:
-                sample["throughput_unit"] = picked["unit"][at]
-            when = picked["when"][at]
-            self._metric(sample, picked["rank"][at], None if when != when else when)
+        columns = [rows[name][part].tolist() for name in names]
+        check, progress, known = self._alerts.check, self._progress, self._series
+        for rank, step, when, loss, took, unit, throughput, lr, norm in zip(*columns, strict=True):
+            series = known.get(rank)
+            if series is None:
+                series = known[rank] = RankSeries(self.settings.max_points)
+            moment = None if when != when else when
+            at = series.add_row(
+                step if step >= 0 else None,
+                moment,
+                loss,
+                None if took != took else took,
+                None if throughput != throughput else throughput,
+                None if lr != lr else lr,
+                None if norm != norm else norm,
+                unit,
+            )
+            check(rank, series, loss, at, moment)
+            if moment is not None:
+                progress[rank] = (moment, at)
 
     def _metric(self, sample: dict[str, Any], rank: int, when: float | None) -> None:
         series = self._series.get(rank)

@@ -133,6 +133,51 @@ class RankSeries:
                 self.nan_steps.add(self.last_step)
         return self.last_step, new
 
+    def add_row(
+        self,
+        step: int | None,
+        when: float | None,
+        loss: float,
+        step_time: float | None,
+        throughput: float | None,
+        lr: float | None,
+        grad_norm: float | None,
+        unit: str | None,
+    ) -> int | None:
+        """``add()`` of a sample with a loss and no epoch (a template row; None: the field is absent),
+        without building the sample; returns the step."""
+        if step is None:
+            step = (self.last_step or 0) + 1
+        if step != self.last_step:
+            derived = None if step_time is not None else self._derive_step_time(step, when)
+            self.seen += 1
+            self._pending = (self.seen - 1) % self.stride == 0
+            if self._pending:
+                self._store(step, when)
+                if derived is not None:
+                    self.columns["step_time_s"][-1] = derived
+            self.last_step = step
+            self.last_time = when
+            self.records += 1
+        if step_time is not None and math.isfinite(step_time) and self.records > 1:
+            self.step_times.append(step_time)
+        if unit:
+            self.throughput_unit = unit
+        if self._pending:
+            cols = self.columns
+            cols["loss"][-1] = loss
+            if step_time is not None:
+                cols["step_time_s"][-1] = step_time
+            if throughput is not None:
+                cols["throughput"][-1] = throughput
+            if lr is not None:
+                cols["lr"][-1] = lr
+            if grad_norm is not None:
+                cols["grad_norm"][-1] = grad_norm
+            if loss != loss and self.last_step is not None and len(self.nan_steps) < MAX_NAN_STEPS:
+                self.nan_steps.add(self.last_step)
+        return self.last_step
+
     def extend(self, rows: Rows) -> np.ndarray:
         """``add()`` of every row in turn, done with whole-array steps; returns each row's step.
 

@@ -6,6 +6,7 @@ Inf and spikes, thinning (small max_points), and any batch size."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from ranktable.observe import ObserveSettings, RankLayout, RunObserver, text
 from ranktable.observe import observer as observing
 from ranktable.observe.fastpath import PodShapes, match_batch
-from ranktable.observe.series import MAX_ALERTS
+from ranktable.observe.series import MAX_ALERTS, RankSeries
 
 NPUS = 4
 
@@ -297,3 +298,30 @@ def test_stamps_read_with_array_steps_equal_kube_time() -> None:
     got = text.kube_times(stamps)
     assert exact(got) == exact([text.kube_time(s) if s else None for s in stamps])
     assert got[-11] is None and got[-1] is None and got[0] is not None
+
+
+def test_add_row_is_add_of_a_template_row() -> None:
+    """RankSeries.add_row (the merge's row-by-row step) keeps exactly what add() of the same sample keeps."""
+    rng = random.Random(11)
+    fast, slow = RankSeries(16), RankSeries(16)
+    for _ in range(3000):
+        step = rng.choice([None, rng.randrange(0, 400), rng.randrange(0, 400)])
+        when = rng.choice([None, 1_790_000_000.0 + rng.random() * 100])
+        loss = rng.choice([rng.random() * 3, math.inf, math.nan])
+        took = rng.choice([None, None, rng.random(), math.inf])
+        fields = {name: rng.choice([None, rng.random()]) for name in ("throughput", "lr", "grad_norm")}
+        unit = rng.choice([None, None, "tokens/s"])
+        sample = {"loss": loss, **{k: v for k, v in fields.items() if v is not None}}
+        if step is not None:
+            sample["step"] = step
+        if took is not None:
+            sample["step_time_s"] = took
+        if unit:
+            sample["throughput_unit"] = unit
+        expected, _ = slow.add(sample, when)
+        assert fast.add_row(step, when, loss, took, *fields.values(), unit) == expected
+    assert exact(fast.to_json()) == exact(slow.to_json())
+    assert exact(list(fast.step_times)) == exact(list(slow.step_times))
+    for name in RankSeries.__slots__:
+        if name not in ("columns", "step_times"):
+            assert exact(getattr(fast, name)) == exact(getattr(slow, name)), name
