@@ -24,7 +24,7 @@ import { ranktableIcon } from './icon';
 import { registerInsights } from './insights';
 import { IKeyValueStore, RanktableModel } from './model';
 import { IRunRef, JobsModel } from './models/jobs';
-import { SyncStatusModel } from './models/sync';
+import { SyncStatusModel, uploadTargets } from './models/sync';
 import { createSyncStatusItem } from './components/syncstatus';
 import { JobViewContent, createJobView, jobViewId } from './jobview';
 import { LAYOUT_FACTORY, LayoutDocFactory } from './layoutdoc';
@@ -367,10 +367,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
     registerInsights(app, jobs, trans, palette); // metrics + diagnosis document, finish/failure notification
     // the Notebook-instance sync state (automatic uploads of saves) in the status bar
     const syncStatus = new SyncStatusModel(stream);
+    // a folder newly synced to a profile (or its mode changed, here or elsewhere): the Sync section
+    // shows the folder each profile remembers, so the profiles are read again
+    let targets = '';
+    syncStatus.changed.connect(() => {
+      const now = uploadTargets(syncStatus.profiles);
+      if (now !== targets) {
+        targets = now;
+        void model.refreshProfiles().catch(() => undefined);
+      }
+    });
     app.commands.addCommand(CommandIDs.openSync, {
       label: trans.__('Ranktable: Show sync'),
       execute: () => {
         app.shell.activateById(PANEL_ID);
+        void model.refreshProfiles().catch(() => undefined);
         const index = panel.widgets.findIndex(
           w => w.id === 'jp-Ranktable-section-sync'
         );

@@ -33,7 +33,21 @@ class RemoteService:
         )
 
     def list_profiles(self) -> dict[str, Any]:
-        return self.usecases.list_profiles()
+        """The profiles, each with `local_dir`: the folder last synced to it, relative to the Jupyter root."""
+        listing = self.usecases.list_profiles()
+        remembered = self.usecases.uploads.local_dirs()
+        for profile in listing["profiles"]:
+            profile["local_dir"] = self._relative_to_root(remembered.get(profile["name"]))
+        return listing
+
+    def _relative_to_root(self, local: str | None) -> str | None:
+        """A remembered folder as the panel shows it ("." for the root); None when unknown or now outside."""
+        if not local:
+            return None
+        relative = os.path.relpath(local, self.services.root_dir)
+        if relative == os.pardir or relative.startswith(os.pardir + os.sep):
+            return None
+        return relative.replace(os.sep, "/")
 
     def add_profile(self, body: dict[str, Any]) -> dict[str, Any]:
         return self.usecases.add_profile(body)

@@ -7,6 +7,7 @@ import { createRoot } from 'react-dom/client';
 
 import { HostKeyChanged } from '../components/hostkey';
 import { postJSON } from '../request';
+import { trans } from './fakes';
 
 jest.mock('../request', () => ({
   requestAPI: jest.fn(),
@@ -15,11 +16,6 @@ jest.mock('../request', () => ({
 }));
 
 (globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
-
-const trans = {
-  __: (text: string, ...args: unknown[]) =>
-    text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]))
-} as any;
 
 const RECORDED = 'SHA256:oldOLDold0123456789oldOLDold0123456789old';
 const PRESENTED = 'SHA256:newNEWnew0123456789newNEWnew0123456789new';

@@ -7,6 +7,7 @@ import { createRoot } from 'react-dom/client';
 
 import { JobsList } from '../components/jobslist';
 import { JobsModel } from '../models/jobs';
+import { FakeStream, trans } from './fakes';
 
 jest.mock('../request', () => ({
   requestAPI: jest.fn(),
@@ -15,20 +16,6 @@ jest.mock('../request', () => ({
 }));
 
 (globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
-
-/** JupyterLab's translation bundle shape: `%1`… replaced by the arguments. */
-const trans = {
-  __: (text: string, ...args: unknown[]) =>
-    text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1]))
-} as any;
-
-class FakeStream {
-  handlers: any = null;
-  subscribe(_: string, __: any, handlers: any) {
-    this.handlers = handlers;
-    return { isDisposed: false, dispose: () => undefined };
-  }
-}
 
 describe('JobsList', () => {
   it('shows name, phase, pods ready and a health mark; a click opens the run', () => {
@@ -48,7 +35,7 @@ describe('JobsList', () => {
       );
     });
     act(() => {
-      stream.handlers.onData({
+      stream.last().handlers.onData({
         event: 'snapshot',
         jobs: [
           {
@@ -105,7 +92,7 @@ describe('JobsList', () => {
 
     // the pool goes away: a banner with the reason replaces "No jobs."
     act(() => {
-      stream.handlers.onError({
+      stream.last().handlers.onError({
         message: 'connection refused',
         reason: 'unreachable'
       });

@@ -2,30 +2,12 @@ import { JobsModel, healthIssue, ageSeconds } from '../models/jobs';
 import { LogsModel } from '../models/logs';
 import { ComposeModel } from '../models/compose';
 import { requestAPI, postJSON } from '../request';
+import { FakeStream } from './fakes';
 
 jest.mock('../request', () => ({
   requestAPI: jest.fn(),
   postJSON: jest.fn()
 }));
-
-/** A stand-in for the websocket client: the test drives the subscription's handlers. */
-class FakeStream {
-  subs: { channel: string; params: any; handlers: any; disposed: boolean }[] =
-    [];
-  subscribe(channel: string, params: any, handlers: any) {
-    const sub = { channel, params, handlers, disposed: false };
-    this.subs.push(sub);
-    return {
-      isDisposed: false,
-      dispose: () => {
-        sub.disposed = true;
-      }
-    };
-  }
-  last() {
-    return this.subs[this.subs.length - 1];
-  }
-}
 
 const row = (name: string, phase: string, extra: object = {}) => ({
   name,

@@ -3,19 +3,11 @@ import {
   SYNC_RETRY_MS,
   SyncStatusModel,
   formatSyncTime,
-  summarize
+  summarize,
+  uploadTargets
 } from '../models/sync';
 import { syncStatusText } from '../components/syncstatustext';
-
-const trans = {
-  __: (text: string, ...args: unknown[]) =>
-    args.reduce<string>((t, a, i) => t.replace(`%${i + 1}`, String(a)), text),
-  _n: (one: string, many: string, n: number, ...args: unknown[]) =>
-    [n, ...args].reduce<string>(
-      (t, a, i) => t.replace(`%${i + 1}`, String(a)),
-      n === 1 ? one : many
-    )
-} as any;
+import { FakeStream, trans } from './fakes';
 
 const status = (extra: Partial<IUploadStatus> = {}): IUploadStatus => ({
   profile: 'sim-notebook',
@@ -32,22 +24,17 @@ const status = (extra: Partial<IUploadStatus> = {}): IUploadStatus => ({
   ...extra
 });
 
-class FakeStream {
-  subs: { channel: string; handlers: any; disposed: boolean }[] = [];
-  subscribe(channel: string, _params: any, handlers: any) {
-    const sub = { channel, handlers, disposed: false };
-    this.subs.push(sub);
-    return {
-      isDisposed: false,
-      dispose: () => {
-        sub.disposed = true;
-      }
-    };
-  }
-  last() {
-    return this.subs[this.subs.length - 1];
-  }
-}
+describe('uploadTargets', () => {
+  it('changes when a profile syncs another folder or mode, not when files move', () => {
+    const a = uploadTargets({ a: status() });
+    expect(uploadTargets({ a: status({ pending: 3, syncs: 9 }) })).toBe(a);
+    expect(
+      uploadTargets({ a: status({ local_root: '/home/u/other' }) })
+    ).not.toBe(a);
+    expect(uploadTargets({ a: status({ mode: 'always' }) })).not.toBe(a);
+    expect(uploadTargets({})).not.toBe(a);
+  });
+});
 
 describe('summarize', () => {
   it('is off without automatic uploads, idle when nothing waits', () => {

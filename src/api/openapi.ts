@@ -1958,6 +1958,8 @@ export interface components {
       jump?: string | null;
       remote_dir?: string;
       sync?: Record<string, never>;
+      /** @description the folder last synced to this profile (where saves are uploaded from), relative to the Jupyter root; null when none yet (listings only) */
+      local_dir?: string | null;
     };
     /** @description A remote (SSH) kernel recorded on this machine, attached to this server or left by a previous one. */
     RemoteKernel: {

@@ -1,5 +1,6 @@
 import * as React from 'react';
 
+import { IProfile } from '../model';
 import { postJSON, requestAPI } from '../request';
 import {
   ErrorLine,
@@ -28,11 +29,20 @@ interface IConflict {
   reason: string;
 }
 
+/** The folder shown for a profile: what was typed for it, else the one last synced to it, else the root. */
+export function syncFolder(
+  profile: IProfile,
+  typed: Record<string, string>
+): string {
+  return typed[profile.name] ?? profile.local_dir ?? '.';
+}
+
 export function SyncSection(props: ISectionProps): JSX.Element {
   const { model, trans } = props;
   useModel(model);
   const [profile, setProfile] = React.useState('');
-  const [localDir, setLocalDir] = React.useState('.');
+  /** Folders typed in this session, per profile (until then, the folder the server remembers). */
+  const [typed, setTyped] = React.useState<Record<string, string>>({});
   const [progress, setProgress] = React.useState<IProgress | null>(null);
   const [conflicts, setConflicts] = React.useState<IConflict[]>([]);
   const [summary, setSummary] = React.useState('');
@@ -42,6 +52,12 @@ export function SyncSection(props: ISectionProps): JSX.Element {
   const [downloadTo, setDownloadTo] = React.useState('');
   const current =
     model.profiles.find(p => p.name === profile) ?? model.profiles[0];
+  const localDir = current ? syncFolder(current, typed) : '.';
+  const setLocalDir = (value: string): void => {
+    if (current) {
+      setTyped(t => ({ ...t, [current.name]: value }));
+    }
+  };
 
   const follow = (operation: string, onDone: (result: any) => void): void => {
     setRunning(true);
@@ -112,6 +128,8 @@ export function SyncSection(props: ISectionProps): JSX.Element {
       if (force.length) {
         setConflicts(c => c.filter(x => !force.includes(x.path)));
       }
+      // the server now remembers this folder for the profile (automatic uploads start from it)
+      void model.refreshProfiles().catch(() => undefined);
     });
   };
 

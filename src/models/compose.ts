@@ -1,7 +1,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
-import { IDisposable } from '@lumino/disposable';
 
 import { postJSON } from '../request';
+import { Model } from './base';
 import { ILayoutResult } from '../components/layoutfigure';
 import { ITemplateParam, substitute, templateParams } from '../template';
 import {
@@ -31,7 +31,7 @@ export const CHECK_DELAY_MS = 400;
  * One spec file being edited: its text (shared with the text editor), the spec parsed from it, the
  * template parameters and the server's verdict (issues + manifest), refreshed after each edit.
  */
-export class ComposeModel implements IDisposable {
+export class ComposeModel extends Model {
   text = '';
   spec: JobSpecJSON = {};
   parseError = '';
@@ -40,25 +40,16 @@ export class ComposeModel implements IDisposable {
   checking = false;
   submitTried = false;
   params: ITemplateParam[] = [];
-  private _changed = new Signal<this, void>(this);
   private _textEdited = new Signal<this, string>(this);
-  private _timer: ReturnType<typeof setTimeout> | null = null;
   private _seq = 0;
-  private _disposed = false;
 
-  constructor(private _jobs: JobsModel) {}
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
+  constructor(private _jobs: JobsModel) {
+    super();
   }
 
   /** The form changed the spec: the file's new text (the document writes it to its model). */
   get textEdited(): ISignal<this, string> {
     return this._textEdited;
-  }
-
-  get isDisposed(): boolean {
-    return this._disposed;
   }
 
   /** The file's text changed (opened, or edited in the text editor). */
@@ -72,7 +63,7 @@ export class ComposeModel implements IDisposable {
       this.spec = parsed.spec;
     }
     this._syncParams();
-    this._changed.emit();
+    this.emit();
     this._checkSoon();
   }
 
@@ -86,13 +77,13 @@ export class ComposeModel implements IDisposable {
     this.text = text;
     this._syncParams();
     this._textEdited.emit(text);
-    this._changed.emit();
+    this.emit();
     this._checkSoon();
   }
 
   setParam(name: string, value: string): void {
     this.params = this.params.map(p => (p.name === name ? { ...p, value } : p));
-    this._changed.emit();
+    this.emit();
     this._checkSoon();
   }
 
@@ -122,11 +113,11 @@ export class ComposeModel implements IDisposable {
           ]
         : [];
       this.yaml = '';
-      this._changed.emit();
+      this.emit();
       return;
     }
     this.checking = true;
-    this._changed.emit();
+    this.emit();
     try {
       const answer = await postJSON<IComposeAnswer>('jobs/compose', { spec });
       if (mine === this._seq) {
@@ -142,9 +133,7 @@ export class ComposeModel implements IDisposable {
     } finally {
       if (mine === this._seq) {
         this.checking = false;
-        if (!this._disposed) {
-          this._changed.emit();
-        }
+        this.emit();
       }
     }
   }
@@ -167,17 +156,6 @@ export class ComposeModel implements IDisposable {
     return postJSON<ILayoutResult>('layout/preview', { spec });
   }
 
-  dispose(): void {
-    if (this._disposed) {
-      return;
-    }
-    this._disposed = true;
-    if (this._timer) {
-      clearTimeout(this._timer);
-    }
-    Signal.clearData(this);
-  }
-
   private _syncParams(): void {
     const names = templateParams(this.text);
     this.params = names.map(
@@ -191,12 +169,6 @@ export class ComposeModel implements IDisposable {
   }
 
   private _checkSoon(): void {
-    if (this._timer) {
-      clearTimeout(this._timer);
-    }
-    this._timer = setTimeout(() => {
-      this._timer = null;
-      void this.check();
-    }, CHECK_DELAY_MS);
+    this.later('check', () => void this.check(), CHECK_DELAY_MS, true);
   }
 }

@@ -1,7 +1,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
-import { IDisposable } from '@lumino/disposable';
 
 import { postJSON, requestAPI } from '../request';
+import { Model } from './base';
 import { StreamClient } from '../stream';
 
 import { components } from '../api/openapi';
@@ -79,34 +79,24 @@ const RETRY_MAX_MS = 5000;
  * The live job list: one `jobs` subscription for the whole UI, renewed with a short back-off when the
  * pool or the API is lost (the banner says why and when it retries, and clears on the next data).
  */
-export class JobsModel implements IDisposable {
+export class JobsModel extends Model {
   jobs: IJobRow[] = [];
   banner: IBanner | null = null;
   /** Phases seen per run (uid), with when: the Job view's timeline. */
   readonly history = new Map<string, { phase: string; at: number }[]>();
-  private _changed = new Signal<this, void>(this);
   private _phaseChanged = new Signal<this, { job: IJobRow; previous: string }>(
     this
   );
-  private _watch: IDisposable | null = null;
-  private _timer: ReturnType<typeof setTimeout> | null = null;
   private _delay = RETRY_MIN_MS;
   private _first = true;
-  private _disposed = false;
 
-  constructor(readonly stream: StreamClient) {}
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
+  constructor(readonly stream: StreamClient) {
+    super();
   }
 
   /** A job moved to another phase (not emitted for the first snapshot). */
   get phaseChanged(): ISignal<this, { job: IJobRow; previous: string }> {
     return this._phaseChanged;
-  }
-
-  get isDisposed(): boolean {
-    return this._disposed;
   }
 
   /** The current run of a job name, if it still exists. */
@@ -127,14 +117,14 @@ export class JobsModel implements IDisposable {
     } catch (error) {
       this._fail(error);
     }
-    this._changed.emit();
+    this.emit();
   }
 
   watch(): void {
-    if (this._watch || this._disposed) {
+    if (this.holds('watch') || this.isDisposed) {
       return;
     }
-    this._watch = this.stream.subscribe(
+    const sub = this.stream.subscribe(
       'jobs',
       {},
       {
@@ -151,16 +141,16 @@ export class JobsModel implements IDisposable {
           }
           this.banner = null;
           this._delay = RETRY_MIN_MS;
-          this._changed.emit();
+          this.emit();
         },
         onError: error => {
-          this._watch = null;
+          this.forget('watch');
           this._fail(error);
-          this._changed.emit();
+          this.emit();
           this._retry();
         },
         onEnd: () => {
-          this._watch = null;
+          this.forget('watch');
           this._retry();
         },
         onReconnect: () => {
@@ -169,10 +159,11 @@ export class JobsModel implements IDisposable {
             reason: 'websocket',
             retryAt: Date.now()
           };
-          this._changed.emit();
+          this.emit();
         }
       }
     );
+    this.hold('watch', sub);
   }
 
   async stop(job: { namespace: string; name: string }): Promise<string[]> {
@@ -194,18 +185,6 @@ export class JobsModel implements IDisposable {
     const run = await postJSON<IRunRef>('jobs', { spec });
     await this.refresh();
     return run;
-  }
-
-  dispose(): void {
-    if (this._disposed) {
-      return;
-    }
-    this._disposed = true;
-    if (this._timer) {
-      clearTimeout(this._timer);
-    }
-    this._watch?.dispose();
-    Signal.clearData(this);
   }
 
   private _apply(rows: IJobRow[]): void {
@@ -238,16 +217,13 @@ export class JobsModel implements IDisposable {
   }
 
   private _retry(): void {
-    if (this._disposed || this._timer) {
+    if (this.isDisposed || this.pending('retry')) {
       return;
     }
     if (this.banner) {
       this.banner = { ...this.banner, retryAt: Date.now() + this._delay };
     }
-    this._timer = setTimeout(() => {
-      this._timer = null;
-      this.watch();
-    }, this._delay);
+    this.later('retry', () => this.watch(), this._delay);
     this._delay = Math.min(this._delay * 2, RETRY_MAX_MS);
   }
 }

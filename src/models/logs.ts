@@ -1,6 +1,3 @@
-import { ISignal, Signal } from '@lumino/signaling';
-import { IDisposable } from '@lumino/disposable';
-
 import {
   ILogFilter,
   ILogLine,
@@ -11,6 +8,7 @@ import {
 } from '../logs';
 import { RingBuffer } from '../ringbuffer';
 import { StreamClient } from '../stream';
+import { Model } from './base';
 import { IRunRef } from './jobs';
 
 export const LOG_CAPACITY = 50_000;
@@ -21,7 +19,7 @@ export const REPAINT_MS = 100;
  * One run's log stream: a bounded buffer, an incrementally maintained filtered view, gap-free resume
  * after a reconnect, and throttled change notifications. Views render it and call its setters.
  */
-export class LogsModel implements IDisposable {
+export class LogsModel extends Model {
   readonly buffer = new RingBuffer<ILogLine>(LOG_CAPACITY);
   readonly pods = new Set<string>();
   filter: ILogFilter = {};
@@ -34,22 +32,12 @@ export class LogsModel implements IDisposable {
   error = '';
   private _filtered: RingBuffer<ILogLine> | null = null;
   private _merger = new LogMerger();
-  private _sub: IDisposable | null = null;
-  private _timer: ReturnType<typeof setTimeout> | null = null;
-  private _changed = new Signal<this, void>(this);
-  private _disposed = false;
 
   constructor(
     readonly run: IRunRef,
     private _stream: StreamClient
-  ) {}
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
-  }
-
-  get isDisposed(): boolean {
-    return this._disposed;
+  ) {
+    super();
   }
 
   /** The lines the view shows: the buffer itself, or the filtered copy while a filter is set. */
@@ -58,11 +46,11 @@ export class LogsModel implements IDisposable {
   }
 
   start(): void {
-    if (this._sub || this._disposed) {
+    if (this.holds('logs') || this.isDisposed) {
       return;
     }
     this.status = 'connecting…';
-    this._sub = this._stream.subscribe(
+    const sub = this._stream.subscribe(
       'logs',
       {
         job: this.run.name,
@@ -79,18 +67,19 @@ export class LogsModel implements IDisposable {
         },
         onData: (data: { lines: ILogLine[] }) => this.accept(data.lines),
         onEnd: () => {
-          this._sub = null;
+          this.forget('logs');
           this.status = 'ended';
           this._emitSoon();
         },
         onError: e => {
-          this._sub = null;
+          this.forget('logs');
           this.status = '';
           this.error = e.message;
           this._emitSoon();
         }
       }
     );
+    this.hold('logs', sub);
   }
 
   /** New lines from the stream (also called by tests and the benchmark). */
@@ -131,29 +120,17 @@ export class LogsModel implements IDisposable {
 
   setWrap(wrap: boolean): void {
     this.wrap = wrap;
-    this._changed.emit();
+    this.emit();
   }
 
   setFollow(follow: boolean): void {
     this.follow = follow;
-    this._changed.emit();
+    this.emit();
   }
 
   setPaused(paused: boolean): void {
     this.paused = paused;
-    this._changed.emit();
-  }
-
-  dispose(): void {
-    if (this._disposed) {
-      return;
-    }
-    this._disposed = true;
-    this._sub?.dispose();
-    if (this._timer) {
-      clearTimeout(this._timer);
-    }
-    Signal.clearData(this);
+    this.emit();
   }
 
   private _refilter(): void {
@@ -172,18 +149,18 @@ export class LogsModel implements IDisposable {
       rows.push(...this.buffer.toArray().filter(l => matchesFilter(l, f)));
       this._filtered = rows;
     }
-    this._changed.emit();
+    this.emit();
   }
 
   private _emitSoon(): void {
-    if (this._timer || this._disposed) {
-      return;
-    }
-    this._timer = setTimeout(() => {
-      this._timer = null;
-      if (!this.paused) {
-        this._changed.emit();
-      }
-    }, REPAINT_MS);
+    this.later(
+      'repaint',
+      () => {
+        if (!this.paused) {
+          this.emit();
+        }
+      },
+      REPAINT_MS
+    );
   }
 }

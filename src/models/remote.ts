@@ -1,8 +1,6 @@
-import { ISignal, Signal } from '@lumino/signaling';
-import { IDisposable } from '@lumino/disposable';
-
 import { components, paths } from '../api/openapi';
 import { RanktableAPIError, postJSON, requestAPI } from '../request';
+import { Model } from './base';
 
 type Schemas = components['schemas'];
 
@@ -23,21 +21,11 @@ export type IKernelAttached = Schemas['KernelAttached'];
 export type IKernelShutDown = Schemas['KernelShutDown'];
 
 /** Shared by the small remote models: a list fetched from one endpoint, a changed signal, the last error. */
-abstract class ListModel<T> implements IDisposable {
+abstract class ListModel<T> extends Model {
   items: T[] = [];
   error = '';
   /** The action in flight (a forward or kernel id, or "open"), for disabling its buttons. */
   busy = '';
-  private _changed = new Signal<this, void>(this);
-  private _disposed = false;
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
-  }
-
-  get isDisposed(): boolean {
-    return this._disposed;
-  }
 
   protected abstract fetch(): Promise<T[]>;
 
@@ -62,20 +50,6 @@ abstract class ListModel<T> implements IDisposable {
       this.busy = '';
       await this.refresh();
     }
-  }
-
-  protected emit(): void {
-    if (!this._disposed) {
-      this._changed.emit();
-    }
-  }
-
-  dispose(): void {
-    if (this._disposed) {
-      return;
-    }
-    this._disposed = true;
-    Signal.clearData(this);
   }
 }
 

@@ -1,9 +1,7 @@
-import { ISignal, Signal } from '@lumino/signaling';
-import { IDisposable } from '@lumino/disposable';
-
 import { components } from '../api/openapi';
 import { requestAPI } from '../request';
 import { ILayoutResult } from '../components/layoutfigure';
+import { Model } from './base';
 import { IRunRef, jobPath } from './jobs';
 
 /** `GET /ranktable/jobs/{namespace}/{name}` (generated from openapi.yaml). */
@@ -17,37 +15,32 @@ export const DESCRIBE_EVERY_MS = 2000;
  * What one run's Job view shows besides logs: its description (pods, events), polled while the view is
  * open and the run is current; once another run took the name (or the job is gone) it keeps the last one.
  */
-export class RunModel implements IDisposable {
+export class RunModel extends Model {
   description: IDescription | null = null;
   layout: ILayoutResult | null = null;
   error = '';
   layoutError = '';
   /** Set once the cluster's job of this name is no longer this run. */
   ended = '';
-  private _changed = new Signal<this, void>(this);
-  private _timer: ReturnType<typeof setInterval> | null = null;
-  private _disposed = false;
 
-  constructor(readonly run: IRunRef) {}
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
-  }
-
-  get isDisposed(): boolean {
-    return this._disposed;
+  constructor(readonly run: IRunRef) {
+    super();
   }
 
   start(): void {
-    if (this._timer || this._disposed) {
+    if (this.pending('describe') || this.isDisposed) {
       return;
     }
     void this.refresh();
-    this._timer = setInterval(() => {
-      if (!this.ended) {
-        void this.refresh();
-      }
-    }, DESCRIBE_EVERY_MS);
+    this.every(
+      'describe',
+      () => {
+        if (!this.ended) {
+          void this.refresh();
+        }
+      },
+      DESCRIBE_EVERY_MS
+    );
   }
 
   async refresh(): Promise<void> {
@@ -67,9 +60,7 @@ export class RunModel implements IDisposable {
         this.error = err.message ?? String(e);
       }
     }
-    if (!this._disposed) {
-      this._changed.emit();
-    }
+    this.emit();
   }
 
   async loadLayout(topologyPath = ''): Promise<void> {
@@ -84,19 +75,6 @@ export class RunModel implements IDisposable {
     } catch (e) {
       this.layoutError = (e as Error).message ?? String(e);
     }
-    if (!this._disposed) {
-      this._changed.emit();
-    }
-  }
-
-  dispose(): void {
-    if (this._disposed) {
-      return;
-    }
-    this._disposed = true;
-    if (this._timer) {
-      clearInterval(this._timer);
-    }
-    Signal.clearData(this);
+    this.emit();
   }
 }

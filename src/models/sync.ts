@@ -1,8 +1,6 @@
-import { ISignal, Signal } from '@lumino/signaling';
-import { IDisposable } from '@lumino/disposable';
-
 import { components } from '../api/openapi';
 import { StreamClient } from '../stream';
+import { Model } from './base';
 
 /** One profile's automatic upload (`components/schemas/UploadStatus` in openapi.yaml). */
 export type IUploadStatus = components['schemas']['UploadStatus'];
@@ -55,6 +53,15 @@ export function summarize(
   };
 }
 
+/** Which folder each profile uploads automatically, and how: a key that changes when any of them does. */
+export function uploadTargets(profiles: Record<string, IUploadStatus>): string {
+  return JSON.stringify(
+    Object.values(profiles)
+      .map(p => [p.profile, p.local_root, p.mode])
+      .sort()
+  );
+}
+
 const OFF: ISyncSummary = summarize({});
 /** After the `uploads` channel fails, subscribe again after this long. */
 export const SYNC_RETRY_MS = 5000;
@@ -63,47 +70,38 @@ export const SYNC_RETRY_MS = 5000;
  * The Notebook-instance sync state for the status bar: follows the server's automatic uploads (a save in
  * a synced folder is queued, uploaded, then synced; or a conflict or an error) on the `uploads` channel.
  */
-export class SyncStatusModel implements IDisposable {
+export class SyncStatusModel extends Model {
   summary: ISyncSummary = OFF;
   profiles: Record<string, IUploadStatus> = {};
   /** The channel itself failed (e.g. an older server): shown as an error, retried. */
   channelError = '';
-  private _sub: IDisposable | null = null;
-  private _timer: ReturnType<typeof setTimeout> | null = null;
-  private _changed = new Signal<this, void>(this);
-  private _disposed = false;
 
-  constructor(private _stream: StreamClient) {}
-
-  get changed(): ISignal<this, void> {
-    return this._changed;
-  }
-
-  get isDisposed(): boolean {
-    return this._disposed;
+  constructor(private _stream: StreamClient) {
+    super();
   }
 
   start(): void {
-    if (this._sub || this._disposed) {
+    if (this.holds('uploads') || this.isDisposed) {
       return;
     }
-    this._sub = this._stream.subscribe(
+    const sub = this._stream.subscribe(
       'uploads',
       {},
       {
         onData: (data: IUploadsEvent) => this.accept(data),
         onError: error => {
-          this._sub = null;
+          this.forget('uploads');
           this.channelError = error.message;
-          this._changed.emit();
+          this.emit();
           this._retry();
         },
         onEnd: () => {
-          this._sub = null;
+          this.forget('uploads');
           this._retry();
         }
       }
     );
+    this.hold('uploads', sub);
   }
 
   /** A status from the server (also called by tests). */
@@ -111,30 +109,11 @@ export class SyncStatusModel implements IDisposable {
     this.profiles = data.profiles;
     this.summary = summarize(data.profiles);
     this.channelError = '';
-    this._changed.emit();
+    this.emit();
   }
 
   private _retry(): void {
-    if (this._disposed || this._timer) {
-      return;
-    }
-    this._timer = setTimeout(() => {
-      this._timer = null;
-      this.start();
-    }, SYNC_RETRY_MS);
-  }
-
-  dispose(): void {
-    if (this._disposed) {
-      return;
-    }
-    this._disposed = true;
-    if (this._timer) {
-      clearTimeout(this._timer);
-    }
-    this._sub?.dispose();
-    this._sub = null;
-    Signal.clearData(this);
+    this.later('retry', () => this.start(), SYNC_RETRY_MS);
   }
 }
 

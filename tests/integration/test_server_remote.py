@@ -124,6 +124,33 @@ async def test_a_wrong_key_is_reported_not_raised(jp_fetch: Any, sshd: SshServer
     assert result["status"] == "error" and "key" in result["message"].lower()
 
 
+async def test_profiles_list_the_folder_each_one_syncs(
+    jp_fetch: Any, jp_ws_fetch: Any, jp_root_dir: Path, sshd: SshServer, tmp_path: Path
+) -> None:
+    """The panel's Sync section shows the remembered folder (relative to the Jupyter root), not "."."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (jp_root_dir / "proj" / "bert").mkdir(parents=True)
+    (jp_root_dir / "proj" / "bert" / "train.py").write_text("print(1)\n")
+    await add_trusted_profile(jp_fetch, sshd, remote)
+    other = {**profile_body(sshd, remote, "never-synced"), "sync": {"upload": "never"}}
+    await call(jp_fetch, "ranktable", "profiles", method="POST", body=other, expect=201)
+
+    def folders(listing: dict[str, Any]) -> dict[str, Any]:
+        return {p["name"]: p["local_dir"] for p in listing["profiles"]}
+
+    assert folders(await call(jp_fetch, "ranktable", "profiles")) == {"box": None, "never-synced": None}
+    done = (await operate(jp_fetch, jp_ws_fetch, "sync", {"profile": "box", "local_dir": "proj/bert"}))[-1]
+    assert done["error"] is None, done
+    listed = await call(jp_fetch, "ranktable", "profiles")
+    assert folders(listed) == {"box": "proj/bert", "never-synced": None}
+    # choosing a folder with the automatic upload mode remembers it too; the root is "."
+    body = {"sync": {"upload": "never"}, "local_dir": "."}
+    await call(jp_fetch, "ranktable", "profiles", "never-synced", method="PATCH", body=body)
+    listed = await call(jp_fetch, "ranktable", "profiles")
+    assert folders(listed) == {"box": "proj/bert", "never-synced": "."}
+
+
 async def test_sync_bulk_delete_needs_force_through_the_api(
     jp_fetch: Any, jp_ws_fetch: Any, jp_root_dir: Path, sshd: SshServer, tmp_path: Path
 ) -> None:

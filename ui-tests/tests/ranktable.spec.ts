@@ -5,7 +5,8 @@
  * RANKTABLE_SCREENSHOTS=1 (`make screenshots`).
  */
 import { expect, galata, test } from '@jupyterlab/galata';
-import type { Locator, Page } from '@playwright/test';
+import type { IJupyterLabPageFixture as Page } from '@jupyterlab/galata';
+import type { Locator } from '@playwright/test';
 import * as path from 'path';
 
 const IMG = path.resolve(__dirname, '..', '..', 'docs', 'img');

@@ -5,43 +5,12 @@
  * goes on from where it stopped, without repeating lines). In a real JupyterLab (Debian chromium) at
  * 1440x900 against the simulated pool.
  */
-import { expect, galata, test } from '@jupyterlab/galata';
-import type {
-  APIRequestContext,
-  Locator,
-  WebSocketRoute
-} from '@playwright/test';
+import { expect, test } from '@jupyterlab/galata';
+import type { Locator, WebSocketRoute } from '@playwright/test';
 
-const PANEL = 'jp-ranktable-panel';
+import { LOOP, WORKSPACE_PAGE, openSidebar, submit } from './fixtures';
 
-test.use({
-  autoGoto: false,
-  mockSettings: galata.DEFAULT_SETTINGS,
-  viewport: { width: 1440, height: 900 }
-});
-
-const LOOP = (tag: string) =>
-  `for i in $(seq 1 100000); do echo "[rank $((i % 16))] ${tag} step $i loss 0.$i"; sleep 0.2; done`;
-
-async function submit(
-  request: APIRequestContext,
-  name: string,
-  script: string
-): Promise<{ uid: string }> {
-  const response = await request.post('/ranktable/jobs', {
-    data: {
-      spec: {
-        name,
-        image: 'bert_pretrain_mindspore:v1',
-        nodes: 1,
-        npus_per_node: 8,
-        command: ['/bin/bash', '-c', script]
-      }
-    }
-  });
-  expect(response.status(), await response.text()).toBe(201);
-  return response.json();
-}
+test.use({ autoGoto: false, ...WORKSPACE_PAGE });
 
 interface IRoutedSocket {
   ws: WebSocketRoute;
@@ -83,12 +52,10 @@ test('after the stream websocket drops, every subscription is re-sent and data f
     });
     sockets.push(socket);
   });
-  const first = await submit(request, 'reconnect-a', LOOP('watched'));
+  const first = await submit(request, 'reconnect-a', LOOP('watched'), 1);
   try {
     await page.goto();
-    await page.sidebar.openTab(PANEL);
-    await page.sidebar.setWidth(250, 'left');
-    const panel = page.locator(`#${PANEL}`);
+    const panel = await openSidebar(page);
     await panel.locator('.jp-Ranktable-jobRow[data-job="reconnect-a"]').click();
     const view = page.locator(`#ranktable-job-${first.uid}`);
     await expect(view.locator('.jp-Ranktable-logLine').first()).toContainText(
@@ -123,7 +90,7 @@ test('after the stream websocket drops, every subscription is re-sent and data f
     await expect
       .poll(() => lastStep(view), { timeout: 60000 })
       .toBeGreaterThan(stepBefore + 5);
-    await submit(request, 'reconnect-b', LOOP('late'));
+    await submit(request, 'reconnect-b', LOOP('late'), 1);
     await expect(
       panel.locator('.jp-Ranktable-jobRow[data-job="reconnect-b"]')
     ).toBeVisible({ timeout: 60000 });

@@ -6,7 +6,8 @@
  * Screenshots go to the test's output folder; to docs/img only with RANKTABLE_SCREENSHOTS=1.
  */
 import { expect, galata, test } from '@jupyterlab/galata';
-import type { APIRequestContext, Locator, Page } from '@playwright/test';
+import type { IJupyterLabPageFixture as Page } from '@jupyterlab/galata';
+import type { APIRequestContext, Locator } from '@playwright/test';
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as http from 'http';

@@ -3,19 +3,13 @@
  * instance (`sim-notebook`): a save in the synced folder shows "uploading", then "Synced HH:MM"; a click
  * opens the sidebar's Sync section. At 1440x900, with the sidebar at its default 250 px.
  */
-import { expect, galata, test } from '@jupyterlab/galata';
+import { expect, test } from '@jupyterlab/galata';
 import type { APIRequestContext } from '@playwright/test';
 import * as path from 'path';
 
-const IMG = path.resolve(__dirname, '..', '..', 'docs', 'img');
-const PANEL = 'jp-ranktable-panel';
-const SHOTS = process.env.RANKTABLE_SCREENSHOTS === '1';
+import { IMG, PANEL, SHOTS, WORKSPACE_PAGE } from './fixtures';
 
-test.use({
-  autoGoto: true,
-  mockSettings: galata.DEFAULT_SETTINGS,
-  viewport: { width: 1440, height: 900 }
-});
+test.use({ autoGoto: true, ...WORKSPACE_PAGE });
 
 async function profile(request: APIRequestContext, name: string) {
   const data = await (await request.get('/ranktable/profiles')).json();
@@ -105,6 +99,10 @@ test('a save in the synced folder: the status bar shows uploading, then synced; 
     await item.click();
     const sync = page.locator(`#${PANEL} [data-section="sync"]`);
     await expect(sync).toBeVisible();
+    // its Local folder is the folder synced to the profile, not "."
+    await expect(sync.locator('[data-field="sync-local"] input')).toHaveValue(
+      tmpPath
+    );
     await page.sidebar.setWidth(250, 'left');
     // tall enough to use: its upload button is in the section's visible box
     const visible = (await page

@@ -4,58 +4,23 @@
  * restore after a reload, and the banner when the pool goes away. Screenshots for docs/ are taken only
  * with RANKTABLE_SCREENSHOTS=1 (`make screenshots`), so `make test` leaves the tree clean.
  */
-import { expect, galata, test } from '@jupyterlab/galata';
-import type { APIRequestContext, Locator, Page } from '@playwright/test';
+import { expect, test } from '@jupyterlab/galata';
+import type { APIRequestContext, Locator } from '@playwright/test';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 
-const IMG = path.resolve(__dirname, '..', '..', 'docs', 'img');
-const STACK = path.resolve(__dirname, '..', '.stack');
-const PANEL = 'jp-ranktable-panel';
-const SHOTS = process.env.RANKTABLE_SCREENSHOTS === '1';
+import {
+  LOOP,
+  STACK,
+  WORKSPACE_PAGE,
+  openSidebar,
+  shoot,
+  submit
+} from './fixtures';
 
-test.use({
-  autoGoto: true,
-  mockSettings: galata.DEFAULT_SETTINGS,
-  viewport: { width: 1440, height: 900 }
-});
+test.use({ autoGoto: true, ...WORKSPACE_PAGE });
 test.describe.configure({ mode: 'serial' });
-
-async function shoot(target: Page | Locator, name: string): Promise<void> {
-  if (SHOTS) {
-    await target.screenshot({ path: path.join(IMG, `${name}.png`) });
-  }
-}
-
-async function openSidebar(page: Page): Promise<Locator> {
-  await page.sidebar.openTab(PANEL);
-  await page.sidebar.setWidth(250, 'left');
-  const panel = page.locator(`#${PANEL}`);
-  await expect(panel.locator('[data-section="jobs"]')).toBeVisible();
-  return panel;
-}
-
-async function submit(
-  request: APIRequestContext,
-  name: string,
-  script: string,
-  nodes = 2
-): Promise<{ uid: string }> {
-  const response = await request.post('/ranktable/jobs', {
-    data: {
-      spec: {
-        name,
-        image: 'bert_pretrain_mindspore:v1',
-        nodes,
-        npus_per_node: 8,
-        command: ['/bin/bash', '-c', script]
-      }
-    }
-  });
-  expect(response.status(), await response.text()).toBe(201);
-  return response.json();
-}
 
 async function stop(request: APIRequestContext, name: string): Promise<void> {
   await request.delete(`/ranktable/jobs/default/${name}`);
@@ -109,9 +74,6 @@ async function expectNamesReadable(panel: Locator): Promise<void> {
     }
   }
 }
-
-const LOOP = (tag: string) =>
-  `for i in $(seq 1 100000); do echo "[rank $((i % 16))] ${tag} step $i loss 0.$i"; sleep 0.2; done`;
 
 test('the sidebar at 250 px: sections, and every job name readable', async ({
   page,

@@ -1,0 +1,30 @@
+/** Stand-ins shared by the jest tests (this file is not a test: jest runs only *.spec.ts(x)). */
+
+/** A stand-in for the websocket client: the test drives each subscription's handlers. */
+export class FakeStream {
+  subs: { channel: string; params: any; handlers: any; disposed: boolean }[] =
+    [];
+  subscribe(channel: string, params: any, handlers: any) {
+    const sub = { channel, params, handlers, disposed: false };
+    this.subs.push(sub);
+    return {
+      isDisposed: false,
+      dispose: () => {
+        sub.disposed = true;
+      }
+    };
+  }
+  last() {
+    return this.subs[this.subs.length - 1];
+  }
+}
+
+/** JupyterLab's translation bundle shape: `%1`… replaced by the arguments; `_n` picks one or many. */
+export const trans = {
+  __: (text: string, ...args: unknown[]) =>
+    text.replace(/%(\d)/g, (_, i) => String(args[Number(i) - 1])),
+  _n: (one: string, many: string, n: number, ...args: unknown[]) =>
+    (n === 1 ? one : many).replace(/%(\d)/g, (_, i) =>
+      String([n, ...args][Number(i) - 1])
+    )
+} as any;

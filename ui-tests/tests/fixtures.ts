@@ -1,0 +1,67 @@
+/**
+ * Set-up shared by the browser tests (not a test file itself): the 1440x900 workspace page, the sidebar
+ * at its default 250 px, jobs submitted through the REST API, and the docs/ screenshots taken only with
+ * RANKTABLE_SCREENSHOTS=1 (`make screenshots`).
+ */
+import { expect, galata } from '@jupyterlab/galata';
+import type { IJupyterLabPageFixture } from '@jupyterlab/galata';
+import type { APIRequestContext, Locator } from '@playwright/test';
+import * as path from 'path';
+
+export const IMG = path.resolve(__dirname, '..', '..', 'docs', 'img');
+export const STACK = path.resolve(__dirname, '..', '.stack');
+export const PANEL = 'jp-ranktable-panel';
+export const SHOTS = process.env.RANKTABLE_SCREENSHOTS === '1';
+
+/** `test.use(...)` of the workspace tests: a 1440x900 page with JupyterLab's default settings. */
+export const WORKSPACE_PAGE = {
+  mockSettings: galata.DEFAULT_SETTINGS,
+  viewport: { width: 1440, height: 900 }
+};
+
+/** A shell loop printing one "[rank N] TAG step I loss …" line every 0.2 s. */
+export const LOOP = (tag: string): string =>
+  `for i in $(seq 1 100000); do echo "[rank $((i % 16))] ${tag} step $i loss 0.$i"; sleep 0.2; done`;
+
+/** Save a picture for docs/img (only under `make screenshots`). */
+export async function shoot(
+  target: IJupyterLabPageFixture | Locator,
+  name: string
+): Promise<void> {
+  if (SHOTS) {
+    await target.screenshot({ path: path.join(IMG, `${name}.png`) });
+  }
+}
+
+/** Open the Ranktable sidebar at its default width; returns the panel. */
+export async function openSidebar(
+  page: IJupyterLabPageFixture
+): Promise<Locator> {
+  await page.sidebar.openTab(PANEL);
+  await page.sidebar.setWidth(250, 'left');
+  const panel = page.locator(`#${PANEL}`);
+  await expect(panel.locator('[data-section="jobs"]')).toBeVisible();
+  return panel;
+}
+
+/** Submit a job running `script` on `nodes` pods (201 expected); returns the run. */
+export async function submit(
+  request: APIRequestContext,
+  name: string,
+  script: string,
+  nodes = 2
+): Promise<{ uid: string }> {
+  const response = await request.post('/ranktable/jobs', {
+    data: {
+      spec: {
+        name,
+        image: 'bert_pretrain_mindspore:v1',
+        nodes,
+        npus_per_node: 8,
+        command: ['/bin/bash', '-c', script]
+      }
+    }
+  });
+  expect(response.status(), await response.text()).toBe(201);
+  return response.json();
+}
