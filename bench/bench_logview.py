@@ -1,9 +1,11 @@
 """Log view under load: 64 pods x 2,000 lines/s for 60 s in a Job view (real chromium).
 
-Runs bench/bench_logview.spec.ts through Playwright (ui-tests' node_modules): it starts the 64-node
-simulated pool, the simulated Notebook instance and JupyterLab, submits the job, follows its logs in the
-panel and measures frame times and the JS heap. Prints the figures. Not a test: numbers, no verdict.
-Environment: BENCH_PODS, BENCH_RATE, BENCH_SECONDS override 64, 2000, 60.
+Runs bench/bench_logview.spec.ts through Playwright (ui-tests' node_modules): it starts a simulated pool
+of BENCH_PODS nodes, the simulated Notebook instance and JupyterLab, submits the job, follows its logs in
+its Job view and measures frame times and the JS heap. Prints the figures. Not a test: numbers, no verdict.
+Environment: BENCH_PODS, BENCH_RATE, BENCH_SECONDS override 64, 2000, 60. BENCH_FEED=socket: the pods
+print one line each and the benchmark sends the lines to the page over its stream websocket (the 1,024
+pods x 100 lines/s case: `BENCH_PODS=1024 BENCH_RATE=102400 BENCH_FEED=socket`).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def main() -> int:
     data = json.loads(figures[-1])
     print(
         f"log view: {data['pods']} pods, target {data['target_lines_per_second']} lines/s "
-        f"for {data['seconds']} s"
+        f"for {data['seconds']} s ({data['feed']} feed)"
     )
     print(f"  delivered to the browser: {data['lines_per_second_delivered']} lines/s ({data['view_status']})")
     print(f"  Job view opened -> first lines shown: {data['first_lines_ms']} ms")

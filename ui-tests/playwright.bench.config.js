@@ -1,12 +1,14 @@
-/** The log-view benchmark (bench/bench_logview.spec.ts) on a 64-node simulated pool. */
+/** The log-view benchmark (bench/bench_logview.spec.ts) on a simulated pool of BENCH_PODS nodes (64 by default). */
 const base = require('./playwright.config');
 const PORT = process.env.UI_TEST_PORT;
+const NODES = Number(process.env.BENCH_PODS ?? 64);
+const LEAVES = Math.max(2, Math.ceil(NODES / 8));
 
 module.exports = {
   ...base,
   testDir: '../bench',
   testMatch: 'bench_logview.spec.ts',
-  timeout: 600 * 1000,
+  timeout: 1500 * 1000,
   use: {
     ...base.use,
     baseURL: `http://127.0.0.1:${PORT}`,
@@ -14,7 +16,8 @@ module.exports = {
   },
   webServer: {
     ...base.webServer,
-    command: `python -m ranktable.server_ext.demo --no-browser --port ${PORT} --nodes 64 --leaves 8 --home ./.stack-bench --fresh --test-config ./jupyter_server_test_config.py`,
-    url: `http://127.0.0.1:${PORT}/lab`
+    command: `python -m ranktable.server_ext.demo --no-browser --port ${PORT} --nodes ${NODES} --leaves ${LEAVES} --home ./.stack-bench --fresh --test-config ./jupyter_server_test_config.py`,
+    url: `http://127.0.0.1:${PORT}/lab`,
+    timeout: 900 * 1000
   }
 };

@@ -100,6 +100,9 @@ test('a save in the synced folder: the status bar shows uploading, then synced; 
     const sync = page.locator(`#${PANEL} [data-section="sync"]`);
     await expect(sync).toBeVisible();
     // its Local folder is the folder synced to the profile, not "."
+    await sync
+      .locator('[data-field="sync-profile"] select')
+      .selectOption('sim-notebook');
     await expect(sync.locator('[data-field="sync-local"] input')).toHaveValue(
       tmpPath
     );
