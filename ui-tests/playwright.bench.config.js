@@ -1,4 +1,7 @@
-/** The log-view benchmark (bench/bench_logview.spec.ts) on a simulated pool of BENCH_PODS nodes (64 by default). */
+/**
+ * The log-view benchmark (bench/bench_logview.spec.ts) on a simulated pool of BENCH_PODS nodes (64 by default),
+ * none held by other tenants (the simulator's default holds one node in 8, and a job on every node would wait).
+ */
 const base = require('./playwright.config');
 const PORT = process.env.UI_TEST_PORT;
 const NODES = Number(process.env.BENCH_PODS ?? 64);
@@ -16,7 +19,7 @@ module.exports = {
   },
   webServer: {
     ...base.webServer,
-    command: `python -m ranktable.server_ext.demo --no-browser --port ${PORT} --nodes ${NODES} --leaves ${LEAVES} --home ./.stack-bench --fresh --test-config ./jupyter_server_test_config.py`,
+    command: `python -m ranktable.server_ext.demo --no-browser --port ${PORT} --nodes ${NODES} --leaves ${LEAVES} --tenants 0 --home ./.stack-bench --fresh --test-config ./jupyter_server_test_config.py`,
     url: `http://127.0.0.1:${PORT}/lab`,
     timeout: 900 * 1000
   }

@@ -35,15 +35,17 @@ def _ranktable(*args: str) -> list[str]:
     return [sys.executable, "-m", "ranktable", *args]
 
 
-def start_pool(state_dir: Path, nodes: int, leaves: int) -> tuple[str, str]:
+def start_pool(state_dir: Path, nodes: int, leaves: int, tenants: int | None = None) -> tuple[str, str]:
     """Start the simulated Lite pool in the background; returns (kubeconfig, context)."""
     command = _ranktable("sim", "start", "--state-dir", str(state_dir), "--nodes", str(nodes))
+    if tenants is not None:
+        command += ["--tenants", str(tenants)]
     out = subprocess.run(
         [*command, "--leaves", str(leaves)],
         check=True,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=120 + nodes // 4,  # a large pool (the 1,024-node benchmark) takes longer to start
     ).stdout
     kubeconfig = context = ""
     for line in out.splitlines():
@@ -94,6 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--nodes", type=int, default=8)
     parser.add_argument("--leaves", type=int, default=2)
+    parser.add_argument(
+        "--tenants",
+        type=int,
+        default=None,
+        help="nodes held by other tenants (default: the simulator's, one per 8 nodes; 0: a job may use all)",
+    )
     parser.add_argument("--test-config", type=Path, default=None, help="extra jupyter config (galata)")
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--fresh", action="store_true", help="start from an empty HOME (tests)")
@@ -109,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.fresh:  # tests: kernelspecs installed from the panel stay inside HOME
         os.environ["JUPYTER_DATA_DIR"] = str(home / "jupyter-data")
     root = workspace((args.root or home / "workspace").resolve())
-    kubeconfig, context = start_pool(home / "sim", args.nodes, args.leaves)
+    kubeconfig, context = start_pool(home / "sim", args.nodes, args.leaves, args.tenants)
     notebook = start_notebook(home / "notebook", home / "sim-notebook.log")
     lab_cmd = [
         sys.executable,
