@@ -5,6 +5,7 @@ import {
 } from '@jupyterlab/application';
 import {
   ICommandPalette,
+  InputDialog,
   MainAreaWidget,
   Notification,
   WidgetTracker
@@ -23,7 +24,7 @@ import { ReadonlyPartialJSONValue } from '@lumino/coreutils';
 import { ranktableIcon } from './icon';
 import { registerInsights } from './insights';
 import { IKeyValueStore, RanktableModel } from './model';
-import { IRunRef, JobsModel } from './models/jobs';
+import { IRunRef, JobsModel, jobKey } from './models/jobs';
 import { SyncStatusModel, uploadTargets } from './models/sync';
 import { createSyncStatusItem } from './components/syncstatus';
 import { JobViewContent, createJobView, jobViewId } from './jobview';
@@ -162,16 +163,28 @@ const plugin: JupyterFrontEndPlugin<void> = {
           ? trans.__('Open Job view of %1', String(args.name))
           : trans.__('Open Job view'),
       icon: ranktableIcon,
-      execute: args => {
-        const run = rowRun(app) ?? {
+      execute: async args => {
+        let run: IRunRef | null = rowRun(app) ?? {
           namespace: String(args.namespace ?? 'default'),
           name: String(args.name ?? ''),
           uid: String(args.uid ?? '')
         };
-        if (!run.name || !run.uid) {
-          return;
+        if (!run.name) {
+          // from the palette: pick one of the current runs
+          const keys = jobs.jobs.filter(j => j.uid).map(j => jobKey(j));
+          const picked = await InputDialog.getItem({
+            title: trans.__('Open the Job view of'),
+            items: keys.length ? keys : [trans.__('(no jobs)')]
+          });
+          const [namespace, name] = (picked.value ?? '').split('/', 2);
+          run =
+            picked.button.accept && name
+              ? { namespace, name, uid: jobs.find(namespace, name)?.uid ?? '' }
+              : null;
         }
-        openRun(run);
+        if (run?.name && run.uid) {
+          openRun(run);
+        }
       }
     });
     app.commands.addCommand(CommandIDs.stopJob, {
@@ -427,6 +440,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       const category = trans.__('Ranktable');
       for (const command of [
         CommandIDs.open,
+        CommandIDs.openJob,
         CommandIDs.refreshJobs,
         CommandIDs.newSpec,
         CommandIDs.openSync

@@ -314,3 +314,22 @@ test('stopping the pool shows a banner with the reason, and it clears when the p
     /jp-mod-stale/
   );
 });
+
+test('the palette opens a Job view: pick one of the current runs', async ({
+  page,
+  request
+}) => {
+  const run = await submit(request, 'palette-job', LOOP('palette'), 1);
+  const panel = await openSidebar(page);
+  await expect(
+    panel.locator(`.jp-Ranktable-jobRow[data-uid="${run.uid}"]`)
+  ).toBeVisible({ timeout: 60000 });
+  await page.evaluate(() => {
+    void window.jupyterapp.commands.execute('ranktable:open-job');
+  });
+  const dialog = page.locator('.jp-Dialog');
+  await dialog.locator('select').selectOption('default/palette-job');
+  await dialog.locator('.jp-Dialog-button.jp-mod-accept').click();
+  await expect(page.locator(`#ranktable-job-${run.uid}`)).toBeVisible();
+  await stop(request, 'palette-job');
+});
