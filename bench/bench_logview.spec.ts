@@ -118,7 +118,7 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
             for (let k = 0; k < n; k++, step++) {
               for (let pod = 0; pod < cfg.pods; pod++) {
                 lines.push({
-                  pod: `${cfg.job}-worker-${pod}`,
+                  pod: `${w.__rtPodPrefix}${pod}`,
                   rank: pod,
                   ts,
                   text: text(pod, step)
@@ -158,7 +158,19 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
   const firstLinesMs = Date.now() - opened;
   const status = view.locator('.jp-Ranktable-logStatus');
   if (FEED === 'socket') {
-    await page.evaluate(() => ((window as any).__rtFeedOn = true));
+    // the fed lines carry the job's real pod names (the first line shown names one: JOB-TASK-INDEX)
+    const pod = await view
+      .locator('.jp-Ranktable-logLine')
+      .first()
+      .getAttribute('data-pod');
+    await page.evaluate(
+      prefix => {
+        const w = window as any;
+        w.__rtPodPrefix = prefix;
+        w.__rtFeedOn = true;
+      },
+      pod!.replace(/\d+$/, '')
+    );
   }
   await expect(status).toContainText(`${PODS} pods`, { timeout: 300000 });
 

@@ -1,5 +1,6 @@
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
+import { AccordionPanel } from '@lumino/widgets';
 import {
   ReactWidget,
   SidePanel,
@@ -72,6 +73,8 @@ export function createSidebar(options: {
       <ForwardsSection {...props} forwards={forwards} />
     ))
   );
+  // Jobs (its rows and the lost-pool banner) gets the most height, the rarely used Port forwards the least
+  (panel.content as AccordionPanel).setRelativeSizes?.([2.5, 3.5, 2, 1.5, 1]);
   panel.disposed.connect(() => {
     forwards.dispose();
     remoteKernels.dispose();

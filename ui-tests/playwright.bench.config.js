@@ -11,6 +11,7 @@ module.exports = {
   ...base,
   testDir: '../bench',
   testMatch: 'bench_logview.spec.ts',
+  outputDir: './test-results-bench', // not the suite's: Playwright empties its output folder at start
   timeout: 1500 * 1000,
   use: {
     ...base.use,
