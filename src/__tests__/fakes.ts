@@ -1,4 +1,5 @@
 /** Stand-ins shared by the jest tests (this file is not a test: jest runs only *.spec.ts(x)). */
+import { act } from 'react';
 
 /** A stand-in for the websocket client: the test drives each subscription's handlers. */
 export class FakeStream {
@@ -28,3 +29,15 @@ export const trans = {
       String([n, ...args][Number(i) - 1])
     )
 } as any;
+
+/** Type into a React-controlled input (React listens to the native value setter + input event). */
+export function type(input: HTMLInputElement, text: string): void {
+  const setter = Object.getOwnPropertyDescriptor(
+    HTMLInputElement.prototype,
+    'value'
+  )!.set!;
+  act(() => {
+    setter.call(input, text);
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+}

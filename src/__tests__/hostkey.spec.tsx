@@ -7,7 +7,7 @@ import { createRoot } from 'react-dom/client';
 
 import { HostKeyChanged } from '../components/hostkey';
 import { postJSON } from '../request';
-import { trans } from './fakes';
+import { trans, type } from './fakes';
 
 jest.mock('../request', () => ({
   requestAPI: jest.fn(),
@@ -19,18 +19,6 @@ jest.mock('../request', () => ({
 
 const RECORDED = 'SHA256:oldOLDold0123456789oldOLDold0123456789old';
 const PRESENTED = 'SHA256:newNEWnew0123456789newNEWnew0123456789new';
-
-/** Type into a React-controlled input (React listens to the native value setter + input event). */
-function type(input: HTMLInputElement, text: string): void {
-  const setter = Object.getOwnPropertyDescriptor(
-    HTMLInputElement.prototype,
-    'value'
-  )!.set!;
-  act(() => {
-    setter.call(input, text);
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-  });
-}
 
 describe('HostKeyChanged', () => {
   it('shows both fingerprints and trusts the new key only once it is typed exactly', async () => {

@@ -8,7 +8,7 @@ import { createRoot } from 'react-dom/client';
 import { SyncSection } from '../components/sync';
 import { RanktableModel } from '../model';
 import { postJSON, requestAPI } from '../request';
-import { FakeStream, trans } from './fakes';
+import { FakeStream, trans, type } from './fakes';
 
 jest.mock('../request', () => ({
   requestAPI: jest.fn(),
@@ -17,17 +17,6 @@ jest.mock('../request', () => ({
 }));
 
 (globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
-
-function type(input: HTMLInputElement, text: string): void {
-  const setter = Object.getOwnPropertyDescriptor(
-    HTMLInputElement.prototype,
-    'value'
-  )!.set!;
-  act(() => {
-    setter.call(input, text);
-    input.dispatchEvent(new Event('input', { bubbles: true }));
-  });
-}
 
 function choose(select: HTMLSelectElement, value: string): void {
   act(() => {
