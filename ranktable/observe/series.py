@@ -75,6 +75,20 @@ class RankSeries:
         cols["step"][-1] = MISSING if step is None else float(step)
         cols["time"][-1] = MISSING if when is None else when
 
+    def _next_step(self, step: int, when: float | None, derive: bool) -> None:
+        """A new step: keep every stride-th one (with its step time derived from the clock when
+        the line has none) and advance the counters."""
+        derived = self._derive_step_time(step, when) if derive else None
+        self.seen += 1
+        self._pending = (self.seen - 1) % self.stride == 0
+        if self._pending:
+            self._store(step, when)
+            if derived is not None:
+                self.columns["step_time_s"][-1] = derived
+        self.last_step = step
+        self.last_time = when
+        self.records += 1
+
     def _derive_step_time(self, step: int, when: float | None) -> float | None:
         """Step time from the wall-time gap to the previous record, for formats that print none."""
         last_step, last_time = self.last_step, self.last_time
@@ -102,16 +116,7 @@ class RankSeries:
         new = False
         if step is not None and step != self.last_step:
             new = True
-            derived = None if "step_time_s" in sample else self._derive_step_time(step, when)
-            self.seen += 1
-            self._pending = (self.seen - 1) % self.stride == 0
-            if self._pending:
-                self._store(step, when)
-                if derived is not None:
-                    self.columns["step_time_s"][-1] = derived
-            self.last_step = step
-            self.last_time = when
-            self.records += 1
+            self._next_step(step, when, derive="step_time_s" not in sample)
         step_time = sample.get("step_time_s")
         if step_time is not None and math.isfinite(step_time) and self.records > 1:
             self.step_times.append(step_time)  # the first step includes graph compilation: skip it
@@ -149,16 +154,7 @@ class RankSeries:
         if step is None:
             step = (self.last_step or 0) + 1
         if step != self.last_step:
-            derived = None if step_time is not None else self._derive_step_time(step, when)
-            self.seen += 1
-            self._pending = (self.seen - 1) % self.stride == 0
-            if self._pending:
-                self._store(step, when)
-                if derived is not None:
-                    self.columns["step_time_s"][-1] = derived
-            self.last_step = step
-            self.last_time = when
-            self.records += 1
+            self._next_step(step, when, derive=step_time is None)
         if step_time is not None and math.isfinite(step_time) and self.records > 1:
             self.step_times.append(step_time)
         if unit:
