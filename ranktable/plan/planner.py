@@ -116,6 +116,54 @@ def topology_order(placement: Placement, slice_ids: dict[str, int] | None = None
     return [int(i) for i in np.lexsort((position, slot, path_rank, unknown))]
 
 
+def _pod_per_server(pods: list[SuperPod], server_ids: Sequence[str]) -> list[int]:
+    """Per server its SuperPoD's index in `super_pod_list` (-1: in none)."""
+    pod_of = {sid: n for n, pod in enumerate(pods) for sid in pod.server_ids}
+    return [pod_of.get(sid, -1) for sid in server_ids]
+
+
+def superpods_grouped(order: list[int], placement: Placement, pods: Sequence[int]) -> list[int]:
+    """`order` with the SuperPoD as the lowest tier above the server (A3): inside every leaf block the
+    servers of one SuperPoD are made contiguous (their order among themselves kept). A block starts with
+    the SuperPoD the previous block ended with and ends with one the next block has, where it can (the
+    ring wraps: the last block leads into the first), so a SuperPoD that spans leaves stays contiguous
+    too. Leaf blocks keep their places and members: the switch tiers' crossings do not change. Servers
+    not in the topology (the last group) keep their order."""
+    if placement.tiers < 1 or len(order) < 2:
+        return list(order)
+    group = placement.groups().tolist()  # equal = same switch at every tier; 0 = not in the topology
+    blocks: list[list[int]] = []
+    for i in order:
+        if not blocks or group[i] != group[blocks[-1][0]]:
+            blocks.append([])
+        blocks[-1].append(i)
+    pod_sets = [dict.fromkeys(pods[i] for i in block) for block in blocks]  # pods in order of appearance
+    out: list[list[int]] = []
+    first_pod = None  # the pod the ring starts with (what the last block should end with)
+    previous = None
+    for n, block in enumerate(blocks):
+        present = pod_sets[n]
+        if len(present) == 1 or group[block[0]] == 0:
+            out.append(block)
+            previous = pods[block[-1]]
+            first_pod = pods[block[0]] if n == 0 else first_pod
+            continue
+        after = pod_sets[n + 1] if n + 1 < len(blocks) else dict.fromkeys([first_pod])
+        if n == 0:  # the next block first; the wrap (the last block) only with what is left
+            last = next((p for p in present if p in after), None) if len(blocks) > 1 else None
+            first = next((p for p in present if p in pod_sets[-1] and p != last), None)
+        else:
+            first = previous if previous in present else None
+            last = next((p for p in present if p in after and p != first), None)
+        ranked = [p for p in present if p not in (first, last)]
+        ranked = ([first] if first is not None else []) + ranked + ([last] if last is not None else [])
+        place_of = {p: k for k, p in enumerate(ranked)}
+        out.append(sorted(block, key=lambda i: place_of[pods[i]]))  # stable: order inside a pod kept
+        previous = ranked[-1]
+        first_pod = ranked[0] if n == 0 else first_pod
+    return [i for block in out for i in block]
+
+
 def _path_ranks(placement: Placement) -> tuple[np.ndarray, np.ndarray]:
     """Per server: unknown to the topology, and the rank of its switch path (top tier first, natural
     name order) among the paths in use; computed once per distinct path."""
@@ -216,6 +264,8 @@ def _plan(table: RankTable, topology: Topology, previous: RankTable | None, stab
     )
     codes = placement.tier_codes()
     full_order = topology_order(placement, topology.slice_ids)
+    if table.super_pods and topology.tier_count:
+        full_order = superpods_grouped(full_order, placement, _pod_per_server(table.super_pods, server_ids))
     warnings: list[str] = list(topology.warnings)  # what the topology loader accepted with a caveat
     unknown = [server_ids[i] for i in placement.unknown] if placement.unknown else []
     if unknown:

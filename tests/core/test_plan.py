@@ -9,9 +9,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ranktable.errors import InputError
-from ranktable.hccl import Device, RankTable, Server, check_rank_table, validate_rank_table
+from ranktable.hccl import Device, RankTable, Server, SuperPod, check_rank_table, validate_rank_table
 from ranktable.plan import plan_routes
 from ranktable.topology.model import Switch, Topology
+from ranktable.usecases.layout import plan_report
 
 # -- builders shared with test_cost / test_cli_core ----------------------------------------------------------
 
@@ -317,3 +318,71 @@ def test_slice_ids_order_servers_inside_a_leaf_like_the_ascend_scheduler() -> No
     pods = ["s1-2", "s0-0", "s1-0", "s0-2", "s0-1", "s1-1"]
     order = [s.server_id for s in plan_routes(make_table(pods, 1), topo).planned.servers]
     assert order == ["s0-1", "s0-2", "s0-0", "s1-2", "s1-0", "s1-1"]
+
+
+# -- A3: the SuperPoD as the lowest tier above the server ---------------------------------------------------
+
+
+def as_a3(table: RankTable, pods: list[list[str]]) -> RankTable:
+    """The table as rank table 1.2 with these SuperPoDs (super_device_id set, as 1.2 requires)."""
+    table.version = "1.2"
+    for server in table.servers:
+        for device in server.devices:
+            device.super_device_id = str(device.rank_id)
+    table.super_pods = [SuperPod(str(n), members) for n, members in enumerate(pods)]
+    return table
+
+
+def pod_crossings(table: RankTable) -> int:
+    """Ring edges between servers of different SuperPoDs (the ring wraps), counted without the planner."""
+    pod_of = {sid: n for n, pod in enumerate(table.super_pods or []) for sid in pod.server_ids}
+    ids = [s.server_id for s in sorted(table.servers, key=lambda s: min(d.rank_id for d in s.devices))]
+    n = len(ids)
+    return sum(1 for i in range(n) if n > 1 and pod_of[ids[i]] != pod_of[ids[(i + 1) % n]])
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 5), st.integers(1, 2), st.data())
+def test_a3_plan_keeps_superpods_contiguous_without_more_switch_crossings(
+    leaves: int, per_leaf: int, spines: int, data: st.DataObject
+) -> None:
+    """SuperPoDs as A3 builds them (consecutive racks; one may share a leaf with the next), their
+    servers mixed inside a leaf and the servers in a random pod order: the plan crosses SuperPoDs only
+    as often as there are SuperPoDs (the lower bound) and the switch tiers no more than without them."""
+    spines = min(spines, leaves)
+    topo = two_tier(leaves, per_leaf, spines)
+    ids = [f"s{leaf}-{n}" for leaf in range(leaves) for n in range(per_leaf)]
+    given_ids = data.draw(st.permutations(ids))
+    flat = plan_routes(make_table(given_ids), topo)
+    tree = [s.server_id for s in flat.planned.servers]  # the switch-tree order
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(tree) - 1), max_size=4))) if len(tree) > 1 else []
+    labels = [sum(1 for c in cuts if c <= i) for i in range(len(tree))]  # pods: runs of the tree order
+    mixed: list[int] = []
+    for leaf in range(leaves):  # inside each leaf the pods' servers are mixed
+        mixed += data.draw(st.permutations(labels[leaf * per_leaf : (leaf + 1) * per_leaf]))
+    by_leaf = {sid: mixed[i] for i, sid in enumerate(tree)}
+    pods = [[sid for sid in ids if by_leaf[sid] == n] for n in range(len(cuts) + 1)]
+    result = plan_routes(as_a3(make_table(given_ids), pods), topo)
+    assert_well_formed(as_a3(make_table(given_ids), pods), result.planned)
+    assert pod_crossings(result.planned) == (len(pods) if len(pods) > 1 else 0)
+    assert result.crossings_per_tier == flat.crossings_per_tier
+    for tier in (1, 2):
+        assert ancestor_ring_crossings(result.planned, topo, tier) == ancestor_ring_crossings(
+            flat.planned, topo, tier
+        )
+    # the whole chain (HCCL's algorithm may pick another switch-optimal order) keeps the bound too
+    report = plan_report(as_a3(make_table(given_ids), pods), topo)
+    assert report.comparison.planned.superpod_crossings == pod_crossings(report.result.planned)
+    assert report.comparison.planned.superpod_crossings == (len(pods) if len(pods) > 1 else 0)
+
+
+def test_a3_superpods_sharing_a_leaf_meet_at_its_edges() -> None:
+    # leaf0 holds pod 0 and part of pod 1, leaf1 the rest of pod 1 and pod 2, mixed by rank
+    ids = [f"s{leaf}-{n}" for leaf in (0, 1) for n in range(4)]
+    pods = [["s0-1", "s0-3"], ["s0-0", "s0-2", "s1-1"], ["s1-0", "s1-2", "s1-3"]]
+    result = plan_routes(as_a3(make_table(ids), pods), two_tier(leaves=2, per_leaf=4))
+    order = [s.server_id for s in result.planned.servers]
+    # pod 1 meets itself where leaf0 ends and leaf1 starts; leaves stay contiguous
+    assert order == ["s0-1", "s0-3", "s0-0", "s0-2", "s1-1", "s1-0", "s1-2", "s1-3"]
+    assert pod_crossings(result.planned) == 3
+    assert pod_crossings(as_a3(make_table(ids), pods)) == 7  # the given order alternates
