@@ -22,6 +22,7 @@ import { ReactWidget } from '@jupyterlab/ui-components';
 import { ReadonlyPartialJSONValue } from '@lumino/coreutils';
 
 import { ranktableIcon } from './icon';
+import { IObserveSettings, putObserveSettings } from './observe';
 import { registerInsights } from './insights';
 import { IKeyValueStore, RanktableModel } from './model';
 import { IRunRef, JobsModel, jobKey } from './models/jobs';
@@ -133,6 +134,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
         .then(settings => {
           const apply = () => {
             notify = settings.get('notifyPhaseChanges').composite !== false;
+            const observability = (settings.get('observability').composite ??
+              {}) as IObserveSettings;
+            putObserveSettings(observability).catch(reason =>
+              Notification.error(
+                trans.__(
+                  'Ranktable settings, metrics and triage: %1',
+                  String(reason?.message ?? reason)
+                ),
+                { autoClose: false }
+              )
+            );
           };
           apply();
           settings.changed.connect(apply);

@@ -40,6 +40,21 @@ export function fetchDiagnosis(ref: IJobRunRef): Promise<IDiagnosis> {
   return requestAPI<IDiagnosis>(jobPath(ref, 'diagnosis'));
 }
 
+/** The user's metrics and triage settings (`components/schemas/ObserveSettings`). */
+export type IObserveSettings = Schemas['ObserveSettings'];
+/** GET/PUT /ranktable/observe/settings (`components/schemas/ObserveSettingsState`). */
+export type IObserveSettingsState = Schemas['ObserveSettingsState'];
+
+/** Send the JupyterLab settings' "observability" part; the server checks it and applies it to every run. */
+export function putObserveSettings(
+  settings: IObserveSettings
+): Promise<IObserveSettingsState> {
+  return requestAPI<IObserveSettingsState>('observe/settings', {
+    method: 'PUT',
+    body: JSON.stringify({ settings })
+  });
+}
+
 export const TERMINAL_PHASES = ['Completed', 'Failed', 'Aborted', 'Terminated'];
 
 // -- chart geometry ----------------------------------------------------------------------------------

@@ -6,10 +6,11 @@ stopped or deleted jobs are answered from the archive.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ranktable.errors import InputError
-from ranktable.observe import ObserveSettings
+from ranktable.observe import ObserveSettings, compile_user_patterns
 from ranktable.observe.export import metrics_csv
 from ranktable.usecases.observe import MAX_LINES, LiveRuns, archived_lines, job_runs
 
@@ -22,10 +23,32 @@ class ObserveService:
         self.services = services
         config = services.config
         self.state_dir = config.state_dir or None
-        self.settings = ObserveSettings.from_mapping(
-            dict(config.observability), where="c.Ranktable.observability"
-        )
+        self.server_settings = dict(config.observability)
+        self.settings = ObserveSettings.from_mapping(self.server_settings, where="c.Ranktable.observability")
+        self.user_settings: dict[str, Any] = {}
         self.live = LiveRuns(self.state_dir, self.settings)
+
+    def settings_json(self) -> dict[str, Any]:
+        """The settings in force, the JupyterLab settings' part and the server config's part."""
+        effective = asdict(self.settings)
+        effective["patterns"] = list(self.settings.patterns)
+        return {"settings": effective, "user": self.user_settings, "server": self.server_settings}
+
+    def update_settings(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The user's JupyterLab settings over the server config (user patterns are added to the
+        server's); checked in full before anything changes, then every run is read again with them."""
+        user = body.get("settings")
+        if not isinstance(user, dict):
+            raise InputError("expected an object", where="settings", fix='send {"settings": {...}}')
+        own = ObserveSettings.from_mapping(user, where="settings")  # the user's part alone first
+        merged = {**self.server_settings, **user}
+        merged["patterns"] = [*self.server_settings.get("patterns", ()), *own.patterns]
+        settings = ObserveSettings.from_mapping(merged, where="settings")
+        compile_user_patterns(settings.patterns, where="settings.patterns")
+        if settings != self.settings:  # a page load sends the same settings again: keep what was read
+            self.live.use_settings(settings)
+        self.settings, self.user_settings = settings, dict(user)
+        return self.settings_json()
 
     def _client(self, namespace: str) -> Any:
         return self.services.jobs.usecases.client(namespace)

@@ -141,6 +141,18 @@ class JobRunLogsHandler(RanktableHandler):
         self.reply(await self.blocking(self.services.observe.run_logs, namespace, name, run, *args))
 
 
+class ObserveSettingsHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("read")
+    async def get(self) -> None:
+        self.reply(self.services.observe.settings_json())
+
+    @web.authenticated
+    @authorized("write")
+    async def put(self) -> None:
+        self.reply(await self.blocking(self.services.observe.update_settings, self.json_body()))
+
+
 class ProfilesHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
@@ -297,6 +309,7 @@ ROUTES: list[tuple[str, Any]] = [
     (_job("/diagnosis"), JobDiagnosisHandler),
     (_job("/runs"), JobRunsHandler),
     (_job("/runs/") + NAME.format("run") + "/logs", JobRunLogsHandler),
+    (r"/ranktable/observe/settings", ObserveSettingsHandler),
     (r"/ranktable/profiles", ProfilesHandler),
     (r"/ranktable/profiles/" + NAME.format("name"), ProfileHandler),
     (r"/ranktable/profiles/" + NAME.format("name") + "/test", ProfileTestHandler),

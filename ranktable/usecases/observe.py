@@ -217,6 +217,16 @@ class LiveRuns:
             follower.caught_up.wait(FIRST_READ_WAIT_S)
         return _finish(follower, client, job)
 
+    def use_settings(self, settings: ObserveSettings) -> None:
+        """New settings: forget what was read with the old ones, so every run is read again."""
+        with self._lock:
+            self.settings = settings
+            followers = [f for f, _ in self._followers.values()]
+            self._followers.clear()
+            self._ended.clear()
+        for follower in followers:
+            follower.stop()
+
     def _reap(self) -> None:
         """Stop followers of runs nobody asked about lately, or whose logs ended."""
         now = time.monotonic()

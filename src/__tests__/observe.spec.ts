@@ -5,9 +5,13 @@ import {
   metricsCsv,
   niceTicks,
   noticeText,
+  putObserveSettings,
   rankPoints,
   scaleFor
 } from '../observe';
+import { requestAPI } from '../request';
+
+jest.mock('../request', () => ({ requestAPI: jest.fn() }));
 
 const metrics: IMetrics = {
   job: 'llm',
@@ -84,5 +88,22 @@ describe('export and notices', () => {
       'Job llm: Failed: rank 5 (llm-worker-2, server 10.0.2.21, leaf leaf-b) failed first: EI0006'
     );
     expect(noticeText('llm', 'Completed', null)).toBe('Job llm: Completed');
+  });
+});
+
+describe('observability settings', () => {
+  it('sends the Settings Editor part to the server as {settings}', async () => {
+    const request = requestAPI as jest.Mock;
+    request.mockResolvedValueOnce({ settings: {}, user: {}, server: {} });
+    await putObserveSettings({
+      straggler_factor: 2,
+      patterns: ['x=(?P<loss>.+)']
+    });
+    expect(request).toHaveBeenCalledWith('observe/settings', {
+      method: 'PUT',
+      body: JSON.stringify({
+        settings: { straggler_factor: 2, patterns: ['x=(?P<loss>.+)'] }
+      })
+    });
   });
 });

@@ -701,6 +701,71 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/ranktable/observe/settings': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** Metrics and triage settings in force (the JupyterLab settings over the server config). */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Settings */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ObserveSettingsState'];
+          };
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    /** Apply the user's JupyterLab settings (checked in full first; every run is then read again with them). */
+    put: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'application/json': {
+            settings: components['schemas']['ObserveSettings'];
+          };
+        };
+      };
+      responses: {
+        /** @description Settings in force */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['ObserveSettingsState'];
+          };
+        };
+        400: components['responses']['Error'];
+        default: components['responses']['Error'];
+      };
+    };
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/ranktable/profiles': {
     parameters: {
       query?: never;
@@ -1638,6 +1703,24 @@ export interface components {
        * @default 1
        */
       pp: number;
+    };
+    /** @description Tunables of metrics and triage; every key optional (absent keys keep the server config's value). */
+    ObserveSettings: {
+      straggler_factor?: number;
+      hang_factor?: number;
+      hang_floor_s?: number;
+      spike_factor?: number;
+      max_points?: number;
+      connect_timeout_s?: number;
+      /** @description RE2 regexes with named groups (step, epoch, loss, step_time_s, step_time_ms, throughput, lr, grad_norm, rank), at most 500 characters each. */
+      patterns?: string[];
+    };
+    ObserveSettingsState: {
+      settings: components['schemas']['ObserveSettings'];
+      user: components['schemas']['ObserveSettings'];
+      server: {
+        [key: string]: unknown;
+      };
     };
     Metrics: {
       job: string;

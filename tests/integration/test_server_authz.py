@@ -78,6 +78,8 @@ EXPECTED = {
     ("GET", "/ranktable/jobs/default/x/diagnosis"): ("read", "ranktable"),
     ("GET", "/ranktable/jobs/default/x/runs"): ("read", "ranktable"),
     ("GET", "/ranktable/jobs/default/x/runs/x/logs"): ("read", "ranktable"),
+    ("GET", "/ranktable/observe/settings"): ("read", "ranktable"),
+    ("PUT", "/ranktable/observe/settings"): ("write", "ranktable"),
     ("GET", "/ranktable/profiles"): ("read", "ranktable"),
     ("POST", "/ranktable/profiles"): ("write", "ranktable"),
     ("PATCH", "/ranktable/profiles/x"): ("write", "ranktable"),
@@ -109,7 +111,7 @@ def test_the_expected_table_covers_every_documented_operation() -> None:
 async def test_every_operation_asks_the_authorizer_and_obeys_a_refusal(
     jp_fetch: Any, method: str, path: str
 ) -> None:
-    body = "{}" if method in ("POST", "PATCH") else None
+    body = "{}" if method in ("POST", "PATCH", "PUT") else None
     response = await jp_fetch(*path.strip("/").split("/"), method=method, body=body, raise_error=False)
     assert response.code == 403, response.body
     reply = json.loads(response.body)

@@ -111,3 +111,88 @@ async def test_bad_requests_are_4xx_naming_the_field(
     response = await jp_fetch(*job_path(*path), params=params, raise_error=False)
     assert 400 <= response.code < 500, response.body
     assert field in response.body.decode()
+
+
+CUSTOM = 'for i in 1 2 3 4; do echo "it=$i objective=3.$i"; sleep 0.1; done; sleep 60'
+USER_PATTERN = r"it=(?P<step>\d+) objective=(?P<loss>[0-9.]+)"
+
+
+async def test_jupyterlab_settings_add_a_metric_regex_and_override_the_server(jp_fetch: Any) -> None:
+    """The Settings Editor's "observability" part, sent by the frontend: checked in full (a bad value
+    changes nothing), laid over c.Ranktable.observability, and applied to a run already being read."""
+    state_path = "/ranktable/observe/settings"
+    before = await call(jp_fetch, "ranktable", "observe", "settings")
+    Draft202012Validator(response_schema(state_path, "get", 200)).validate(before)
+    assert before["settings"]["straggler_factor"] == 1.5 and before["user"] == {}  # the server config's
+
+    spec = {
+        "name": "obs",
+        "image": "i",
+        "nodes": 1,
+        "npus_per_node": 8,
+        "command": ["/bin/bash", "-c", CUSTOM],
+    }
+    job = await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec}, expect=201)
+
+    async def four_lines() -> Any:
+        await call(jp_fetch, *job_path("metrics"))  # follows (and archives) the run
+        response = await jp_fetch(*job_path("runs", job["uid"], "logs"), raise_error=False)
+        return (response.code == 200 and len(json.loads(response.body)["lines"]) >= 4) or None
+
+    await until(four_lines, 60)
+    plain = await call(jp_fetch, *job_path("metrics"))
+    assert all(not s.get("loss") for s in plain["ranks"].values())  # no built-in format reads these lines
+
+    for bad, field in (
+        ({"patterns": ["(?P<bogus>x)"]}, "settings.patterns[0]"),
+        ({"straggler_factor": 0.5}, "settings.straggler_factor"),
+        ({"colour": "red"}, "settings"),
+        ([1], "settings"),
+    ):
+        refused = await call(
+            jp_fetch, "ranktable", "observe", "settings", method="PUT", body={"settings": bad}, expect=400
+        )
+        assert field in json.dumps(refused)
+    assert await call(jp_fetch, "ranktable", "observe", "settings") == before  # nothing changed
+
+    user = {"patterns": [USER_PATTERN], "straggler_factor": 2.0}
+    applied = await call(jp_fetch, "ranktable", "observe", "settings", method="PUT", body={"settings": user})
+    Draft202012Validator(response_schema(state_path, "put", 200)).validate(applied)
+    assert applied["settings"]["straggler_factor"] == 2.0 and applied["settings"]["patterns"] == [
+        USER_PATTERN
+    ]
+    assert applied["user"] == user
+
+    async def parsed() -> Any:
+        metrics = await call(jp_fetch, *job_path("metrics"))
+        series = [s for s in metrics["ranks"].values() if s.get("loss")]
+        return series if series and len(series[0]["step"]) == 4 else None
+
+    series = await until(parsed, 60)
+    assert series[0]["step"] == [1, 2, 3, 4] and series[0]["loss"] == [3.1, 3.2, 3.3, 3.4]
+    await call(jp_fetch, "ranktable", "jobs", "default", "obs", method="DELETE")
+
+
+def test_settings_editor_schema_follows_the_server_limits() -> None:
+    """schema/plugin.json's "observability" offers only settings the server knows, with its limits, and
+    the OpenAPI document's ObserveSettings says the same."""
+    from dataclasses import fields
+
+    import yaml
+
+    from ranktable.observe.parsers import MAX_PATTERN_CHARS, MAX_USER_PATTERNS
+    from ranktable.observe.settings import _LIMITS, ObserveSettings
+
+    root = Path(__file__).resolve().parents[2]
+    editor = json.loads((root / "schema" / "plugin.json").read_text())["properties"]["observability"]
+    api = yaml.safe_load((root / "ranktable" / "server_ext" / "openapi.yaml").read_text())
+    documented = api["components"]["schemas"]["ObserveSettings"]["properties"]
+    known = {f.name for f in fields(ObserveSettings)}
+    assert set(documented) == known and set(editor["properties"]) <= known
+    for key, (low, high) in _LIMITS.items():
+        for schema in (documented[key], editor["properties"].get(key)):
+            if schema is not None:
+                assert (schema["minimum"], schema["maximum"]) == (low, high), key
+    for schema in (documented["patterns"], editor["properties"]["patterns"]):
+        assert schema["maxItems"] == MAX_USER_PATTERNS and schema["items"]["maxLength"] == MAX_PATTERN_CHARS
+    assert all("default" not in p for p in editor["properties"].values())  # unset: the server's value
