@@ -413,9 +413,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
         const accordion = panel.content as AccordionPanel;
         if (index >= 0 && typeof accordion.expand === 'function') {
           accordion.expand(index);
-          // most of the sidebar's height for Sync; the other open sections keep a share
-          accordion.setRelativeSizes(
-            panel.widgets.map((_, i) => (i === index ? 3 : 1))
+          // sections are as tall as their content and the panel scrolls: bring Sync's title to the top
+          const title = accordion.titles[index];
+          requestAnimationFrame(() =>
+            title?.scrollIntoView?.({ block: 'start' })
           );
         }
       }

@@ -1,6 +1,5 @@
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
-import { AccordionPanel } from '@lumino/widgets';
 import {
   ReactWidget,
   SidePanel,
@@ -73,8 +72,8 @@ export function createSidebar(options: {
       <ForwardsSection {...props} forwards={forwards} />
     ))
   );
-  // Jobs (its rows and the lost-pool banner) gets the most height, the rarely used Port forwards the least
-  (panel.content as AccordionPanel).setRelativeSizes?.([2.5, 3.5, 2, 1.5, 1]);
+  // each section is as tall as its content and the panel scrolls (style/base.css): nothing is cut at a
+  // section's bottom edge
   panel.disposed.connect(() => {
     forwards.dispose();
     remoteKernels.dispose();
