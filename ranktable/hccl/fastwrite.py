@@ -197,15 +197,20 @@ def _regular_blocks(columns: RankColumns, block: int) -> Iterator[bytes] | None:
         placed.append((width, part))
         width += part.shape[1]
 
+    # the constant text of a row once; every block starts as copies of it, then takes its values
+    template = np.zeros(width, dtype=np.uint8)
+    for start, what in placed:
+        if isinstance(what, bytes):
+            template[start : start + len(what)] = np.frombuffer(what, dtype=np.uint8)
+    value_parts = [(start, what) for start, what in placed if isinstance(what, np.ndarray)]
+
     def blocks() -> Iterator[bytes]:
         for first in range(0, servers, block):
             last = min(first + block, servers)
             rows = np.empty((last - first, width), dtype=np.uint8)
-            for start, what in placed:
-                if isinstance(what, bytes):
-                    rows[:, start : start + len(what)] = np.frombuffer(what, dtype=np.uint8)
-                else:
-                    rows[:, start : start + what.shape[1]] = what[first:last]
+            rows[:] = template
+            for start, part in value_parts:
+                rows[:, start : start + part.shape[1]] = part[first:last]
             text = rows.tobytes().replace(b"\0", b"")
             if first == 0:
                 text = b"[\n" + text
