@@ -248,3 +248,49 @@ async def test_logs_follow_one_run_a_resubmit_ends_the_old_runs_stream(
     finally:
         ws.close()
         await call(jp_fetch, "ranktable", "jobs", "default", "runs", method="DELETE")
+
+
+async def test_the_live_job_list_follows_a_phase_change_within_2_s(
+    jp_fetch: Any, jp_ws_fetch: Any, sim_pool: SimPoolHandle
+) -> None:
+    """#8: the job list follows the cluster within 2 s. The pool's own API is polled for the moment the job's
+    phase changes (Running -> Completed); the jobs channel must report it less than 2 s later."""
+    from kubernetes import client as k8s
+
+    custom = k8s.CustomObjectsApi(sim_pool.api_client())
+
+    def cluster_phase() -> str:
+        job = custom.get_namespaced_custom_object("batch.volcano.sh", "v1alpha1", "default", "jobs", "brief")
+        return str(((job.get("status") or {}).get("state") or {}).get("phase") or "")
+
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        ws.write_message(json.dumps({"op": "subscribe", "id": "jobs", "channel": "jobs"}))
+        assert (await read(ws))["data"]["event"] == "snapshot"
+        body = {"spec": {**spec("brief", 1), "command": ["/bin/bash", "-c", "sleep 4; echo done"]}}
+        await call(jp_fetch, "ranktable", "jobs", method="POST", body=body, expect=201)
+
+        seen: dict[str, float] = {}
+
+        async def watch_cluster() -> None:
+            while "Completed" not in seen:
+                phase = await asyncio.to_thread(cluster_phase)
+                seen.setdefault(phase, time.monotonic())
+                await asyncio.sleep(0.05)
+
+        watcher = asyncio.create_task(watch_cluster())
+        shown: dict[str, float] = {}
+        try:
+            while "Completed" not in shown:
+                msg = await read(ws, 90)
+                row = next((j for j in msg["data"].get("jobs", []) if j["name"] == "brief"), None)
+                if msg["id"] == "jobs" and row is not None:
+                    shown.setdefault(row["phase"], time.monotonic())
+            await asyncio.wait_for(watcher, 5)
+        finally:
+            watcher.cancel()
+        assert "Running" in shown  # the change seen was Running -> Completed, not only the end state
+        lag = shown["Completed"] - seen["Completed"]
+        assert lag < 2.0, f"the job list showed Completed {lag:.2f} s after the cluster did"
+    finally:
+        ws.close()
