@@ -466,9 +466,11 @@ class ClusterClient:
         rank: int | None = None,
         queue_size: int = 64,
         previous: bool = False,
+        job: dict[str, Any] | None = None,
     ) -> LogStream:
-        """Every pod's log, one stream per pod, lines tagged with pod, node rank and timestamp."""
-        job = self.get_job(name)
+        """Every pod's log, one stream per pod, lines tagged with pod, node rank and timestamp. ``job``: the
+        Volcano job as just read (saves reading it again)."""
+        job = job or self.get_job(name)
         task = job["spec"]["tasks"][0]
         pods = [(f"{name}-{task['name']}-{i}", i) for i in range(int(task.get("replicas") or 1))]
         planned = self.planned_node_ranks(name, job)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ranktable.errors import InputError
+from ranktable.errors import InputError, NotFoundError
 from ranktable.server_ext.hub import StopEvent
 from ranktable.server_ext.layout_service import message_bytes
 from ranktable.usecases.jobs import ClusterSettings, Jobs
@@ -109,9 +110,15 @@ class JobsService:
         if uid is not None and not isinstance(uid, str):
             raise InputError("must be the run's uid (a string)", where="uid")
         client = await self.services.run_blocking(self.usecases.client, str(namespace))
-        if uid and not await self.services.run_blocking(_is_run, client, name, uid):
+        try:  # one read of the job for the run check and the pods
+            job = await self.services.run_blocking(client.get_job, name)
+        except NotFoundError:
+            if uid:
+                return  # that run was stopped
+            raise
+        if uid and str((job.get("metadata") or {}).get("uid") or "") != uid:
             return  # that run ended: its pods (same names) now belong to another run
-        stream = await self.services.run_blocking(client.logs, name, follow)
+        stream = await self.services.run_blocking(partial(client.logs, name, follow, job=job))
 
         def close_stream() -> None:  # joins the per-pod readers: off the event loop
             threading.Thread(target=stream.close, name="ranktable-log-close", daemon=True).start()
