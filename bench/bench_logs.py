@@ -58,7 +58,7 @@ def main() -> int:
 
     state = Path(tempfile.mkdtemp(prefix="bench-logs-"))
     leaves = max(1, args.pods // 8)
-    running = start_background(state, ["--nodes", str(args.pods), "--leaves", str(leaves)])
+    running = start_background(state, ["--nodes", str(args.pods), "--leaves", str(leaves), "--tenants", "0"])
     try:
         client = ClusterClient(str(running.kubeconfig), running.context, "default", timeout=(5, 60))
         spec = JobSpec(
