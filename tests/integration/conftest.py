@@ -4,7 +4,22 @@ Each area keeps its fixtures in tests/integration/fixtures/<area>.py. They are i
 the top-level `pytest_plugins`, so the core tests run without paramiko, kubernetes or Jupyter installed.
 """
 
+import signal
+from collections.abc import Iterator
+
+import pytest
 from pytest_jupyter.jupyter_server import *  # noqa: F403
 
 from tests.integration.fixtures.simpool import *  # noqa: F403
 from tests.integration.fixtures.sshd import *  # noqa: F403
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt during the test even when the runner was started with SIGINT
+    ignored (a background job of a non-interactive shell), as a terminal user's Ctrl-C does."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

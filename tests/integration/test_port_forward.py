@@ -117,7 +117,7 @@ def test_forward_errors_are_clear(sshd_profile: SshdProfile, web_app: int) -> No
 
 
 def test_cli_forward_runs_until_interrupted(
-    sshd_profile: SshdProfile, web_app: int, capsys: pytest.CaptureFixture[str]
+    sshd_profile: SshdProfile, web_app: int, capsys: pytest.CaptureFixture[str], ctrl_c: None
 ) -> None:
     local = _free_port()
     seen: list[str] = []

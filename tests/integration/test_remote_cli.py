@@ -165,7 +165,11 @@ def test_sync_delete_stops_on_bulk_deletion_until_forced(
 
 
 def test_sync_watch_uploads_changes_until_interrupted(
-    sshd: SshServer, ranktable_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sshd: SshServer,
+    ranktable_home: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    ctrl_c: None,
 ) -> None:
     import os
     import signal
