@@ -27,10 +27,11 @@ _NEXT = ",\n"  # json's item separator with an indent
 
 def _fragments(key: str, values: list[str | None], indent: str) -> list[str] | repeat[str]:
     """Per row `,<newline><indent>"key": "value"`, or "" where the value is None (field left out)."""
-    if values.count(None) == len(values):
+    missing = values.count(None)
+    if missing == len(values):
         return repeat("")
     head = f",\n{indent}{_encode(key)}: "
-    if None not in values:
+    if not missing:
         return list(map(head.__add__, map(_encode, values)))  # type: ignore[arg-type]
     return ["" if value is None else head + _encode(value) for value in values]
 
@@ -96,9 +97,10 @@ _Piece = str | tuple[str, _Values]
 def _field(key: str, values: list[str | None], indent: str, level: str) -> list[_Piece]:
     """An optional field's pieces: none when no row has it; the key as constant text when every row
     has it (the quotes too when the values are plain); else a fragment per row ("" where absent)."""
-    if values.count(None) == len(values):
+    missing = values.count(None)
+    if missing == len(values):
         return []
-    if None in values:
+    if missing:
         return [(level, list(_fragments(key, values, indent)))]
     present = cast(list[str], values)  # no None left (see above)
     head = f",\n{indent}{_encode(key)}: "

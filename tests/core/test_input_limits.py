@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import os
 import time
 import zlib
 from pathlib import Path
@@ -13,7 +15,15 @@ import pytest
 from ranktable.errors import InputError, RanktableError
 from ranktable.hccl.io import load_rank_table, parse_rank_table
 from ranktable.hccl.validate import check_file
-from ranktable.limits import MAX_NESTING, brief, check_expanded, gunzip, load_yaml_all, read_bytes
+from ranktable.limits import (
+    MAX_NESTING,
+    brief,
+    check_expanded,
+    gunzip,
+    load_yaml_all,
+    read_bytes,
+    read_stream,
+)
 from ranktable.topology import load_topology
 from ranktable.topology.synthetic import synthetic_topology
 from ranktable.topology.tor_file import decode_tor_file, encode_tor_file
@@ -101,6 +111,23 @@ def test_read_bytes_names_the_limit_and_the_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"big.json: is larger than the 1,000 bytes limit for a job spec"):
         read_bytes(big, limit=1000, what="job spec")
     assert read_bytes(big, limit=1200, what="job spec") == b"{}" * 600
+
+
+def test_read_stream_sizes_a_file_and_still_refuses_pipes_and_streams_over_the_limit(tmp_path: Path) -> None:
+    exact = tmp_path / "exact.json"
+    exact.write_bytes(b"x" * 1000)
+    assert read_bytes(exact, limit=1000) == b"x" * 1000
+    assert read_bytes(tmp_path / "exact.json", limit=5000) == b"x" * 1000
+    (tmp_path / "empty.json").write_bytes(b"")
+    assert read_bytes(tmp_path / "empty.json", limit=10) == b""
+    with pytest.raises(InputError, match="1,000 bytes limit"):
+        read_stream(io.BytesIO(b"y" * 1001), "stdin", limit=1000)
+    assert read_stream(io.BytesIO(b"y" * 1000), "stdin", limit=1000) == b"y" * 1000
+    read_end, write_end = os.pipe()
+    with os.fdopen(write_end, "wb") as writer:
+        writer.write(b"z" * 3000)
+    with os.fdopen(read_end, "rb") as pipe, pytest.raises(InputError, match="2,000 bytes limit"):
+        read_stream(pipe, "a pipe", limit=2000)
 
 
 def test_deep_json_and_huge_integers_in_a_rank_table_name_the_limit() -> None:
