@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 
 from ranktable._version import __version__
 from ranktable.errors import RanktableError
-from ranktable.hccl.bulk import gc_paused
 
 # Modules that contribute sub-commands, in help order. Each defines `register(subparsers)`.
 COMMAND_MODULES = (
@@ -84,7 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if words and words[0] in GC_PAUSED_COMMANDS:
         # the whole command without the cyclic collector: the 65,536-rank table, topology and plan are
         # freed by reference counting when the handler returns, before the collector is back (else its
-        # first pass walks all of them, ~15-25 ms); these commands are short and make few cycles
+        # first pass walks all of them, ~15-25 ms); these commands are short and make few cycles.
+        # Imported here: ranktable.hccl loads numpy (0.2-0.3 s), which a sync through the agent never needs.
+        from ranktable.hccl.bulk import gc_paused
+
         with gc_paused():
             return _run(handler, args)
     return _run(handler, args)

@@ -431,3 +431,22 @@ def test_wait_names_a_json_file_that_is_not_a_rank_table(
     path.write_text("[1, 2]")
     code, _, err = run(capsys, "wait", str(path), "--timeout", "0.2")
     assert code == core.EXIT_TIMEOUT and "not a rank table" in err
+
+
+def test_a_sync_command_line_loads_neither_numpy_nor_the_rank_table_core() -> None:
+    """`ranktable sync` runs on every save through the agent: importing numpy (via ranktable.hccl) cost
+    0.2-0.3 s per run, more than the sync itself."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ranktable.cli import main\n"
+        "try:\n"
+        "    main(['sync', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in ('numpy', 'ranktable.hccl', 'paramiko') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
