@@ -5,13 +5,13 @@ import {
 } from '@jupyterlab/application';
 import {
   ICommandPalette,
-  InputDialog,
   MainAreaWidget,
   Notification,
   WidgetTracker
 } from '@jupyterlab/apputils';
 import { DocumentWidget } from '@jupyterlab/docregistry';
-import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import { IDocumentManager } from '@jupyterlab/docmanager';
+import { FileDialog, IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStateDB } from '@jupyterlab/statedb';
@@ -25,7 +25,9 @@ import { ranktableIcon } from './icon';
 import { IObserveSettings, putObserveSettings } from './observe';
 import { registerInsights } from './insights';
 import { IKeyValueStore, RanktableModel } from './model';
-import { IRunRef, JobsModel, jobKey } from './models/jobs';
+import { IRunRef, JobsModel } from './models/jobs';
+import { RunPickerModel } from './models/runpicker';
+import { pickRun } from './runpicker';
 import { SyncStatusModel, uploadTargets } from './models/sync';
 import { createSyncStatusItem } from './components/syncstatus';
 import { JobViewContent, createJobView, jobViewId } from './jobview';
@@ -47,6 +49,7 @@ export namespace CommandIDs {
   export const open = 'ranktable:open';
   export const refreshJobs = 'ranktable:refresh-jobs';
   export const openJob = 'ranktable:open-job';
+  export const openLayout = 'ranktable:open-layout';
   export const newSpec = 'ranktable:new-spec';
   export const stopJob = 'ranktable:stop-job';
   export const resubmitJob = 'ranktable:resubmit-job';
@@ -107,7 +110,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     ITranslator,
     ILauncher,
     IDefaultFileBrowser,
-    IStatusBar
+    IStatusBar,
+    IDocumentManager
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -118,7 +122,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     translator: ITranslator | null,
     launcher: ILauncher | null,
     browser: IDefaultFileBrowser | null,
-    statusBar: IStatusBar | null
+    statusBar: IStatusBar | null,
+    docManager: IDocumentManager | null
   ) => {
     const trans = (translator ?? nullTranslator).load('jupyter-ranktable');
     const stream = new StreamClient();
@@ -171,28 +176,30 @@ const plugin: JupyterFrontEndPlugin<void> = {
     };
     app.commands.addCommand(CommandIDs.openJob, {
       label: args =>
-        args.name
-          ? trans.__('Open Job view of %1', String(args.name))
-          : trans.__('Open Job view'),
+        args.isLauncher
+          ? trans.__('Job view')
+          : args.fromRow
+            ? trans.__('Open Job view')
+            : args.name
+              ? trans.__('Open Job view of %1', String(args.name))
+              : trans.__('Open Job view…'),
+      caption: trans.__(
+        'Pick a job or an earlier run on the pool and open its Job view'
+      ),
       icon: ranktableIcon,
       execute: async args => {
-        let run: IRunRef | null = rowRun(app) ?? {
+        // the row under the context menu only when run from that menu (the palette opens the picker)
+        let run: IRunRef | null = (args.fromRow ? rowRun(app) : null) ?? {
           namespace: String(args.namespace ?? 'default'),
           name: String(args.name ?? ''),
           uid: String(args.uid ?? '')
         };
         if (!run.name) {
-          // from the palette: pick one of the current runs
-          const keys = jobs.jobs.filter(j => j.uid).map(j => jobKey(j));
-          const picked = await InputDialog.getItem({
-            title: trans.__('Open the Job view of'),
-            items: keys.length ? keys : [trans.__('(no jobs)')]
-          });
-          const [namespace, name] = (picked.value ?? '').split('/', 2);
-          run =
-            picked.button.accept && name
-              ? { namespace, name, uid: jobs.find(namespace, name)?.uid ?? '' }
-              : null;
+          // from the launcher or the palette: pick a job (or an earlier run of one) on the pool
+          run = await pickRun(
+            new RunPickerModel(() => jobs.seen.values()),
+            trans
+          );
         }
         if (run?.name && run.uid) {
           openRun(run);
@@ -219,6 +226,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
     app.contextMenu.addItem({
       command: CommandIDs.openJob,
+      args: { fromRow: true },
       selector: '.jp-Ranktable-jobRow',
       rank: 1
     });
@@ -285,6 +293,46 @@ const plugin: JupyterFrontEndPlugin<void> = {
       void layouts.add(widget);
     });
 
+    app.commands.addCommand(CommandIDs.openLayout, {
+      label: args =>
+        args.isLauncher
+          ? trans.__('Rank layout')
+          : trans.__('Open a rank table in the Rank layout viewer…'),
+      caption: trans.__(
+        'Pick a rank-table JSON file and show its layout on the cluster’s topology or a file’s'
+      ),
+      icon: ranktableIcon,
+      isEnabled: () => !!docManager,
+      execute: async args => {
+        if (!docManager) {
+          return;
+        }
+        const picked = await FileDialog.getOpenFiles({
+          manager: docManager,
+          title: trans.__('Open a rank table in the Rank layout viewer'),
+          label: trans.__(
+            'A rank-table JSON file (hccl.json, ranktable.json…)'
+          ),
+          defaultPath: String(args.cwd ?? browser?.model.path ?? ''),
+          filter: item =>
+            item.type === 'directory' || item.name.endsWith('.json')
+              ? {}
+              : null,
+          translator: translator ?? nullTranslator
+        });
+        const file = (picked.value ?? []).find(
+          item => item.type !== 'directory' && item.name.endsWith('.json')
+        );
+        if (!picked.button.accept || !file) {
+          return;
+        }
+        return app.commands.execute('docmanager:open', {
+          path: file.path,
+          factory: LAYOUT_FACTORY
+        });
+      }
+    });
+
     app.commands.addCommand(CommandIDs.newSpec, {
       label: args =>
         args.isLauncher
@@ -314,7 +362,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     if (launcher) {
-      launcher.add({ command: CommandIDs.newSpec, category: 'Other', rank: 1 });
+      const category = trans.__('Ranktable');
+      const args = { isLauncher: true };
+      launcher.add({ command: CommandIDs.newSpec, category, rank: 1, args });
+      launcher.add({ command: CommandIDs.openJob, category, rank: 2, args });
+      launcher.add({ command: CommandIDs.openLayout, category, rank: 3, args });
     }
     app.contextMenu.addItem({
       command: CommandIDs.newSpec,
@@ -454,6 +506,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       for (const command of [
         CommandIDs.open,
         CommandIDs.openJob,
+        CommandIDs.openLayout,
         CommandIDs.refreshJobs,
         CommandIDs.newSpec,
         CommandIDs.openSync

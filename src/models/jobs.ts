@@ -84,6 +84,11 @@ export class JobsModel extends Model {
   banner: IBanner | null = null;
   /** Phases seen per run (uid), with when: the Job view's timeline. */
   readonly history = new Map<string, { phase: string; at: number }[]>();
+  /** Every run seen this session by uid, with its last phase (earlier runs stay openable). */
+  readonly seen = new Map<
+    string,
+    IRunRef & { phase: string; created: string | null }
+  >();
   private _phaseChanged = new Signal<this, { job: IJobRow; previous: string }>(
     this
   );
@@ -192,6 +197,13 @@ export class JobsModel extends Model {
     const now = Date.now();
     for (const job of rows) {
       if (job.uid) {
+        this.seen.set(job.uid, {
+          namespace: job.namespace,
+          name: job.name,
+          uid: job.uid,
+          phase: job.phase,
+          created: job.created ?? null
+        });
         const seen = this.history.get(job.uid) ?? [];
         if (!seen.length || seen[seen.length - 1].phase !== job.phase) {
           seen.push({ phase: job.phase, at: now });

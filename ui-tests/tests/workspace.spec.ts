@@ -327,8 +327,8 @@ test('the palette opens a Job view: pick one of the current runs', async ({
   await page.evaluate(() => {
     void window.jupyterapp.commands.execute('ranktable:open-job');
   });
-  const dialog = page.locator('.jp-Dialog');
-  await dialog.locator('select').selectOption('default/palette-job');
+  const dialog = page.locator('.jp-Ranktable-runPickerDialog');
+  await dialog.locator('.jp-Ranktable-pickRow[data-job="palette-job"]').click();
   await dialog.locator('.jp-Dialog-button.jp-mod-accept').click();
   await expect(page.locator(`#ranktable-job-${run.uid}`)).toBeVisible();
   await stop(request, 'palette-job');

@@ -1,0 +1,266 @@
+/**
+ * Every main-area document opens from the launcher (category Ranktable) at 1440x900: the Job view
+ * through a dialog listing the pool's runs (earlier runs of a same-name job included, and a clear
+ * empty state), the Rank layout viewer through a file dialog over the Jupyter contents; and the Job
+ * view from a job row's context menu in the sidebar.
+ */
+import { expect, test } from '@jupyterlab/galata';
+import type { IJupyterLabPageFixture } from '@jupyterlab/galata';
+import type { APIRequestContext, Locator } from '@playwright/test';
+import * as fs from 'fs';
+import * as path from 'path';
+
+import { LOOP, WORKSPACE_PAGE, openSidebar, submit } from './fixtures';
+
+test.use({ autoGoto: true, ...WORKSPACE_PAGE });
+test.describe.configure({ mode: 'serial' });
+
+/** A Ranktable card of a freshly opened launcher. */
+async function launcherCard(
+  page: IJupyterLabPageFixture,
+  label: string
+): Promise<Locator> {
+  await page.evaluate(async () => {
+    await window.jupyterapp.commands.execute('launcher:create');
+  });
+  const section = page.locator('.jp-Launcher-section:visible').filter({
+    has: page.locator('.jp-Launcher-sectionTitle', { hasText: 'Ranktable' })
+  });
+  const card = section.locator('.jp-LauncherCard', {
+    has: page.locator('.jp-LauncherCard-label', { hasText: label })
+  });
+  await expect(card).toBeVisible();
+  return card;
+}
+
+async function stopAndWait(
+  request: APIRequestContext,
+  name: string
+): Promise<void> {
+  await request.delete(`/ranktable/jobs/default/${name}`);
+  await expect
+    .poll(
+      async () =>
+        (await request.get(`/ranktable/jobs/default/${name}`)).status(),
+      { timeout: 60000 }
+    )
+    .toBe(404);
+}
+
+/** The launcher's dialog shows its empty state only when the pool has no job: stop them all first. */
+async function stopAll(request: APIRequestContext): Promise<void> {
+  const listed = await (await request.get('/ranktable/jobs')).json();
+  for (const job of listed.jobs as { name: string }[]) {
+    await stopAndWait(request, job.name);
+  }
+  expect((await (await request.get('/ranktable/jobs')).json()).jobs).toEqual(
+    []
+  );
+}
+
+test('launcher → Job view with no jobs: the dialog says so (and says when the pool is unreachable)', async ({
+  page,
+  request
+}) => {
+  await stopAll(request);
+  await (await launcherCard(page, 'Job view')).click();
+  const dialog = page.locator('.jp-Ranktable-runPickerDialog');
+  await expect(dialog.locator('.jp-Dialog-header')).toHaveText(
+    'Open a Job view'
+  );
+  const empty = dialog.locator('.jp-Ranktable-pickEmpty');
+  await expect(empty).toContainText('No jobs on the pool.');
+  await expect(dialog.locator('.jp-Ranktable-pickRow')).toHaveCount(0);
+  await page.screenshot({
+    path: test.info().outputPath('launcher-job-empty.png')
+  });
+
+  // the server answers the job list with an error (as when the cluster is down): the reason is shown
+  const jobsList = (url: URL) => url.pathname.endsWith('/ranktable/jobs');
+  await page.route(jobsList, route =>
+    route.fulfill({
+      status: 503,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        message: 'cluster unreachable: connection refused',
+        reason: 'unreachable',
+        field: null
+      })
+    })
+  );
+  await empty.getByRole('button', { name: 'Reload' }).click();
+  await expect(empty).toContainText('The pool is unreachable.');
+  await expect(empty).toContainText('connection refused');
+  await page.unroute(jobsList);
+  await empty.getByRole('button', { name: 'Reload' }).click();
+  await expect(empty).toContainText('No jobs on the pool.');
+  await dialog.locator('.jp-Dialog-button.jp-mod-reject').click();
+  await expect(dialog).toHaveCount(0);
+});
+
+test('launcher → Job view: pick a job, or an earlier run of the same name, and its Job view opens', async ({
+  page,
+  request
+}) => {
+  test.setTimeout(300 * 1000);
+  const first = await submit(request, 'pick-job', LOOP('pick-first'), 1);
+  const panel = await openSidebar(page);
+  await expect(
+    panel.locator(`.jp-Ranktable-jobRow[data-uid="${first.uid}"]`)
+  ).toBeVisible({ timeout: 60000 });
+  // a same-name resubmit: a new run; the first one stays selectable in the dialog
+  const resubmitted = await request.post(
+    '/ranktable/jobs/default/pick-job/resubmit',
+    { data: {} }
+  );
+  expect(resubmitted.status(), await resubmitted.text()).toBeLessThan(300);
+  const second = (await resubmitted.json()) as { uid: string };
+  expect(second.uid).not.toBe(first.uid);
+  await expect(
+    panel.locator(`.jp-Ranktable-jobRow[data-uid="${second.uid}"]`)
+  ).toBeVisible({ timeout: 60000 });
+
+  await (await launcherCard(page, 'Job view')).click();
+  const dialog = page.locator('.jp-Ranktable-runPickerDialog');
+  const row = dialog.locator('.jp-Ranktable-pickRow[data-job="pick-job"]');
+  await expect(row).toBeVisible();
+  await expect(row).toContainText('pick-job');
+  await expect(row).toContainText(/Pending|Running/);
+  await expect(row).toContainText(/\d+ s ago|\d+ min ago/);
+  // the Run menu: the current run first, then the earlier one
+  const runs = row.getByLabel('Run of pick-job');
+  await expect(runs.locator('option')).toHaveCount(2);
+  await expect(runs.locator('option').first()).toHaveText(
+    `${second.uid.slice(0, 8)} · current`
+  );
+  await runs.selectOption(first.uid);
+  await expect(row).toContainText('(earlier)');
+  await page.screenshot({
+    path: test.info().outputPath('launcher-job-dialog.png')
+  });
+  await dialog.locator('.jp-Dialog-button.jp-mod-accept').click();
+  const old = page.locator(`#ranktable-job-${first.uid}`);
+  await expect(old).toBeVisible();
+  await expect(old.locator('.jp-Ranktable-jobHeader')).toContainText(
+    `run ${first.uid.slice(0, 8)}`
+  );
+  await expect(old.locator('.jp-Ranktable-notice')).toContainText(
+    'This run has ended',
+    { timeout: 30000 }
+  );
+
+  // the current run: double-click its row; the Job view shows its own lines
+  await (await launcherCard(page, 'Job view')).click();
+  await dialog
+    .locator(
+      '.jp-Ranktable-pickRow[data-job="pick-job"] .jp-Ranktable-pickName'
+    )
+    .dblclick();
+  await expect(dialog).toHaveCount(0);
+  const current = page.locator(`#ranktable-job-${second.uid}`);
+  await expect(current).toBeVisible();
+  await expect(current.locator('.jp-Ranktable-logLine').first()).toContainText(
+    'pick-first',
+    { timeout: 120000 }
+  );
+  await page.screenshot({
+    path: test.info().outputPath('launcher-job-view.png')
+  });
+
+  // the sidebar row's context menu opens the Job view too
+  await page
+    .locator(`li.lm-TabBar-tab[data-id="ranktable-job-${second.uid}"]`)
+    .locator('.lm-TabBar-tabCloseIcon')
+    .click();
+  await expect(current).toHaveCount(0);
+  await panel
+    .locator(`.jp-Ranktable-jobRow[data-uid="${second.uid}"]`)
+    .click({ button: 'right' });
+  await page.locator('.lm-Menu-item', { hasText: /^Open Job view$/ }).click();
+  await expect(page.locator(`#ranktable-job-${second.uid}`)).toBeVisible();
+  await stopAndWait(request, 'pick-job');
+});
+
+test('launcher → Rank layout: pick a rank-table JSON in the file dialog and the viewer plans it', async ({
+  page,
+  request,
+  tmpPath
+}) => {
+  const topology = fs.readFileSync(
+    path.resolve(
+      __dirname,
+      '..',
+      '..',
+      'tests',
+      'data',
+      'topology',
+      'topology.yaml'
+    ),
+    'utf-8'
+  );
+  const order = [11, 13, 15, 12, 14, 16];
+  const table = {
+    status: 'completed',
+    version: '1.0',
+    server_count: String(order.length),
+    server_list: order.map((n, i) => ({
+      server_id: `192.168.0.${n}`,
+      device: Array.from({ length: 8 }, (_, d) => ({
+        device_id: String(d),
+        device_ip: `10.${i}.0.${d}`,
+        rank_id: String(i * 8 + d)
+      }))
+    }))
+  };
+  // in the launcher's folder (the dialog opens there)
+  const dir = `${tmpPath}/tables`;
+  await request.put(`/api/contents/${dir}`, { data: { type: 'directory' } });
+  for (const [name, content] of [
+    [`${dir}/topology.yaml`, topology],
+    [`${dir}/notes.txt`, 'not a rank table'],
+    [`${dir}/launch_hccl.json`, JSON.stringify(table, null, 2)]
+  ]) {
+    const put = await request.put(`/api/contents/${name}`, {
+      data: { type: 'file', format: 'text', content }
+    });
+    expect(put.status()).toBeLessThan(300);
+  }
+  await (await launcherCard(page, 'Rank layout')).click();
+  const dialog = page.locator('.jp-Dialog');
+  await expect(dialog.locator('.jp-Dialog-header')).toHaveText(
+    'Open a rank table in the Rank layout viewer'
+  );
+  const items = dialog.locator('.jp-DirListing-item');
+  await items.filter({ hasText: 'tables' }).dblclick();
+  await expect(items.filter({ hasText: 'launch_hccl.json' })).toBeVisible();
+  // only JSON files are offered
+  await expect(items.filter({ hasText: 'notes.txt' })).toHaveCount(0);
+  await expect(items.filter({ hasText: 'topology.yaml' })).toHaveCount(0);
+  await items.filter({ hasText: 'launch_hccl.json' }).click();
+  await page.screenshot({
+    path: test.info().outputPath('launcher-layout-dialog.png')
+  });
+  await dialog.locator('.jp-Dialog-button.jp-mod-accept').click();
+
+  const layout = page.locator('.jp-Ranktable-layoutDoc:visible');
+  await expect(layout).toBeVisible();
+  await expect(
+    page.locator('li.lm-TabBar-tab.jp-mod-current', {
+      hasText: 'launch_hccl.json'
+    })
+  ).toBeVisible();
+  await layout.getByRole('textbox').fill(`${dir}/topology.yaml`);
+  await layout.getByRole('button', { name: 'Plan' }).click();
+  await expect(layout.locator('.jp-Ranktable-svg svg')).toBeVisible({
+    timeout: 60000
+  });
+  await expect(layout.locator('.jp-Ranktable-svg [data-server]')).toHaveCount(
+    12
+  );
+  await expect(layout.locator('.jp-Ranktable-figures')).toContainText(
+    'speed-up'
+  );
+  await page.screenshot({
+    path: test.info().outputPath('launcher-layout-view.png')
+  });
+});
