@@ -274,6 +274,23 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
 
     // -- Rank layout viewer: "Open With → Rank layout" on a rank-table JSON ----------------------------
+    // the topology file picker of the viewer (JupyterLab's file dialog over the Jupyter contents)
+    const pickTopology = async (near: string): Promise<string | null> => {
+      if (!docManager) {
+        return null;
+      }
+      const picked = await FileDialog.getOpenFiles({
+        manager: docManager,
+        title: trans.__('Topology file for the Rank layout viewer'),
+        label: trans.__(
+          'A switch topology in any format `ranktable plan` reads (detected from the content)'
+        ),
+        defaultPath: near,
+        translator: translator ?? nullTranslator
+      });
+      const file = (picked.value ?? []).find(i => i.type !== 'directory');
+      return picked.button.accept && file ? file.path : null;
+    };
     const layoutFactory = new LayoutDocFactory(
       {
         name: LAYOUT_FACTORY,
@@ -282,7 +299,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
         fileTypes: ['json'],
         translator: translator ?? nullTranslator
       },
-      trans
+      trans,
+      docManager ? pickTopology : undefined
     );
     app.docRegistry.addWidgetFactory(layoutFactory);
     const layouts = new WidgetTracker<DocumentWidget<ReactWidget>>({

@@ -18,25 +18,29 @@ import { postJSON } from './request';
 
 export const LAYOUT_FACTORY = 'Rank layout';
 
+/** Ask for a topology file in the Jupyter contents (its path, or null when cancelled). */
+export type TopologyPicker = (near: string) => Promise<string | null>;
+
 /** "Open With → Rank layout" on a rank-table JSON: its layout on the cluster's topology or a file's. */
 function LayoutDoc(props: {
   context: DocumentRegistry.CodeContext;
   trans: TranslationBundle;
+  pickTopology?: TopologyPicker;
 }): JSX.Element {
-  const { context, trans } = props;
+  const { context, trans, pickTopology } = props;
   const [topology, setTopology] = React.useState('');
   const [result, setResult] = React.useState<ILayoutResult | null>(null);
   const [error, setError] = React.useState('');
   const [busy, setBusy] = React.useState(false);
-  const plan = async () => {
+  const plan = async (topologyPath = topology) => {
     setBusy(true);
     setError('');
     try {
       const body: Record<string, unknown> = {
         ranktable: context.model.sharedModel.getSource()
       };
-      if (topology.trim()) {
-        body.topology_path = topology.trim();
+      if (topologyPath.trim()) {
+        body.topology_path = topologyPath.trim();
       }
       setResult(await postJSON<ILayoutResult>('plan', body));
     } catch (e) {
@@ -47,8 +51,18 @@ function LayoutDoc(props: {
     }
   };
   React.useEffect(() => {
-    void context.ready.then(plan);
+    void context.ready.then(() => plan());
   }, [context]);
+  const browse = async () => {
+    const dir = context.path.includes('/')
+      ? context.path.slice(0, context.path.lastIndexOf('/'))
+      : '';
+    const picked = await pickTopology?.(dir);
+    if (picked) {
+      setTopology(picked);
+      await plan(picked);
+    }
+  };
   return (
     <div className="jp-Ranktable-layoutDoc">
       <div className="jp-Ranktable-toolbar">
@@ -61,6 +75,16 @@ function LayoutDoc(props: {
             onChange={e => setTopology(e.target.value)}
           />
         </label>
+        {pickTopology && (
+          <button
+            className="jp-mod-styled"
+            disabled={busy}
+            title={trans.__('Pick the topology file in the Jupyter contents')}
+            onClick={() => void browse()}
+          >
+            {trans.__('Browse…')}
+          </button>
+        )}
         <button
           className="jp-mod-styled jp-mod-accept"
           disabled={busy}
@@ -88,7 +112,8 @@ export class LayoutDocFactory extends ABCWidgetFactory<
     options: DocumentRegistry.IWidgetFactoryOptions<
       DocumentWidget<ReactWidget>
     >,
-    private _trans: TranslationBundle
+    private _trans: TranslationBundle,
+    private _pickTopology?: TopologyPicker
   ) {
     super(options);
   }
@@ -97,7 +122,11 @@ export class LayoutDocFactory extends ABCWidgetFactory<
     context: DocumentRegistry.CodeContext
   ): DocumentWidget<ReactWidget> {
     const content = ReactWidget.create(
-      <LayoutDoc context={context} trans={this._trans} />
+      <LayoutDoc
+        context={context}
+        trans={this._trans}
+        pickTopology={this._pickTopology}
+      />
     );
     content.addClass('jp-Ranktable-layoutDocWidget');
     const widget = new DocumentWidget({ content, context });

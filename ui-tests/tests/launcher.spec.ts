@@ -249,8 +249,17 @@ test('launcher → Rank layout: pick a rank-table JSON in the file dialog and th
       hasText: 'launch_hccl.json'
     })
   ).toBeVisible();
-  await layout.getByRole('textbox').fill(`${dir}/topology.yaml`);
-  await layout.getByRole('button', { name: 'Plan' }).click();
+  // the topology from a file picker: the dialog opens in the rank table's folder
+  await layout.getByRole('button', { name: 'Browse…' }).click();
+  const picker = page.locator('.jp-Dialog');
+  await expect(picker.locator('.jp-Dialog-header')).toHaveText(
+    'Topology file for the Rank layout viewer'
+  );
+  await picker
+    .locator('.jp-DirListing-item', { hasText: 'topology.yaml' })
+    .dblclick();
+  await expect(picker).toHaveCount(0);
+  await expect(layout.getByRole('textbox')).toHaveValue(`${dir}/topology.yaml`);
   await expect(layout.locator('.jp-Ranktable-svg svg')).toBeVisible({
     timeout: 60000
   });
