@@ -190,11 +190,17 @@ def watch(
     on_resume: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
     on_response: Callable[[Any], None] | None = None,
+    whole_lists: bool = False,
+    strict: bool = False,
     **selectors: Any,
 ) -> Iterator[WatchEvent]:
     """List, then watch from that resourceVersion; relist after 410 Gone, resume after a dropped stream.
 
     Yields SYNC for every object of each (re)list, so a consumer that compares states sees nothing lost.
+    ``whole_lists``: one LIST event per (re)list instead (``obj`` is the listing), so a consumer keeping a
+    store replaces it and forgets objects deleted while it was not watching. ``strict``: an unreachable API
+    server raises `UnreachableError` (the caller reports it and retries) instead of being retried here
+    silently, and a dropped stream relists (so a server that went away is noticed by that list).
     Ends at ``deadline`` (time.monotonic()) when given, or once ``stop`` is set. A watch blocks in a
     socket read until the server sends something, so ``on_response`` receives each streaming response:
     whoever sets ``stop`` calls `interrupt(response)` to end that read at once (and free the connection).
@@ -207,14 +213,19 @@ def watch(
             try:
                 listing = kube.call(list_fn, *args, what=what, **selectors)
             except UnreachableError:
+                if strict:
+                    raise
                 if on_resume:
                     on_resume("API server unreachable; retrying")
                 halt.wait(backoff)
                 backoff = min(backoff * 2, 5.0)
                 continue
             rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
-            for item in listing.get("items") or []:
-                yield WatchEvent("SYNC", item)
+            if whole_lists:
+                yield WatchEvent("LIST", listing)
+            else:
+                for item in listing.get("items") or []:
+                    yield WatchEvent("SYNC", item)
         remaining = (
             WATCH_SECONDS
             if deadline is None
@@ -267,6 +278,8 @@ def watch(
                 return
             if on_resume:
                 on_resume(f"watch connection dropped ({type(exc).__name__}); resuming")
+            if strict:
+                rv = None  # relist: it raises if the API server is gone, and resyncs if it restarted
             halt.wait(backoff)
             backoff = min(backoff * 2, 5.0)
 

@@ -59,9 +59,10 @@ class Ranktable(Configurable):
         2000, config=True, help="Events kept per background operation for late subscribers."
     )
     jobs_poll_seconds = Float(
-        1.0,
+        0.15,
         config=True,
-        help="Seconds between re-reads of jobs, pods and rank tables for the live job list.",
+        help="The live job list follows watches on jobs, pods and rank-table ConfigMaps; changes arriving "
+        "within this many seconds are sent as one snapshot.",
     )
     workers = Integer(16, config=True, help="Threads for blocking cluster/SSH work.")
     keep_remote_kernels = Bool(

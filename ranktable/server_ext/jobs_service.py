@@ -21,6 +21,8 @@ class JobsService:
         self.services = services
         config = services.config
         self.config = config
+        self._tables: dict[str, Any] = {}  # namespace -> the live JobTable its `jobs` subscribers share
+        self._tables_lock = threading.Lock()
         self.usecases = Jobs(
             ClusterSettings(
                 kubeconfig=config.kubeconfig or None,
@@ -145,28 +147,50 @@ class JobsService:
             yield {"lines": batch}
 
     async def jobs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
-        """The job table, re-read every `jobs_poll_seconds`: a snapshot whenever any row changed.
+        """The job table, followed by watches on jobs, pods and rank-table ConfigMaps (`JobTable`, one per
+        namespace shared by every subscriber): a snapshot whenever a row changed, `jobs_poll_seconds` after
+        the change reached the API server.
 
-        A row joins three resources (the Volcano job, its pods, its rank-table ConfigMap); a watch on
-        jobs alone missed pod health and rank-table changes, so the table is re-listed instead.
+        Each watch resumes from its resourceVersion and relists only after 410 Gone or a reconnect, so a
+        1,024-pod job is listed once, not every second; an unreachable API server ends the subscription
+        with the reason (the client shows it and subscribes again).
         """
         namespace = str(msg.get("namespace") or self.config.namespace)
-        await self.services.run_blocking(self.usecases.client, namespace)  # bad namespace: error now
-        interval = float(self.config.jobs_poll_seconds)
+        client = await self.services.run_blocking(self.usecases.client, namespace)  # bad namespace: now
 
         def snapshots(stop: StopEvent) -> Iterator[dict[str, Any]]:
-            last: list[dict[str, Any]] | None = None
-            while not stop.is_set():
-                rows = self.usecases.job_rows(namespace)
-                comparable = [{k: v for k, v in r.items() if k != "age_seconds"} for r in rows]
-                if comparable != last:
-                    last = comparable
+            table = self._join_table(client, namespace)
+            try:
+                for rows in table.follow(stop):
                     yield {"event": "snapshot", "jobs": rows}
-                stop.wait(interval)
+            finally:
+                self._leave_table(namespace, table)
 
         async for batch in self.services.hub.iterate(snapshots):
             for item in batch:
                 yield item
+
+    def _join_table(self, client: Any, namespace: str) -> Any:
+        """The namespace's shared `JobTable` (started on first use; a failed one is replaced)."""
+        from ranktable.cluster.jobtable import JobTable
+
+        with self._tables_lock:
+            table = self._tables.get(namespace)
+            if table is None or table.error is not None or table.stop.is_set():
+                table = JobTable(client, settle=float(self.config.jobs_poll_seconds))
+                table.start()
+                self._tables[namespace] = table
+            table.users += 1
+            return table
+
+    def _leave_table(self, namespace: str, table: Any) -> None:
+        with self._tables_lock:
+            table.users -= 1
+            if table.users > 0:
+                return
+            if self._tables.get(namespace) is table:
+                del self._tables[namespace]
+        table.close()
 
 
 RUN_CHECK_SECONDS = 1.0

@@ -294,3 +294,142 @@ async def test_the_live_job_list_follows_a_phase_change_within_2_s(
         assert lag < 2.0, f"the job list showed Completed {lag:.2f} s after the cluster did"
     finally:
         ws.close()
+
+
+def _kube_time(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+async def test_the_live_job_list_follows_rank_table_pod_health_and_ages_within_2_s(
+    jp_fetch: Any, jp_ws_fetch: Any, sim_pool: SimPoolHandle
+) -> None:
+    """#8: rank-table state, pod health and ages follow the cluster within 2 s.
+
+    The pool's own API is polled (every 50 ms, its own client) for the moment each change is there: the
+    rank-table ConfigMap going initializing -> completed, pod 0 crash-looping (exit 3, restarted), pod 1
+    OOMKilled (its status written through the API). The jobs channel must show each less than 2 s later.
+    Ages must be now - creationTimestamp in every snapshot and in the listing, and advance between them.
+    """
+    from kubernetes import client as k8s
+
+    core = k8s.CoreV1Api(sim_pool.api_client())
+    script = 'if [ "$VC_TASK_INDEX" = 0 ]; then echo crash; sleep 3; exit 3; fi; echo up; sleep 120'
+    body = {"spec": {**spec("sick", 2), "command": ["/bin/bash", "-c", script]}}
+
+    def cluster_changes() -> set[str]:
+        found = set()
+        cm = core.read_namespaced_config_map("configmap1980-sick", "default")
+        status = json.loads((cm.data or {}).get("jobstart_hccl.json") or "{}").get("status")
+        found.add(f"table:{status}")
+        for pod in core.list_namespaced_pod("default", label_selector="volcano.sh/job-name=sick").items:
+            for st in pod.status.container_statuses or []:
+                state, last_state = st.state, st.last_state
+                waiting = state.waiting if state else None
+                last = last_state.terminated if last_state else None
+                crashing = waiting is not None and waiting.reason == "CrashLoopBackOff"
+                if crashing and st.restart_count >= 1 and last is not None and last.exit_code == 3:
+                    found.add("crashloop")
+                if state and state.terminated and state.terminated.reason == "OOMKilled":
+                    found.add("oomkilled")
+        return found
+
+    def shown_changes(row: dict[str, Any]) -> set[str]:
+        found = {f"table:{row['rank_table']}"}
+        health = row["health"]
+        if "CrashLoopBackOff" in health["reasons"] and health["restarts"] >= 1 and health["exit_code"] == 3:
+            found.add("crashloop")
+        if "OOMKilled" in health["reasons"]:
+            found.add("oomkilled")
+        return found
+
+    ws = await jp_ws_fetch("ranktable", "stream")
+    seen: dict[str, float] = {}
+    shown: dict[str, float] = {}
+    ages: list[tuple[float, float, float]] = []  # (monotonic, wall clock, age_seconds) per snapshot
+    stop = asyncio.Event()
+
+    async def watch_cluster() -> None:
+        while not stop.is_set():
+            try:
+                changes = await asyncio.to_thread(cluster_changes)
+            except k8s.ApiException as exc:  # the ConfigMap is created with the job
+                assert exc.status == 404, exc
+                changes = set()
+            now = time.monotonic()
+            for change in changes:
+                seen.setdefault(change, now)
+            await asyncio.sleep(0.05)
+
+    try:
+        ws.write_message(json.dumps({"op": "subscribe", "id": "jobs", "channel": "jobs"}))
+        assert (await read(ws))["data"]["event"] == "snapshot"
+        watcher = asyncio.create_task(watch_cluster())
+        submitted = await call(jp_fetch, "ranktable", "jobs", method="POST", body=body, expect=201)
+        created = ""
+        oom_patched = False
+        try:
+            deadline = time.monotonic() + 90
+            while not {"table:completed", "crashloop", "oomkilled"} <= set(shown):
+                assert time.monotonic() < deadline, f"timed out: shown {sorted(shown)}, seen {sorted(seen)}"
+                msg = await read(ws, 60)
+                row = next((j for j in msg["data"].get("jobs", []) if j["name"] == "sick"), None)
+                if msg["id"] != "jobs" or row is None:
+                    continue
+                now = time.monotonic()
+                ages.append((now, time.time(), row["age_seconds"]))
+                created = row["created"]
+                for change in shown_changes(row):
+                    shown.setdefault(change, now)
+                if "crashloop" in shown and not oom_patched:
+                    oom_patched = True
+                    await asyncio.to_thread(oom_kill, core, "sick", 1)
+        finally:
+            stop.set()
+            await asyncio.wait_for(watcher, 10)
+
+        assert "table:initializing" in shown  # the change was seen happening, not only its end state
+        for change in ("table:completed", "crashloop", "oomkilled"):
+            lag = shown[change] - seen[change]
+            assert lag < 2.0, f"the job list showed {change} {lag:.2f} s after the cluster had it"
+
+        # ages: from the cluster's creationTimestamp, fresh in every snapshot, advancing
+        job = k8s.CustomObjectsApi(sim_pool.api_client()).get_namespaced_custom_object(
+            "batch.volcano.sh", "v1alpha1", "default", "jobs", "sick"
+        )
+        assert created == job["metadata"]["creationTimestamp"] and submitted["uid"] == job["metadata"]["uid"]
+        for _, wall, age in ages:
+            assert abs(age - (wall - _kube_time(created))) < 1.5, (age, wall - _kube_time(created))
+        (t0, _, a0), (t1, _, a1) = ages[0], ages[-1]
+        assert t1 - t0 > 2.0 and abs((a1 - a0) - (t1 - t0)) < 1.0, ages
+        first = (await call(jp_fetch, "ranktable", "jobs"))["jobs"][0]["age_seconds"]
+        await asyncio.sleep(1.2)
+        second = (await call(jp_fetch, "ranktable", "jobs"))["jobs"][0]["age_seconds"]
+        assert 1.0 < second - first < 2.5, (first, second)
+    finally:
+        ws.close()
+        await call(jp_fetch, "ranktable", "jobs", "default", "sick", method="DELETE")
+
+
+def oom_kill(core: Any, job: str, index: int) -> None:
+    """What the kubelet writes when the kernel kills a container for memory (the simulator has no cgroups)."""
+    pods = core.list_namespaced_pod("default", label_selector=f"volcano.sh/job-name={job}").items
+    current = next(p for p in pods if p.metadata.name.endswith(f"-{index}"))
+    pod = current.metadata.name
+    name = current.spec.containers[0].name
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    terminated = {"exitCode": 137, "reason": "OOMKilled", "startedAt": now, "finishedAt": now}
+    status = {
+        "containerStatuses": [
+            {
+                "name": name,
+                "image": current.spec.containers[0].image,
+                "imageID": "",
+                "ready": False,
+                "restartCount": 0,
+                "state": {"terminated": terminated},
+            }
+        ]
+    }
+    core.patch_namespaced_pod_status(pod, "default", {"status": status})

@@ -1,9 +1,8 @@
 """A `jobs` stream subscription holds a thread only while subscribed, and API connections stay bounded.
 
-The `jobs` channel re-lists the table every `jobs_poll_seconds` (a watch on jobs alone missed pod health and
-rank-table changes), so a subscription borrows a connection from the cluster client's pool only for the
-length of one list: connections never grow with the number of subscriptions, and none is held per
-subscription once it ends. The pool runs in a subprocess, so the threads and sockets counted here are the
+The `jobs` channel's subscribers of a namespace share one `JobTable` (three watches: jobs, pods, rank-table
+ConfigMaps), so connections never grow with the number of subscriptions, and the watches and their
+connections end when the last subscription does. The pool runs in a subprocess, so the threads and sockets counted here are the
 extension's alone.
 """
 

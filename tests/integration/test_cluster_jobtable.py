@@ -1,0 +1,129 @@
+"""The live job table (`cluster.jobtable.JobTable`) against the simulated pool: listed once, then followed by
+watches; only the rows whose job, pods or rank table changed are recomputed; a lost API server is reported."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from ranktable.cluster.client import ClusterClient
+from ranktable.cluster.jobtable import JobTable
+from ranktable.cluster.kube import UnreachableError
+from ranktable.compose.manifests import compose
+from ranktable.compose.spec import JobSpec
+from tests.integration.fixtures.simpool import SimPoolHandle
+
+
+def job(name: str, command: str) -> JobSpec:
+    return JobSpec(
+        name=name,
+        image="bert_pretrain_mindspore:v1",
+        nodes=2,
+        npus_per_node=8,
+        command=["/bin/bash", "-c", command],
+    )
+
+
+def rows_until(
+    rows: Iterator[list[dict[str, Any]]], check: Callable[[dict[str, dict[str, Any]]], bool]
+) -> Any:
+    deadline = time.monotonic() + 60
+    for snapshot in rows:
+        by_name = {r["name"]: r for r in snapshot}
+        if check(by_name):
+            return by_name
+        assert time.monotonic() < deadline, f"timed out; last {by_name}"
+    raise AssertionError("the table ended")
+
+
+@pytest.fixture
+def client(sim_pool_factory: Callable[..., SimPoolHandle]) -> Iterator[ClusterClient]:
+    pool = sim_pool_factory(ranktable_delay=0.2)
+    yield ClusterClient(str(pool.kubeconfig), pool.context, "default")
+
+
+def test_listed_once_then_followed_recomputing_only_the_changed_job(client: ClusterClient) -> None:
+    lists: Counter[str] = Counter()
+    call = client.kube.call
+
+    def counting(fn: Any, *args: Any, what: str, **kwargs: Any) -> Any:
+        lists[what] += 1
+        return call(fn, *args, what=what, **kwargs)
+
+    client.kube.call = counting  # type: ignore[method-assign]
+    client.submit(compose(job("idle", "sleep 120")))
+    client.submit(compose(job("busy", "echo up; sleep 2; exit 3")))
+    table = JobTable(client, settle=0.05)
+    stop = threading.Event()
+    table.start()
+    try:
+        rows = table.follow(stop)
+        running = rows_until(
+            rows,
+            lambda r: all(
+                r.get(n, {}).get("health", {}).get("ready") == 2 and r[n]["rank_table"] == "completed"
+                for n in ("idle", "busy")
+            ),
+        )
+        assert running["idle"]["phase"] == "Running"
+        listed = dict(lists)
+        idle_before = table.recomputed["idle"]
+        # busy's pods crash and restart: several changes, none of them touches idle's row
+        crashed = rows_until(rows, lambda r: "CrashLoopBackOff" in r["busy"]["health"]["reasons"])
+        assert crashed["busy"]["health"]["exit_code"] == 3 and crashed["busy"]["health"]["restarts"] >= 1
+        client.stop("busy")
+        gone = rows_until(rows, lambda r: "busy" not in r)
+        assert set(gone) == {"idle"}
+        assert table.recomputed["idle"] == idle_before, "an unchanged job's row was recomputed"
+        assert table.recomputed["busy"] > 2
+        # nothing was listed again: each resource was listed once, the rest came as watch events
+        assert dict(lists) == listed
+        assert sorted(w for w in lists if "in default" in w) == [
+            "ConfigMaps in default",
+            "Volcano jobs in default",
+            "pods in default",
+        ]
+        assert all(lists[w] == 1 for w in lists if "in default" in w), lists
+    finally:
+        stop.set()
+        table.close()
+        client.stop("idle")
+
+
+def test_a_lost_api_server_ends_the_table_with_the_reason(
+    sim_pool_factory: Callable[..., SimPoolHandle],
+) -> None:
+    pool = sim_pool_factory()
+    client = ClusterClient(str(pool.kubeconfig), pool.context, "default")
+    table = JobTable(client, settle=0.05)
+    stop = threading.Event()
+    table.start()
+    try:
+        rows = table.follow(stop)
+        assert next(rows) == []
+        pool.stop()
+        started = time.monotonic()
+        with pytest.raises(UnreachableError, match="cannot reach the Kubernetes API"):
+            next(rows)
+        assert time.monotonic() - started < 10
+    finally:
+        stop.set()
+        table.close()
+
+
+def test_close_ends_the_watch_threads_at_once(client: ClusterClient) -> None:
+    table = JobTable(client, settle=0.05)
+    table.start()
+    next(table.follow(threading.Event()))
+    names = lambda: [t.name for t in threading.enumerate() if t.name.startswith("ranktable-jobtable")]  # noqa: E731
+    assert len(names()) == 4
+    table.close()
+    deadline = time.monotonic() + 1.0
+    while names() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert names() == []
