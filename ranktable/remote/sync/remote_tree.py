@@ -89,7 +89,8 @@ def survey_script(root_expr: str, create: bool, only: list[str] | None = None) -
     the size of the tree.
     """
     prune = " -o ".join(f"-name {shlex.quote(d)}" for d in (*PRUNED_DIRS, STAGING_PREFIX + "*"))
-    make = f"mkdir -p -- {root_expr} && " if create else ""
+    # `[ -d ]` is a built-in: the usual case (the root exists) starts no `mkdir` process
+    make = f"{{ [ -d {root_expr} ] || mkdir -p -- {root_expr}; }} && " if create else ""
     if only is not None:
         files = [e for e in only if not e.endswith("/")]
         folders = [e.rstrip("/") for e in only if e.endswith("/")]
@@ -109,7 +110,7 @@ def survey_script(root_expr: str, create: bool, only: list[str] | None = None) -
             "-o -type f -printf '%s %T@ %P\\0' -o -type l -printf 'L %P\\0'; printf 'END %s\\0' $?"
         )
     return (
-        f"if {make}cd -- {root_expr} 2>/dev/null; then printf '+%s\\n' \"$(pwd -P)\"; "
+        f"if {make}cd -P -- {root_expr} 2>/dev/null; then printf '+%s\\n' \"$PWD\"; "
         f"else printf -- '-%s\\n' {root_expr}; fi; "
         "for t in tar sha256sum python3; do command -v $t >/dev/null 2>&1 && printf 'have %s\\n' $t; done; "
         "command -v python3 >/dev/null 2>&1 || "

@@ -34,8 +34,9 @@ from ranktable.remote.sync.relocate import relocate_folder
 from ranktable.remote.sync.remote_tree import MAX_LISTED_PATHS, RemoteFile, Survey
 from ranktable.remote.sync.scan import LocalFile, scan, scan_paths, sha256_file
 from ranktable.remote.sync.session import RemoteSession
-from ranktable.remote.sync.transfer import FEW_FILES, UploadItem, upload_sftp
+from ranktable.remote.sync.transfer import FEW_FILES, UploadItem, few_names, upload_sftp
 
+SAME_SIZE_AND_TIME = "changed remotely since the last upload (same size and time, other content)"
 BULK_DELETE_MIN_FILES = 10  # deleting this many files or fewer never needs confirmation
 BULK_DELETE_FRACTION = 0.5  # ... nor deleting at most this share of the files we uploaded
 
@@ -105,6 +106,7 @@ class _Plan:
     local: dict[str, LocalFile]
     adopt: dict[str, Entry]
     survey: Survey
+    deferred: dict[str, str]  # path -> recorded sha256: checked on the instance right before the apply
 
 
 class Selection:
@@ -206,10 +208,22 @@ class Syncer:
         delete: bool,
         only: Selection | None,
         moves: list[tuple[str, str]],
+        dry_run: bool = False,
     ) -> _Plan:
         remote_side = session.survey()  # the local walk (``scanning``) runs meanwhile
         local = scanning.result()
         caps, remote = remote_side.caps, remote_side.files
+
+        def few_tar(uploads: list[str], deletes: list[str]) -> bool:
+            """Will these go through ``RemoteSession.upload_few``?"""
+            return (
+                not dry_run
+                and self.method != "sftp"
+                and (caps.tar_upload or self.method == "tar")
+                and len(uploads) + len(deletes) <= FEW_FILES
+                and few_names(uploads, "x" * 12) is not None
+            )
+
         result = SyncResult()
         for source, target in moves:
             if relocate_folder(
@@ -260,14 +274,18 @@ class Syncer:
         deletes, gone = self._plan_deletes(manifest, remote_side, result, rules, local, force, delete, only)
         if not force:
             recheck += deletes
+        deferred: dict[str, str] = {}
+        if recheck and not verify and caps.sha256sum and few_tar(uploads, deletes):
+            # A few files through tar-few: each is hashed on the instance in the apply step itself,
+            # right before it is replaced or deleted (one round trip less than asking first).
+            deferred = {rel: manifest.entries[rel].sha256 for rel in recheck}
+            recheck = []
         theirs = session.hash(verify + recheck) if caps.sha256sum and (verify or recheck) else {}
         if recheck and not caps.sha256sum:
             result.unverified = True
         changed = {rel for rel in recheck if theirs.get(rel) != manifest.entries[rel].sha256}
         for rel in changed:
-            result.conflicts.append(
-                Conflict(rel, "changed remotely since the last upload (same size and time, other content)")
-            )
+            result.conflicts.append(Conflict(rel, SAME_SIZE_AND_TIME))
         uploads = [rel for rel in uploads if rel not in changed]
         deletes = [rel for rel in deletes if rel not in changed]
         if verify:
@@ -282,7 +300,7 @@ class Syncer:
         for rel in [r for r in gone if r not in remote and (only is None or r in only)]:
             manifest.entries.pop(rel, None)  # gone on both sides (only paths the listing looked at)
         result.conflicts.sort(key=lambda c: c.path)
-        return _Plan(uploads, deletes, result, local, adopt, remote_side)
+        return _Plan(uploads, deletes, result, local, adopt, remote_side, deferred)
 
     def _plan_deletes(
         self,
@@ -369,6 +387,7 @@ class Syncer:
                     delete=delete,
                     only=wanted,
                     moves=[] if dry_run else list(moves),
+                    dry_run=dry_run,
                 )
                 root, caps = plan.survey.root, plan.survey.caps
                 if not dry_run and not plan.survey.exists:
@@ -401,13 +420,22 @@ class Syncer:
 
                 use_tar = self.method == "tar" or (self.method == "auto" and caps.tar_upload)
                 result.method = "tar" if use_tar else "sftp"
-                if use_tar:
-                    few = len(items) + len(plan.deletes) <= FEW_FILES
+                few = len(items) + len(plan.deletes) <= FEW_FILES
+                names = few_names(plan.uploads, session.staging[-12:]) if use_tar and few else None
+                if names is not None:
+                    changed = session.upload_few(items, names, plan.deletes, plan.deferred, meter, record)
+                    if changed:  # edited remotely keeping size and mtime: left alone, like a conflict
+                        result.uploaded = [r for r in plan.uploads if r not in changed]
+                        result.deleted = [r for r in plan.deletes if r not in changed]
+                        result.bytes = sum(plan.local[r].size for r in result.uploaded)
+                        result.conflicts += [Conflict(r, SAME_SIZE_AND_TIME) for r in sorted(changed)]
+                        result.conflicts.sort(key=lambda c: c.path)
+                elif use_tar:
                     session.upload(root, items, plan.deletes, meter, record, python=caps.python3 and not few)
                 else:
                     session.finish()
                     upload_sftp(self.conn, root, items, plan.deletes, meter, record, self.workers)
-                for rel in plan.deletes:
+                for rel in result.deleted:
                     manifest.entries.pop(rel, None)
             except (OSError, EOFError, paramiko.SSHException) as exc:
                 raise ConnectionLost(

@@ -225,20 +225,9 @@ def write_tar(
     python: bool,
 ) -> list[tuple[str, Entry]]:
     """Stream ``items`` as a tar archive whose last member tells the remote side what to apply."""
-    done: list[tuple[str, Entry]] = []
     stream = _ChannelWriter(channel)
     with contextlib.closing(stream):  # closing sends what is left, then waits for the sender
-        for item in items:
-            with item.path.open("rb") as fh:
-                st = os.fstat(fh.fileno())
-                info = tarfile.TarInfo(item.rel)
-                info.size = st.st_size
-                info.mtime = int(st.st_mtime)
-                info.mode = st.st_mode & 0o777
-                hashing = HashingReader(fh, meter.add_bytes)
-                _add_member(stream, info, hashing)
-            done.append((item.rel, _entry(st, hashing.hexdigest())))
-            meter.file_done(item.rel)
+        done = _write_files(stream, items, [i.rel for i in items], meter)
         # Last member: only a complete stream lets the remote side apply anything.
         rels = [i.rel for i in items]
         name, payload = (
@@ -250,6 +239,90 @@ def write_tar(
         info.size = len(payload)
         info.mode = 0o600
         _add_member(stream, info, io.BytesIO(payload))
+        stream.write(b"\0" * (2 * tarfile.BLOCKSIZE))  # end of archive
+    return done
+
+
+def _write_files(
+    stream: _ChannelWriter, items: list[UploadItem], names: list[str], meter: Meter
+) -> list[tuple[str, Entry]]:
+    """Each item as a tar member called ``names[i]``, hashed while it is read."""
+    done: list[tuple[str, Entry]] = []
+    for item, name in zip(items, names, strict=True):
+        with item.path.open("rb") as fh:
+            st = os.fstat(fh.fileno())
+            info = tarfile.TarInfo(name)
+            info.size = st.st_size
+            info.mtime = int(st.st_mtime)
+            info.mode = st.st_mode & 0o777
+            hashing = HashingReader(fh, meter.add_bytes)
+            _add_member(stream, info, hashing)
+        done.append((item.rel, _entry(st, hashing.hexdigest())))
+        meter.file_done(item.rel)
+    return done
+
+
+MAX_FEW_NAME = 200  # a staged name adds ~30 characters to the file's own: longer names go through staging
+
+
+def few_names(rels: list[str], token: str) -> list[str] | None:
+    """Where each of a few uploads is extracted: a temporary name next to its target
+    (``a/.b.py.ranktable-tmp-TOKEN``), so that moving it into place needs no staging folder to make
+    and remove afterwards. None if a name is too long for that."""
+    names = []
+    for rel in rels:
+        folder, _, base = rel.rpartition("/")
+        if len(base.encode("utf-8", "surrogateescape")) > MAX_FEW_NAME:
+            return None
+        names.append(f"{folder}/" * bool(folder) + f".{base}{TMP_MARK}{token}")
+    return names
+
+
+def _path_prefixes(paths: list[str]) -> list[str]:
+    """Every folder above ``paths`` (``a``, ``a/b`` for ``a/b/c.py``)."""
+    return sorted({"/".join(p.split("/")[:n]) for p in paths for n in range(1, p.count("/") + 1)})
+
+
+def few_script(rels: list[str], names: list[str], deletes: list[str], checks: dict[str, str]) -> str:
+    """The shell lines that apply a few uploads with shell built-ins, ``tar`` and one ``mv`` each.
+
+    Sent before the tar stream, run by the remote shell only once all of it arrived (``eval``): no
+    symbolic link on the way (exit 3, nothing extracted), extract each file to its temporary name beside
+    its target, then move it into place (``rename(2)``: atomic). ``checks`` (path -> sha256 we recorded)
+    are files that look unchanged remotely but are about to be overwritten or deleted: each is hashed on
+    the instance first, in this same step (no extra round trip), and left alone if its content changed:
+    ``C <index>`` on stdout (uploads first, then deletions) tells the client.
+    """
+    q = shlex.quote
+    lines = ["set -e"]
+    for prefix in _path_prefixes([*rels, *deletes]):  # tar, mv and rm follow links in parent folders
+        quoted = q(prefix)
+        lines.append(f"if [ -L {quoted} ]; then echo refused: {quoted} is a symbolic link >&2; exit 3; fi")
+    lines.append("tar --no-same-owner -xf -")
+
+    def checked(index: int, rel: str, apply: str, drop: str = "") -> str:
+        want = checks.get(rel)
+        if want is None:
+            return apply
+        return (
+            f"h=$(sha256sum 2>/dev/null < {q(rel)}) || h=; "
+            f'if [ "${{h%% *}}" = {want} ]; then {apply}; else {drop}echo C {index}; fi'
+        )
+
+    for index, (rel, name) in enumerate(zip(rels, names, strict=True)):
+        lines.append(checked(index, rel, f"mv -f -- {q(name)} {q(rel)}", f"rm -f -- {q(name)}; "))
+    for index, rel in enumerate(deletes, len(rels)):
+        lines.append(checked(index, rel, f"rm -f -- {q(rel)}"))
+    return "\n".join(lines) + "\n"
+
+
+def write_tar_few(
+    channel: paramiko.Channel, items: list[UploadItem], names: list[str], meter: Meter
+) -> list[tuple[str, Entry]]:
+    """A tar stream of ``items`` under their temporary ``names`` (``few_script`` applies it)."""
+    stream = _ChannelWriter(channel)
+    with contextlib.closing(stream):
+        done = _write_files(stream, items, names, meter)
         stream.write(b"\0" * (2 * tarfile.BLOCKSIZE))  # end of archive
     return done
 

@@ -1,0 +1,166 @@
+"""A sync of a few files (a saved file, a one-file change) goes through ``tar-few``: each file is extracted
+next to its target and moved into place, with the remote-edit check done in the same step. Against a real
+sshd: same results, conflicts and link refusals as the staged path, and nothing half-written."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from ranktable.remote import Connection
+from ranktable.remote.errors import ConnectionLost, SshError
+from ranktable.remote.sync import ProgressEvent, Syncer
+from ranktable.remote.sync.manifest import Entry
+from ranktable.remote.sync.progress import Meter
+from ranktable.remote.sync.session import RemoteSession
+from ranktable.remote.sync.transfer import UploadItem, few_names, few_script
+from tests.integration.fixtures.sshd import SshdProfile
+
+
+def _conn(sp: SshdProfile) -> Connection:
+    return sp.manager.get(sp.name)  # type: ignore[attr-defined,no-any-return]
+
+
+def _tree(root: Path, files: dict[str, bytes]) -> None:
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def _remote_files(remote: Path) -> dict[str, bytes]:
+    return {p.relative_to(remote).as_posix(): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
+
+
+def _same_size_and_time_edit(path: Path, data: bytes) -> None:
+    st = path.stat()
+    assert len(data) == st.st_size
+    path.write_bytes(data)
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+AWKWARD = {
+    "a b/c d.txt": b"spaces",
+    "x'y\".txt": b"quotes",
+    "new\nline.txt": b"newline",
+    "ünï/cödé.py": b"utf-8",
+    "$(touch pwned)/`id`.txt": b"shell",
+}
+
+
+def test_a_few_files_with_awkward_names_land_in_new_folders_and_deletions_apply(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    local = tmp_path / "project"
+    _tree(local, {**AWKWARD, "gone.txt": b"bye"})
+    syncer = Syncer(_conn(sshd_profile), local)
+    first = syncer.sync()
+    assert sorted(first.uploaded) == sorted([*AWKWARD, "gone.txt"]) and first.method == "tar"
+    remote = sshd_profile.remote_dir
+    assert _remote_files(remote) == {**AWKWARD, "gone.txt": b"bye"}
+    for rel in AWKWARD:  # mode and mtime as tar sets them
+        assert int((remote / rel).stat().st_mtime) == int((local / rel).stat().st_mtime)
+    (local / "gone.txt").unlink()
+    (local / "a b/c d.txt").write_bytes(b"spaces, changed")
+    second = syncer.sync(delete=True)
+    assert second.uploaded == ["a b/c d.txt"] and second.deleted == ["gone.txt"] and not second.conflicts
+    assert _remote_files(remote) == {**AWKWARD, "a b/c d.txt": b"spaces, changed"}
+    assert not (remote / "pwned").exists()
+    assert not [p for p in remote.rglob("*") if ".ranktable-" in p.name]  # no temporary name left
+    assert syncer.sync().unchanged == len(AWKWARD)
+
+
+def test_a_remote_edit_found_in_the_apply_step_leaves_that_file_alone_and_applies_the_rest(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    local = tmp_path / "project"
+    _tree(local, {"a.txt": b"aaaa", "b.txt": b"bbbb", "c.txt": b"cccc", "d.txt": b"dddd"})
+    syncer = Syncer(_conn(sshd_profile), local)
+    syncer.sync()
+    remote = sshd_profile.remote_dir
+    _same_size_and_time_edit(remote / "b.txt", b"BBBB")
+    _same_size_and_time_edit(remote / "d.txt", b"DDDD")
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (local / name).write_bytes(name.encode() * 2)
+    (local / "d.txt").unlink()
+    result = syncer.sync(delete=True)
+    assert [(c.path, "same size and time" in c.reason) for c in result.conflicts] == [
+        ("b.txt", True),
+        ("d.txt", True),
+    ]
+    assert result.uploaded == ["a.txt", "c.txt"] and result.deleted == []
+    assert _remote_files(remote) == {
+        "a.txt": b"a.txta.txt",
+        "b.txt": b"BBBB",
+        "c.txt": b"c.txtc.txt",
+        "d.txt": b"DDDD",
+    }
+    assert not [p for p in remote.rglob("*") if ".ranktable-" in p.name]
+    again = syncer.sync(delete=True)  # not recorded as uploaded: still a conflict, never overwritten
+    assert sorted(c.path for c in again.conflicts) == ["b.txt", "d.txt"] and not again.uploaded
+    assert (remote / "b.txt").read_bytes() == b"BBBB"
+
+
+def test_tar_few_refuses_a_folder_that_became_a_symbolic_link_after_the_listing(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    remote = sshd_profile.remote_dir
+    remote.mkdir(parents=True, exist_ok=True)
+    outside = remote.parent / "outside"
+    outside.mkdir()
+    (outside / "victim.txt").write_text("precious")
+    (tmp_path / "v.txt").write_text("overwritten!")
+    session = RemoteSession(_conn(sshd_profile))
+    try:
+        session.survey()
+        (remote / "linkdir").symlink_to("../outside")  # made between the listing and the upload
+        items = [UploadItem("linkdir/victim.txt", tmp_path / "v.txt")]
+        names = few_names(["linkdir/victim.txt"], session.staging[-12:])
+        assert names is not None
+        done: dict[str, Entry] = {}
+        with pytest.raises(SshError, match="symbolic link"):
+            session.upload_few(items, names, [], {}, Meter("upload", 1, 0, None), done.__setitem__)
+    finally:
+        session.close()
+    assert (outside / "victim.txt").read_text() == "precious" and not done
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
+
+
+def test_an_interrupted_few_file_upload_changes_no_final_file_and_the_next_sync_cleans_up(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    local = tmp_path / "project"
+    _tree(local, {"model.bin": b"v1" * 10, "notes.txt": b"n1"})
+    syncer = Syncer(_conn(sshd_profile), local)
+    syncer.sync()
+    big = os.urandom(30_000_000)
+    (local / "model.bin").write_bytes(big)
+    (local / "notes.txt").write_bytes(b"n2")
+    killed: list[int] = []
+
+    def kill_midway(event: ProgressEvent) -> None:
+        if not killed and event.bytes_done > event.bytes_total // 3:
+            killed.append(sshd_profile.server.kill_connections())
+
+    with pytest.raises(ConnectionLost):
+        syncer.sync(progress=kill_midway)
+    assert killed and killed[0] >= 1
+    remote = sshd_profile.remote_dir
+    assert (remote / "model.bin").read_bytes() == b"v1" * 10 and (remote / "notes.txt").read_bytes() == b"n1"
+    result = syncer.sync()
+    assert sorted(result.uploaded) == ["model.bin", "notes.txt"] and not result.conflicts
+    assert _remote_files(remote) == {"model.bin": big, "notes.txt": b"n2"}  # temporary files removed
+
+
+def test_few_names_and_script_quote_every_path() -> None:
+    assert few_names(["a/b.py", "top.txt"], "t0k") == [
+        "a/.b.py.ranktable-tmp-t0k",
+        ".top.txt.ranktable-tmp-t0k",
+    ]
+    assert few_names(["d/" + "x" * 201], "t") is None  # too long once renamed: the staged path instead
+    script = few_script(["a b/c;rm -rf ~"], ["a b/.c;rm -rf ~.ranktable-tmp-t"], ["d/e"], {"d/e": "f" * 64})
+    assert "mv -f -- 'a b/.c;rm -rf ~.ranktable-tmp-t' 'a b/c;rm -rf ~'" in script
+    assert "if [ -L 'a b' ]" in script and "if [ -L d ]" in script
+    assert f"= {'f' * 64} ]; then rm -f -- d/e; else echo C 1; fi" in script
