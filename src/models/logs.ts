@@ -6,10 +6,16 @@ import {
   parseRanks,
   rankIdOf
 } from '../logs';
+import { paths } from '../api/openapi';
+import { requestAPI } from '../request';
 import { RingBuffer } from '../ringbuffer';
 import { StreamClient } from '../stream';
 import { Model } from './base';
-import { IRunRef } from './jobs';
+import { IRunRef, jobPath } from './jobs';
+
+/** `GET /ranktable/jobs/{ns}/{name}/runs/{run}/logs`: an archived run's lines (generated from openapi.yaml). */
+export type IArchivedLines =
+  paths['/ranktable/jobs/{namespace}/{name}/runs/{run}/logs']['get']['responses']['200']['content']['application/json'];
 
 export const LOG_CAPACITY = 50_000;
 /** At most this often the view repaints, however fast lines arrive. */
@@ -70,6 +76,10 @@ export class LogsModel extends Model {
           this.forget('logs');
           this.status = 'ended';
           this._emitSoon();
+          if (!this.buffer.size) {
+            // an earlier run (replaced by a same-name resubmit, or stopped): its lines from the archive
+            void this.loadArchive();
+          }
         },
         onError: e => {
           this.forget('logs');
@@ -80,6 +90,36 @@ export class LogsModel extends Model {
       }
     );
     this.hold('logs', sub);
+  }
+
+  /** An ended run's lines from the server's run archive (none archived: the status stays `ended`). */
+  async loadArchive(): Promise<void> {
+    let data: IArchivedLines;
+    try {
+      data = await requestAPI<IArchivedLines>(
+        `${jobPath(this.run)}/runs/${encodeURIComponent(this.run.uid)}/logs`
+      );
+    } catch (e) {
+      const err = e as { status?: number; message?: string };
+      if (err.status !== 404) {
+        this.error = err.message ?? String(e);
+        this._emitSoon();
+      }
+      return;
+    }
+    if (this.isDisposed || !data.lines.length) {
+      return;
+    }
+    this.accept(
+      data.lines.map(l => ({
+        pod: l.pod,
+        rank: l.node_rank,
+        ts: l.timestamp,
+        text: l.text
+      }))
+    );
+    this.status = data.truncated ? 'archived (truncated)' : 'archived';
+    this._emitSoon();
   }
 
   /** New lines from the stream (also called by tests and the benchmark). */

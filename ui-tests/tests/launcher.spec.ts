@@ -105,16 +105,33 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
   test.setTimeout(300 * 1000);
   const first = await submit(request, 'pick-job', LOOP('pick-first'), 1);
   const panel = await openSidebar(page);
-  await expect(
-    panel.locator(`.jp-Ranktable-jobRow[data-uid="${first.uid}"]`)
-  ).toBeVisible({ timeout: 60000 });
-  // a same-name resubmit: a new run; the first one stays selectable in the dialog
-  const resubmitted = await request.post(
-    '/ranktable/jobs/default/pick-job/resubmit',
-    { data: {} }
+  const firstRow = panel.locator(
+    `.jp-Ranktable-jobRow[data-uid="${first.uid}"]`
   );
-  expect(resubmitted.status(), await resubmitted.text()).toBeLessThan(300);
-  const second = (await resubmitted.json()) as { uid: string };
+  await expect(firstRow).toBeVisible({ timeout: 60000 });
+  // the sidebar row's context menu opens the run's Job view; its overview has the server observe the run
+  await firstRow.click({ button: 'right' });
+  await page.locator('.lm-Menu-item', { hasText: /^Open Job view$/ }).click();
+  const view1 = page.locator(`#ranktable-job-${first.uid}`);
+  await expect(view1).toBeVisible();
+  await view1.getByRole('tab', { name: 'Overview' }).click();
+  await expect(view1.locator('.jp-Ranktable-pods tbody tr')).toHaveCount(1, {
+    timeout: 60000
+  });
+  await view1.getByRole('tab', { name: 'Logs' }).click();
+  await expect(view1.locator('.jp-Ranktable-logLine').first()).toContainText(
+    'pick-first',
+    { timeout: 120000 }
+  );
+  await page
+    .locator(`li.lm-TabBar-tab[data-id="ranktable-job-${first.uid}"]`)
+    .locator('.lm-TabBar-tabCloseIcon')
+    .click();
+  await expect(view1).toHaveCount(0);
+
+  // stopped and submitted again under the same name: a new run; the first stays selectable
+  await stopAndWait(request, 'pick-job');
+  const second = await submit(request, 'pick-job', LOOP('pick-second'), 1);
   expect(second.uid).not.toBe(first.uid);
   await expect(
     panel.locator(`.jp-Ranktable-jobRow[data-uid="${second.uid}"]`)
@@ -148,6 +165,20 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
     'This run has ended',
     { timeout: 30000 }
   );
+  // its own lines, read from the server's run archive
+  await expect(old.locator('.jp-Ranktable-logLine').first()).toContainText(
+    'pick-first',
+    { timeout: 30000 }
+  );
+  await expect(old.locator('.jp-Ranktable-logView')).not.toContainText(
+    'pick-second'
+  );
+  await expect(old.locator('.jp-Ranktable-logStatus')).toContainText(
+    'archived'
+  );
+  await page.screenshot({
+    path: test.info().outputPath('launcher-job-earlier.png')
+  });
 
   // the current run: double-click its row; the Job view shows its own lines
   await (await launcherCard(page, 'Job view')).click();
@@ -160,24 +191,15 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
   const current = page.locator(`#ranktable-job-${second.uid}`);
   await expect(current).toBeVisible();
   await expect(current.locator('.jp-Ranktable-logLine').first()).toContainText(
-    'pick-first',
+    'pick-second',
     { timeout: 120000 }
+  );
+  await expect(current.locator('.jp-Ranktable-logView')).not.toContainText(
+    'pick-first'
   );
   await page.screenshot({
     path: test.info().outputPath('launcher-job-view.png')
   });
-
-  // the sidebar row's context menu opens the Job view too
-  await page
-    .locator(`li.lm-TabBar-tab[data-id="ranktable-job-${second.uid}"]`)
-    .locator('.lm-TabBar-tabCloseIcon')
-    .click();
-  await expect(current).toHaveCount(0);
-  await panel
-    .locator(`.jp-Ranktable-jobRow[data-uid="${second.uid}"]`)
-    .click({ button: 'right' });
-  await page.locator('.lm-Menu-item', { hasText: /^Open Job view$/ }).click();
-  await expect(page.locator(`#ranktable-job-${second.uid}`)).toBeVisible();
   await stopAndWait(request, 'pick-job');
 });
 
