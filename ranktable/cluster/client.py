@@ -467,13 +467,18 @@ class ClusterClient:
         queue_size: int = 64,
         previous: bool = False,
         job: dict[str, Any] | None = None,
+        plan_later: bool = False,
     ) -> LogStream:
         """Every pod's log, one stream per pod, lines tagged with pod, node rank and timestamp. ``job``: the
-        Volcano job as just read (saves reading it again)."""
+        Volcano job as just read (saves reading it again). ``plan_later`` (the Job view): a routed job's
+        route plan (its node ranks) is computed in the background after the readers started, so its lines
+        start at once; those read before the plan is known carry no node rank."""
         job = job or self.get_job(name)
         task = job["spec"]["tasks"][0]
         pods = [(f"{name}-{task['name']}-{i}", i) for i in range(int(task.get("replicas") or 1))]
-        planned = self.planned_node_ranks(name, job)
+        routed = _routes(job)
+        later = plan_later and routed and rank is None
+        planned = {} if later else self.planned_node_ranks(name, job)
         if planned:
             pods = [(pod, planned.get(pod, index)) for pod, index in pods]
         if rank is not None:
@@ -482,7 +487,6 @@ class ClusterClient:
                 raise InputError(
                     f"no pod has node rank {rank} (0..{int(task.get('replicas') or 1) - 1})", where="--rank"
                 )
-        routed = _routes(job)
         stream = LogStream(
             self.kube,
             self.namespace,
@@ -492,8 +496,9 @@ class ClusterClient:
             queue_size=queue_size,
             previous=previous,
             rank_of=(lambda pod: self.planned_node_ranks(name, job).get(pod))
-            if routed and not planned
+            if routed and not planned and not later
             else None,
+            plan=(lambda: self.planned_node_ranks(name, job)) if later else None,
         )
         stream.start()
         return stream

@@ -35,7 +35,7 @@ ENDED = ("Succeeded", "Failed")
 @dataclass(frozen=True)
 class LogLine:
     pod: str
-    node_rank: int
+    node_rank: int | None  # None: a routed job's plan is still being computed (`LogStream(plan=...)`)
     timestamp: str
     text: str
 
@@ -108,10 +108,18 @@ class LogStream:
         queue_size: int = 64,
         rank_of: Callable[[str], int | None] | None = None,
         previous: bool = False,
+        plan: Callable[[], dict[str, int]] | None = None,
     ) -> None:
         self.kube = kube
         self._rank_of = rank_of  # the planned node rank of a pod, once its rank table is complete
-        self._ranks = dict(pods)
+        self._ranks: dict[str, int | None] = dict(pods)
+        # `plan`: a routed job's pod -> planned node rank, computed in the background once the readers
+        # started (the plan reads the rank table and every pod): lines read before it is known carry
+        # no node rank rather than a wrong one; the pod index is kept where the plan has no entry
+        self._plan = plan
+        self._planned: dict[str, int] | None = None
+        if plan is not None:
+            self._ranks = dict.fromkeys(self._ranks)
         self._resolved: set[str] = set()
         self.namespace = namespace
         self.job = job
@@ -136,6 +144,33 @@ class LogStream:
         starter = threading.Thread(target=self._start_readers, name=f"log-start-{self.job}", daemon=True)
         self._starter = starter
         starter.start()
+        if self._plan is not None:
+            threading.Thread(target=self._make_plan, name=f"log-plan-{self.job}", daemon=True).start()
+
+    def _make_plan(self) -> None:
+        """The routed job's node ranks, after the readers started; retried while the table is not complete."""
+        assert self._plan is not None
+        index = dict(self.pods)
+        delay = 0.5
+        while not self._stop.is_set():
+            try:
+                planned = self._plan()
+            except Exception as exc:  # the API is away: the lines keep flowing, untagged, and we retry
+                self.stats.problems.append(f"route plan: {type(exc).__name__}: {exc}")
+                planned = {}
+            if planned:
+                with self._lock:
+                    self._planned = planned
+                    for pod in self._ranks:
+                        self._ranks[pod] = planned.get(pod, index[pod])
+                return
+            if self._stop.wait(delay):
+                return
+            delay = min(delay * 2, 5.0)
+
+    def node_rank(self, pod: str) -> int | None:
+        """The node rank lines of `pod` carry now (None while a routed job's plan is computed)."""
+        return self._ranks[pod]
 
     def _start_readers(self) -> None:
         for pod, _ in self.pods:
@@ -306,14 +341,14 @@ class LogStream:
         self.stats.reconnects += again
         return again
 
-    def _read_quietly(self, pod: str, rank: int, cursor: Cursor, *, previous: bool) -> None:
+    def _read_quietly(self, pod: str, rank: int | None, cursor: Cursor, *, previous: bool) -> None:
         try:
             self._read(pod, rank, cursor, follow=False, previous=previous)
         except ApiException as exc:
             if exc.status not in (400, 404):
                 raise
 
-    def _read(self, pod: str, rank: int, cursor: Cursor, *, follow: bool, previous: bool) -> int:
+    def _read(self, pod: str, rank: int | None, cursor: Cursor, *, follow: bool, previous: bool) -> int:
         """Stream one log request into the queue; returns how many new lines it delivered."""
         query: list[tuple[str, Any]] = [("timestamps", "true")]
         if follow:
@@ -339,11 +374,13 @@ class LogStream:
                 self._responses.pop(pod, None)
             resp.release_conn()
 
-    def _consume(self, resp: Any, pod: str, rank: int, cursor: Cursor) -> int:
+    def _consume(self, resp: Any, pod: str, rank: int | None, cursor: Cursor) -> int:
         resumed_key, already = cursor.key, cursor.count
         seen_at_resume = delivered = 0
         for raws in iter_line_batches(resp, CHUNK_BYTES):
             batch: list[LogLine] = []
+            if rank is None:  # the plan may have come in since the last batch
+                rank = self._ranks[pod]
             for raw in raws:
                 line = raw.decode("utf-8", errors="replace")
                 stamp, _, text = line.partition(" ")

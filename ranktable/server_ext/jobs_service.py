@@ -120,7 +120,9 @@ class JobsService:
             raise
         if uid and str((job.get("metadata") or {}).get("uid") or "") != uid:
             return  # that run ended: its pods (same names) now belong to another run
-        stream = await self.services.run_blocking(partial(client.logs, name, follow, job=job))
+        stream = await self.services.run_blocking(
+            partial(client.logs, name, follow, job=job, plan_later=True)
+        )
 
         def close_stream() -> None:  # joins the per-pod readers: off the event loop
             threading.Thread(target=stream.close, name="ranktable-log-close", daemon=True).start()
