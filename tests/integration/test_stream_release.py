@@ -2,8 +2,8 @@
 
 The `jobs` channel's subscribers of a namespace share one `JobTable` (three watches: jobs, pods, rank-table
 ConfigMaps), so connections never grow with the number of subscriptions, and the watches and their
-connections end when the last subscription does. The pool runs in a subprocess, so the threads and sockets counted here are the
-extension's alone.
+connections end when the last subscription does. The pool runs in a subprocess, so the threads and sockets
+counted here are the extension's alone.
 """
 
 from __future__ import annotations
