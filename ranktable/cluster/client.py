@@ -256,9 +256,13 @@ class ClusterClient:
         summaries = (JobSummary.from_job(j, by_job.get(str(j["metadata"]["name"]), [])) for j in items)
         return sorted(summaries, key=lambda s: s.name)
 
-    def describe(self, name: str) -> JobDescription:
-        job = self.get_job(name)
-        pods = self.job_pods(name)
+    def describe(
+        self, name: str, known: tuple[dict[str, Any], list[dict[str, Any]]] | None = None
+    ) -> JobDescription:
+        """``known``: the job and its pods as a live watch holds them (`JobTable.job_and_pods`), so a Job view
+        refreshing its overview does not list a 1,024-pod job's pods each time."""
+        job, pods = known if known is not None else (self.get_job(name), self.job_pods(name))
+        pods = sorted(pods, key=pod_index)
         summary = JobSummary.from_job(job, pods)
         node_leaf = self.node_leaves()
         healths = [pod_health(p) for p in pods]

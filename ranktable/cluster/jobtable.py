@@ -216,6 +216,17 @@ class JobTable:
         self._table_versions[job] = version
         self._dirty.add(job)
 
+    def job_and_pods(self, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        """The job and its pods as the watches hold them now; None unless the table is live and has the job
+        (then the caller reads the API: a job not seen yet, or a failed table, is not answered from here)."""
+        with self._lock:
+            if len(self._listed) < 3 or self.error is not None or self.stop.is_set():
+                return None
+            job = self._jobs.get(name)
+            if job is None:
+                return None
+            return job, list((self._pods.get(name) or {}).values())
+
     # -- rows --------------------------------------------------------------------------------------------
     def _fail(self, exc: BaseException) -> None:
         with self._published:

@@ -58,7 +58,12 @@ class JobsService:
         raise InputError("is required", where="spec", fix="send the job `spec` (or `yaml` manifests)")
 
     def describe(self, namespace: str, name: str) -> dict[str, Any]:
-        return self.usecases.describe(namespace, name)
+        """The job, its pods and events; the job and pods come from the namespace's live `JobTable` when the
+        job list is open (its watches hold them), else from the API."""
+        with self._tables_lock:
+            table = self._tables.get(namespace)
+        known = table.job_and_pods(name) if table is not None else None
+        return self.usecases.describe(namespace, name, known)
 
     def stop(self, namespace: str, name: str) -> dict[str, Any]:
         return {"deleted": self.usecases.stop(namespace, name)}

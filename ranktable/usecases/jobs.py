@@ -106,8 +106,13 @@ class Jobs:
         client = self.client(namespace)
         return [job_row(client, j) for j in client.list_jobs()]
 
-    def describe(self, namespace: str | None, name: str) -> dict[str, Any]:
-        return self.client(namespace).describe(name).to_json()
+    def describe(
+        self,
+        namespace: str | None,
+        name: str,
+        known: tuple[dict[str, Any], list[dict[str, Any]]] | None = None,
+    ) -> dict[str, Any]:
+        return self.client(namespace).describe(name, known).to_json()
 
     def stop(self, namespace: str | None, name: str) -> list[str]:
         return self.client(namespace).stop(name)

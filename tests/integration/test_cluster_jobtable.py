@@ -127,3 +127,39 @@ def test_close_ends_the_watch_threads_at_once(client: ClusterClient) -> None:
     while names() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert names() == []
+
+
+def test_describe_from_the_table_matches_the_api_without_listing_pods(client: ClusterClient) -> None:
+    client.submit(compose(job("seen", "echo up; sleep 120")))
+    table = JobTable(client, settle=0.05)
+    stop = threading.Event()
+    table.start()
+    try:
+        rows = table.follow(stop)
+        rows_until(rows, lambda r: r.get("seen", {}).get("health", {}).get("ready") == 2)
+        assert table.job_and_pods("nope") is None  # not in the table: the caller reads the API
+        lists: Counter[str] = Counter()
+        call = client.kube.call
+
+        def counting(fn: Any, *args: Any, what: str, **kwargs: Any) -> Any:
+            lists[what] += 1
+            return call(fn, *args, what=what, **kwargs)
+
+        client.kube.call = counting  # type: ignore[method-assign]
+        known = table.job_and_pods("seen")
+        assert known is not None
+        from_table = client.describe("seen", known).to_json()
+        assert "pods of job seen" not in lists and "job seen in default" not in lists
+        from_api = client.describe("seen").to_json()
+        assert lists["pods of job seen"] == 1
+        assert from_table["job"]["uid"] == from_api["job"]["uid"]
+        for mine, theirs in zip(from_table["pods"], from_api["pods"], strict=True):
+            assert {k: mine[k] for k in ("name", "index", "node", "leaf", "phase", "ready")} == {
+                k: theirs[k] for k in ("name", "index", "node", "leaf", "phase", "ready")
+            }
+        table.close()
+        assert table.job_and_pods("seen") is None  # a closed table answers nothing
+    finally:
+        stop.set()
+        table.close()
+        client.stop("seen")
