@@ -222,7 +222,8 @@ function JobViewBody(props: {
     }),
     [run]
   );
-  const phase = row?.phase ?? run.description?.job.phase ?? '…';
+  const phase =
+    row?.phase ?? run.description?.job.phase ?? (run.ended ? 'ended' : '…');
   const act = async (what: 'stop' | 'resubmit') => {
     setError('');
     if (what === 'stop') {

@@ -123,6 +123,21 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
     'pick-first',
     { timeout: 120000 }
   );
+  // the server's follower (started by the overview) has archived some of the run's lines
+  await expect
+    .poll(
+      async () => {
+        const listed = await (
+          await request.get('/ranktable/jobs/default/pick-job/runs')
+        ).json();
+        const run = (listed.runs ?? []).find(
+          (r: { uid: string }) => r.uid === first.uid
+        );
+        return run?.bytes ?? 0;
+      },
+      { timeout: 60000 }
+    )
+    .toBeGreaterThan(0);
   await page
     .locator(`li.lm-TabBar-tab[data-id="ranktable-job-${first.uid}"]`)
     .locator('.lm-TabBar-tabCloseIcon')
@@ -165,6 +180,10 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
     'This run has ended',
     { timeout: 30000 }
   );
+  // opened after it ended: the header says so rather than a phase it no longer has
+  await expect(
+    old.locator('.jp-Ranktable-jobHeader .jp-Ranktable-phase')
+  ).toHaveText('ended');
   // its own lines, read from the server's run archive
   await expect(old.locator('.jp-Ranktable-logLine').first()).toContainText(
     'pick-first',
