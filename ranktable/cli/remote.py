@@ -280,8 +280,9 @@ def _forward(args: argparse.Namespace) -> int:
     forward = registry.open(args.name, args.remote_port, args.local_port)
     print(f"forwarding {forward.url} -> {args.name}:{forward.remote_port} (Ctrl+C stops)", flush=True)
     try:
-        while not threading.Event().wait(3600):
+        while not registry.wait_closed(3600):  # until Ctrl+C, or closed from the panel
             pass
+        print("forward closed from another process")
     except KeyboardInterrupt:
         print("forward closed")
     finally:

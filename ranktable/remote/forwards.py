@@ -3,6 +3,12 @@ connections become ``direct-tcpip`` channels on the profile's transport (ProxyJu
 
 Never bound to any other interface. One process-wide registry (``default_forwards()``) is shared by the
 server extension (REST + panel) and the magics; the CLI runs its own forward in the foreground.
+
+Every open forward is also recorded under the user's ranktable home (``forwards/PID-ID.json``, mode 600:
+pid, the process's start time, profile, ports), so the panel lists the forwards of the CLI and of kernels
+too (as ``ID@PID``). Entries of processes that ended (or whose pid now belongs to another process: the
+start time differs) are dropped when listed. Closing another process's forward asks that process: a
+``PID-ID.close`` request file its registry polls for (a kernel keeps running; only the forward stops).
 """
 
 from __future__ import annotations
@@ -10,21 +16,28 @@ from __future__ import annotations
 import contextlib
 import errno
 import itertools
+import json
+import os
 import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import paramiko
 
 from ranktable.errors import ConflictError, InputError, NotFoundError
+from ranktable.home import ranktable_home
 from ranktable.remote.errors import SshError
 from ranktable.remote.kernel_link import KernelLink
 from ranktable.remote.kernel_tunnel import PortForwarder
 from ranktable.remote.manager import ConnectionManager, default_manager
+from ranktable.remote.state import write_private_json
 
 MAX_FORWARDS = 32  # per process: each holds a listener and up to a few channels
 REMOTE_HOST = "127.0.0.1"  # what the instance's own loopback serves (TensorBoard's default bind)
+CLOSE_POLL = 0.25  # how often a registry with open forwards looks for close requests from other processes
+CLOSE_WAIT = 10.0  # how long a close request waits for the owning process to close its forward
 
 
 def check_port(value: object, where: str, *, allow_zero: bool = False) -> int:
@@ -62,6 +75,8 @@ class ForwardRegistry:
         self._lock = threading.Lock()
         self._open: dict[str, tuple[Forward, PortForwarder]] = {}
         self._ids = itertools.count(1)
+        self._closing = 0  # closes under way (forwarder and record not yet gone)
+        self._watcher: threading.Thread | None = None
 
     @property
     def manager(self) -> ConnectionManager:
@@ -107,7 +122,43 @@ class ForwardRegistry:
         forward = Forward(f"fwd-{next(self._ids)}", profile, remote, bound, time.time())
         with self._lock:
             self._open[forward.id] = (forward, forwarder)
+        _record(forward)
+        self._watch()
         return forward
+
+    def _watch(self) -> None:
+        """Poll for close requests from other processes while this registry has forwards open."""
+        with self._lock:
+            if self._watcher is not None:
+                return
+            self._watcher = threading.Thread(
+                target=self._serve_close_requests, name="ranktable-forward-requests", daemon=True
+            )
+            self._watcher.start()
+
+    def _serve_close_requests(self) -> None:
+        while True:
+            time.sleep(CLOSE_POLL)
+            with self._lock:
+                ids = list(self._open)
+                if not ids:
+                    self._watcher = None
+                    return
+            for forward_id in ids:
+                request = _entry_path(os.getpid(), forward_id).with_suffix(".close")
+                if request.exists():
+                    with contextlib.suppress(NotFoundError):
+                        self.close(forward_id)
+                    request.unlink(missing_ok=True)
+
+    def wait_closed(self, timeout: float) -> bool:
+        """True once no forward is open (closed here or on request of another process)."""
+        deadline = time.monotonic() + timeout
+        while self.list() or self._closing:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(CLOSE_POLL, max(0.0, deadline - time.monotonic())))
+        return True
 
     def list(self) -> list[Forward]:
         with self._lock:
@@ -116,11 +167,17 @@ class ForwardRegistry:
     def close(self, forward_id: str) -> Forward:
         with self._lock:
             found = self._open.pop(forward_id, None)
+            self._closing += found is not None  # wait_closed() waits for the record to be gone too
         if found is None:
             raise NotFoundError(
                 f"no open forward {forward_id!r}", where="forward", fix="list the open forwards"
             )
-        found[1].close()
+        try:
+            found[1].close()
+            _entry_path(os.getpid(), forward_id).unlink(missing_ok=True)
+        finally:
+            with self._lock:
+                self._closing -= 1
         return found[0]
 
     def close_all(self, profile: str | None = None) -> None:
@@ -141,3 +198,112 @@ def default_forwards() -> ForwardRegistry:
         if _default is None:
             _default = ForwardRegistry()
         return _default
+
+
+# -- forwards of every ranktable process of this user ---------------------------------------------------
+def _forwards_dir() -> Path:
+    return ranktable_home() / "forwards"
+
+
+def _entry_path(pid: int, forward_id: str) -> Path:
+    return _forwards_dir() / f"{pid}-{forward_id}.json"
+
+
+def _started(pid: int) -> str | None:
+    """The process's start time (clock ticks since boot, /proc/PID/stat field 22): a pid reused by
+    another process has another one. None where there is no /proc."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]
+
+
+def _record(forward: Forward) -> None:
+    pid = os.getpid()
+    entry = {**forward.to_json(), "pid": pid, "started": _started(pid)}
+    with contextlib.suppress(OSError):  # the forward works without its record (read-only home)
+        write_private_json(_entry_path(pid, forward.id), entry)
+
+
+def _alive(entry: dict[str, Any]) -> bool:
+    """The recorded process still runs: same pid, same start time, same user."""
+    pid = entry.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # gone, or another user's process now
+        return False
+    started = _started(pid)
+    if started is not None and started != entry.get("started"):
+        return False
+    with contextlib.suppress(OSError, IndexError):  # ended, not yet reaped by its parent: gone too
+        if Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z":
+            return False
+    with contextlib.suppress(OSError):
+        if os.stat(f"/proc/{pid}").st_uid != os.getuid():
+            return False
+    return True
+
+
+def _entries() -> list[tuple[Path, dict[str, Any]]]:
+    found = []
+    try:
+        paths = sorted(_forwards_dir().glob("*.json"))
+    except OSError:
+        return []
+    for path in paths:
+        try:
+            entry = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(entry, dict):
+            found.append((path, entry))
+    return found
+
+
+def other_forwards() -> list[dict[str, Any]]:
+    """The forwards other ranktable processes of this user hold open (CLI, kernels, another server),
+    with ids ``ID@PID``; records of processes that ended are removed."""
+    listed = []
+    for path, entry in _entries():
+        if entry.get("pid") == os.getpid():
+            continue
+        if not _alive(entry):
+            path.unlink(missing_ok=True)
+            path.with_suffix(".close").unlink(missing_ok=True)
+            continue
+        public = {k: v for k, v in entry.items() if k != "started"}
+        listed.append({**public, "id": f"{entry.get('id')}@{entry['pid']}", "owner": "another process"})
+    return listed
+
+
+def close_other(qualified_id: str, wait: float = CLOSE_WAIT) -> dict[str, Any]:
+    """Ask the process holding forward ``ID@PID`` to close it; return its record once it did."""
+    forward_id, _, pid_text = qualified_id.rpartition("@")
+    path = _entry_path(int(pid_text), forward_id) if pid_text.isdigit() and forward_id else None
+    entry = None
+    if path is not None and "/" not in forward_id:
+        with contextlib.suppress(OSError, ValueError):
+            entry = json.loads(path.read_text())
+    if not isinstance(entry, dict) or not _alive(entry):
+        if path is not None and entry is not None:
+            path.unlink(missing_ok=True)
+        raise NotFoundError(
+            f"no open forward {qualified_id!r}", where="forward", fix="list the open forwards"
+        )
+    assert path is not None
+    path.with_suffix(".close").touch(mode=0o600)
+    deadline = time.monotonic() + wait
+    while path.exists():
+        if time.monotonic() >= deadline:
+            path.with_suffix(".close").unlink(missing_ok=True)
+            raise ConflictError(
+                f"process {pid_text} did not close forward {forward_id} within {wait:g}s",
+                where="forward",
+                fix=f"stop it where it runs (Ctrl+C for `ranktable ssh forward`, or kill {pid_text})",
+            )
+        time.sleep(0.05)
+    public = {k: v for k, v in entry.items() if k != "started"}
+    return {**public, "id": qualified_id, "owner": "another process"}

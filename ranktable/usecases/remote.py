@@ -153,13 +153,20 @@ class Remote:
         return self._forwards
 
     def list_forwards(self) -> list[dict[str, Any]]:
-        return [f.to_json() for f in self.forwards.list()]
+        """This process's forwards, then those other ranktable processes of the user hold (CLI, kernels)."""
+        from ranktable.remote.forwards import other_forwards
+
+        return [f.to_json() for f in self.forwards.list()] + other_forwards()
 
     def open_forward(self, profile: str, remote_port: Any, local_port: Any = 0) -> dict[str, Any]:
         self.profiles.get(profile)
         return dict(self.forwards.open(profile, remote_port, local_port or 0).to_json())
 
     def close_forward(self, forward_id: str) -> dict[str, Any]:
+        if "@" in forward_id:  # another process's forward: ask it to close
+            from ranktable.remote.forwards import close_other
+
+            return close_other(forward_id)
         return dict(self.forwards.close(forward_id).to_json())
 
     # -- remote kernels that outlive the Jupyter server ----------------------------------------------------

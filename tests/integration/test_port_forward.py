@@ -189,3 +189,90 @@ async def test_rest_forward_open_list_close(jp_fetch: Any, sshd_profile: SshdPro
     )
     assert bad["field"] == "remote_port"
     await call(jp_fetch, "ranktable", "forwards", "fwd-99", method="DELETE", expect=404)
+
+
+def _start_cli_forward(web_app: int, local: int) -> Any:
+    """`ranktable ssh forward` in its own process (same RANKTABLE_HOME and profile as the test)."""
+    import subprocess
+    import sys
+
+    code = "import sys; from ranktable.cli import main; sys.exit(main(sys.argv[1:]))"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    args = ["ssh", "forward", "box", str(web_app), "--local-port", str(local)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    record = Path(os.environ["RANKTABLE_HOME"]) / "forwards" / f"{proc.pid}-fwd-1.json"
+    while not record.exists():  # recorded once it listens
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the CLI forward never started"
+        time.sleep(0.1)
+    return proc
+
+
+async def test_the_panel_lists_and_closes_a_forward_of_another_process(
+    jp_fetch: Any, sshd_profile: SshdProfile, web_app: int
+) -> None:
+    local = _free_port()
+    proc = await asyncio.to_thread(_start_cli_forward, web_app, local)
+    try:
+        listed = (await call(jp_fetch, "ranktable", "forwards"))["forwards"]
+        assert [(f["id"], f["owner"], f["local_port"], f["remote_port"]) for f in listed] == [
+            (f"fwd-1@{proc.pid}", "another process", local, web_app)
+        ]
+        assert "started" not in listed[0] and listed[0]["url"] == f"http://127.0.0.1:{local}/"
+        closed = await call(jp_fetch, "ranktable", "forwards", f"fwd-1@{proc.pid}", method="DELETE")
+        assert closed["id"] == f"fwd-1@{proc.pid}"
+        out, err = await asyncio.to_thread(proc.communicate, timeout=20)
+        assert proc.returncode == 0, err
+        assert "forward closed from another process" in out  # the CLI stopped by itself
+        assert refused(local)
+        assert (await call(jp_fetch, "ranktable", "forwards"))["forwards"] == []
+        await call(jp_fetch, "ranktable", "forwards", f"fwd-1@{proc.pid}", method="DELETE", expect=404)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_records_of_ended_or_reused_processes_are_dropped(sshd_profile: SshdProfile, web_app: int) -> None:
+    import json
+    import subprocess
+
+    from ranktable.remote.forwards import close_other, other_forwards
+
+    folder = sshd_profile.home / "forwards"
+    folder.mkdir(parents=True, exist_ok=True)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    record = {"id": "fwd-1", "profile": "box", "remote_port": web_app, "local_port": 1, "url": "x"}
+    (folder / f"{ended.pid}-fwd-1.json").write_text(json.dumps({**record, "pid": ended.pid, "started": "1"}))
+    alive = subprocess.Popen(["sleep", "30"])  # a live pid, but not the process that wrote the record
+    try:
+        (folder / f"{alive.pid}-fwd-1.json").write_text(
+            json.dumps({**record, "pid": alive.pid, "started": "1"})
+        )
+        assert other_forwards() == []
+        assert sorted(folder.iterdir()) == []
+        with pytest.raises(NotFoundError):
+            close_other(f"fwd-1@{alive.pid}")
+        with pytest.raises(NotFoundError):
+            close_other("../../etc@1")
+    finally:
+        alive.kill()
+        alive.wait()
+    registry = ForwardRegistry(sshd_profile.manager)  # type: ignore[arg-type]
+    try:
+        forward = registry.open("box", web_app)
+        mine = json.loads((folder / f"{os.getpid()}-{forward.id}.json").read_text())
+        assert mine["pid"] == os.getpid() and mine["local_port"] == forward.local_port
+        assert (folder / f"{os.getpid()}-{forward.id}.json").stat().st_mode & 0o777 == 0o600
+        assert other_forwards() == []  # this process's own forwards are listed by its registry
+    finally:
+        registry.close_all()
+    assert sorted(folder.iterdir()) == []
