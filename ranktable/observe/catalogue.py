@@ -80,6 +80,11 @@ class Catalogue:
         }
         combined = "|".join(f"(?:{e['pattern']})" for e in data["entries"])
         self._any = re2.compile("(?m)" + combined, options)
+        # every entry's pattern in one automaton: which of them match a line, in one pass
+        self._each = re2.Set.SearchSet(options)
+        for entry in self.entries:
+            self._each.Add(entry.pattern.pattern)
+        self._each.Compile()
 
     def any_error(self, text: str) -> bool:
         """Whether any signature occurs somewhere in ``text`` (many lines joined by newlines)."""
@@ -104,10 +109,8 @@ class Catalogue:
         """The first signature matching one line, or None."""
         if self._any.search(line) is None:
             return None
-        for entry in self.entries:
-            if entry.pattern.search(line):
-                return entry
-        return None
+        found = self._each.Match(line)  # the entries whose pattern matches (search), in any order
+        return self.entries[min(found)] if found else None
 
     def exit_signature(self, exit_code: int | None, reason: str | None = None) -> Signature | None:
         if reason == "OOMKilled":

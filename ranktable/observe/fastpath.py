@@ -40,6 +40,14 @@ MAX_RUN = 18  # digits of a run read as int64
 _POW10_INT = 10 ** np.arange(MAX_RUN + 1, dtype=np.int64)
 _POW10 = np.array([10.0**k for k in range(23)])  # exact doubles
 _EXACT = 2**53
+SWAR = 8  # digits of a run read as one 8-byte word
+_SWAR_KEEP = np.array(
+    [0] + [((1 << 8 * k) - 1) << 8 * (SWAR - k) for k in range(1, SWAR + 1)], dtype=np.uint64
+)
+_SWAR_ZEROS = np.uint64(0x3030303030303030)
+_SWAR_PAIRS = np.uint64(0x000000FF000000FF)
+_SWAR_LOW = np.uint64(100 + (1000000 << 32))
+_SWAR_HIGH = np.uint64(1 + (10000 << 32))
 
 
 @dataclass(frozen=True)
@@ -98,6 +106,9 @@ class PodShapes:
     def __init__(self, shared: dict[tuple[Any, ...], Shape | None] | None = None) -> None:
         self.known = 0
         self.by_key: dict[bytes, Shape] = {}
+        self.numbers: dict[bytes, int] = {}  # the digit-less line -> its shape's index in `table`
+        self.table: list[Shape] = []
+        self._index: dict[Shape, int] = {}
         # pods that learned the same template share its Shape, so their lines are read together
         self.shared = {} if shared is None else shared
 
@@ -115,7 +126,12 @@ class PodShapes:
                 found = self.shared[same]
                 if found is not None:
                     key = (prefix + template.text).encode().translate(None, DIGITS)
-                    self.by_key.setdefault(key, found)
+                    if key not in self.by_key:
+                        self.by_key[key] = found
+                        if found not in self._index:
+                            self._index[found] = len(self.table)
+                            self.table.append(found)
+                        self.numbers[key] = self._index[found]
         self.known = len(templates)
 
 
@@ -125,7 +141,7 @@ class Group:
     fields' values (int64 or float64 arrays)."""
 
     shape: Shape
-    lines: list[int]
+    lines: np.ndarray
     tag: np.ndarray | None
     values: dict[str, np.ndarray]
 
@@ -161,8 +177,7 @@ def _read(
     if int(lengths.max()) > MAX_RUN:
         return None
     ends = where[starts_at] + lengths
-    weighted = (buf[where].astype(np.int64) - 48) * _POW10_INT[np.repeat(ends, lengths) - where - 1]
-    runs = np.add.reduceat(weighted, starts_at).reshape(count, found.runs)
+    runs = _values(data, buf, where, starts_at, ends, lengths).reshape(count, found.runs)
     sizes = lengths.reshape(count, found.runs)
     starts = where[starts_at]
     tag = None
@@ -180,6 +195,30 @@ def _read(
             value = _slow(token, data, starts, ends, found.runs, runs, sizes)
         values[token.name] = value * 0.001 if token.kind == "ms" else value
     return tag, values
+
+
+def _values(
+    data: bytes,
+    buf: np.ndarray,
+    where: np.ndarray,
+    starts_at: np.ndarray,
+    ends: np.ndarray,
+    lengths: np.ndarray,
+) -> np.ndarray:
+    """Each digit run's value (int64; runs of at most MAX_RUN digits)."""
+    if int(lengths.max(initial=0)) > SWAR:
+        weighted = (buf[where].astype(np.int64) - 48) * _POW10_INT[np.repeat(ends, lengths) - where - 1]
+        return np.add.reduceat(weighted, starts_at)
+    # at most 8 digits: the 8 bytes ending with the run, as one little-endian word (the first digit in the
+    # lowest byte), other bytes cleared, read with the usual SWAR steps (8 digits -> 4 x 2 -> 2 x 4 -> 1)
+    padded = bytes(SWAR) + data
+    words = np.ndarray(shape=(len(padded) - SWAR + 1,), dtype="<u8", buffer=padded, strides=(1,))[ends]
+    keep = _SWAR_KEEP[lengths]
+    value = (words & keep) - (_SWAR_ZEROS & keep)
+    value = value * np.uint64(10) + (value >> np.uint64(8))
+    low, high = value & _SWAR_PAIRS, (value >> np.uint64(16)) & _SWAR_PAIRS
+    value = (low * _SWAR_LOW + high * _SWAR_HIGH) >> np.uint64(32)
+    return value.astype(np.int64)
 
 
 def _parts(token: Token, runs: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -242,7 +281,27 @@ def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group]
         return None
     data = joined.encode() + b"\n"
     keys = data.translate(None, DIGITS).split(b"\n")[:-1]
-    return _groups(list(map(shapes.by_key.get, keys)), texts, data)
+    numbers = np.array(list(map(shapes.numbers.get, keys, repeat(-1))), dtype=np.int64)
+    counts = np.bincount(numbers + 1, minlength=1)
+    if counts[0]:
+        rest = "\n".join([texts[i] for i in np.flatnonzero(numbers < 0).tolist()])
+        if any(word in rest for word in KEYWORDS):  # may be a metric line no template covers
+            return None
+    present = np.flatnonzero(counts[1:]).tolist()
+    groups = []
+    for number in present:
+        candidate = shapes.table[number]
+        whole: bytes | None = None
+        if len(present) == 1 and not counts[0]:
+            lines, picked, whole = np.arange(len(texts)), texts, data
+        else:
+            lines = np.flatnonzero(numbers == number)
+            picked = list(map(texts.__getitem__, lines.tolist()))
+        read: Any = _read(candidate, picked, whole)
+        if read is None:
+            return None
+        groups.append(Group(candidate, lines, *read))
+    return groups
 
 
 def match_pods(
@@ -271,11 +330,11 @@ def _groups(found: list[Shape | None], texts: list[str], data: bytes) -> list[Gr
             continue
         whole: bytes | None = None
         if len(candidates) == 1 and not mixed:
-            lines = list(range(len(texts)))
+            lines = np.arange(len(texts))
             picked, whole = texts, data
         else:
-            lines = list(compress(range(len(found)), map(is_, found, repeat(candidate))))
-            picked = list(map(texts.__getitem__, lines))
+            lines = np.array(list(compress(range(len(found)), map(is_, found, repeat(candidate)))))
+            picked = list(map(texts.__getitem__, lines.tolist()))
         read: Any = _read(candidate, picked, whole)
         if read is None:
             return None

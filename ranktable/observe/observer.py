@@ -24,7 +24,7 @@ from ranktable.observe.parsers import LineParser, compile_user_patterns
 from ranktable.observe.series import MAX_ALERTS, Alerts, RankSeries, Rows
 from ranktable.observe.settings import ObserveSettings
 from ranktable.observe.template import MAX_TEMPLATES, Template, learn, match, parsed_by_plain
-from ranktable.observe.text import clean, inline_time, kube_time, kube_times, rank_tag
+from ranktable.observe.text import clean, inline_time, kube_time, kube_time_array, rank_tag
 from ranktable.observe.triage import (
     ErrorEvent,
     advice,
@@ -40,6 +40,10 @@ from ranktable.observe.triage import (
 # the watchdog ``[Rank 5]``, plain prints ``rank 13 ...``.
 _LINE_RANK = re.compile(r"RankID:\s*(\d+)|\[Rank (\d+)\]|^rank[\s:=]+(\d+)\b")
 _first, _second = itemgetter(0), itemgetter(1)
+# the torchrun tags _tag strips from an ASCII line (a "]:" ending within its first 24 characters)
+_TAGS = re.compile(
+    r"\n\[(?:rank[0-9]{1,17}|default[0-9]{1,14})\]: ?"
+)  # after a newline: a literal to look for
 FLUSH_ROWS = 1 << 17  # template rows held before they are merged into the series (about 9 MB)
 CHUNK_LINES = 8192  # a pod's batches are read together once they hold this many lines (see feed) ...
 PENDING_LINES = 1 << 16  # ... or when all pods' unread batches hold this many
@@ -162,13 +166,20 @@ class RunObserver:
         """Read one pod's unread batches: all at once on the bulk path when it takes them, else one by one."""
         pending = self._pending.pop((pod, node_rank))
         self._pending_lines -= sum(map(len, pending))
-        if len(pending) > 1:
-            lines = [line for batch in pending for line in batch]
-            bounds = list(accumulate(map(len, pending)))
-            if self._read(pod, node_rank, lines, bounds):
+        if len(pending) > 1 and self._read_together(pod, node_rank, pending):
+            return
+        if len(pending) > 2:  # e.g. a new pod: its first batch teaches the templates the others need
+            self._read(pod, node_rank, pending[0])
+            if self._read_together(pod, node_rank, pending[1:]):
                 return
+            pending = pending[1:]
         for batch in pending:
             self._read(pod, node_rank, batch)
+
+    def _read_together(self, pod: str, node_rank: int, batches: list[Sequence[tuple[str, str]]]) -> bool:
+        """Several batches of one pod read at once on the bulk path (False: nothing changed)."""
+        lines = [line for batch in batches for line in batch]
+        return self._read(pod, node_rank, lines, list(accumulate(map(len, batches))))
 
     def _read(
         self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]], bounds: list[int] | None = None
@@ -177,7 +188,7 @@ class RunObserver:
         path takes them all (False when it did not)."""
         stamps, texts = list(map(_first, lines)), list(map(_second, lines))
         joined = "\n".join(texts)
-        times = _stamp_times(stamps)
+        times = kube_time_array(stamps)
         ends = bounds or [len(texts)]
         if not self._feed_bulk(pod, node_rank, texts, joined, ends, stamps, times):
             if bounds is not None:
@@ -188,11 +199,15 @@ class RunObserver:
         self._advance_clock(times, lines)
         return True
 
-    def _advance_clock(self, times: dict[str, float | None], lines: Sequence[tuple[str, str]]) -> None:
-        """The newest time of any line (out-of-order lines too), as if they came one by one."""
-        known = [t for t in times.values() if t is not None]
-        if len(known) < len(times):
-            known += [t for s, text in lines if times[s] is None and (t := inline_time(text)) is not None]
+    def _advance_clock(self, times: np.ndarray, lines: Sequence[tuple[str, str]]) -> None:
+        """The newest time of any line (out-of-order lines too), as if they came one by one (times: each
+        line's stamp time, NaN: none)."""
+        missing = np.isnan(times)
+        known = [float(times[~missing].max())] if not missing.all() else []
+        if missing.any():
+            known += [
+                t for at in np.flatnonzero(missing).tolist() if (t := inline_time(lines[at][1])) is not None
+            ]
         if known and (self._clock is None or max(known) > self._clock):
             self._clock = max(known)
 
@@ -261,7 +276,7 @@ class RunObserver:
         joined: str,
         bounds: list[int],
         stamps: list[str],
-        times: dict[str, float | None],
+        times: np.ndarray,
     ) -> bool:
         """Read a batch whose every possible metric line fits a learned template (fastpath.py) and hold its
         rows; False (nothing changed) when the line path must read it."""
@@ -277,7 +292,7 @@ class RunObserver:
         if metric and not parsed_by_plain(self.parser.order):
             return False
         if metric:
-            rows = self._rows(pod, node_rank, stamps, texts, metric, times)
+            rows = self._rows(pod, node_rank, texts, metric, times)
             for name, values in rows.items():
                 self._held[name].append(values)
             self._held_rows += len(rows["rank"])
@@ -297,7 +312,13 @@ class RunObserver:
         bounds: list[int],
     ) -> None:
         """The error lines among those no metric template took, as the line path finds them: in a fed batch
-        the catalogue's combined pattern hits, each line (its tag stripped) is classified."""
+        the catalogue's combined pattern hits, each line (its tag stripped) is classified. The lines no
+        metric template took are searched first: most batches end there (the metric lines not read)."""
+        untaken = np.ones(len(texts), dtype=bool)
+        for group in metric:
+            untaken[group.lines] = False
+        if self._no_error_lines([texts[index] for index in np.flatnonzero(untaken).tolist()]):
+            return
         if not self.catalogue.any_error(joined):
             return
         rest = np.zeros(len(texts), dtype=bool)
@@ -314,6 +335,18 @@ class RunObserver:
         for hit in self.catalogue.error_lines([text for _, _, text in tagged]):
             rank, _, text = tagged[hit]
             self._error(pod, node_rank, rank, stamps[others[hit]], text)
+
+    def _no_error_lines(self, texts: list[str]) -> bool:
+        """Whether no line of `texts` is an error once its tag is stripped (see _tag): True only when the
+        combined pattern hits nowhere in them, tags stripped in one pass. False when unsure: a line starts
+        with "[" but not with a tag _TAGS strips as _tag does."""
+        if not texts:
+            return True
+        joined = "\n" + "\n".join(texts)
+        stripped, tags = _TAGS.subn("\n", joined)
+        if tags != joined.count("\n["):
+            return False
+        return not self.catalogue.any_error(stripped)
 
     def _tag(self, pod: str, default: int, text: str) -> tuple[int, bool, str]:
         """The rank a line's torchrun tag names (else `default`), whether it had one, and the rest."""
@@ -362,11 +395,11 @@ class RunObserver:
         groups = match_pods(shapes, owner, texts, joined)
         if groups is None:
             return False
-        times = _stamp_times(stamps)
+        times = kube_time_array(stamps)
         metric = [g for g in groups if g.shape.template.fields is not None]
         if metric:
             rows = self._rows_of([self._group_rows(group) for group in metric])
-            rows["when"] = self._times(stamps, texts, line := rows.pop("line"), times)
+            rows["when"] = self._times(texts, line := rows.pop("line"), times)
             rows["rank"] = self._pod_ranks(pods, np.array(owner)[line], rows.pop("tag"), rows.pop("named"))
             for name, values in rows.items():
                 self._held[name].append(values)
@@ -407,14 +440,13 @@ class RunObserver:
         self,
         pod: str,
         node_rank: int,
-        stamps: list[str],
         texts: list[str],
         groups: list[Group],
-        times: dict[str, float | None],
+        times: np.ndarray,
     ) -> dict[str, np.ndarray]:
         """The batch's template rows in log order (see HELD)."""
         rows = self._rows_of([self._group_rows(group) for group in groups])
-        rows["when"] = self._times(stamps, texts, rows.pop("line"), times)
+        rows["when"] = self._times(texts, rows.pop("line"), times)
         default = self.layout.default_rank(pod, node_rank)
         rows["rank"] = self._ranks(pod, default, rows.pop("tag"), rows.pop("named"))
         return rows
@@ -439,21 +471,14 @@ class RunObserver:
             out[name] = values.get(name, absent)
         return out
 
-    def _times(
-        self, stamps: list[str], texts: list[str], lines: np.ndarray, times: dict[str, float | None]
-    ) -> np.ndarray:
-        """Each row's time from its stamp's (NaN: none), else from the text."""
-        every = len(lines) == len(stamps)
-        picked = stamps if every else list(map(stamps.__getitem__, lines.tolist()))
-        if None not in times.values():
-            return np.array(list(map(times.__getitem__, picked)), dtype=np.float64)
-        when: list[Any] = list(map(times.__getitem__, picked))
-        for at, value in enumerate(when):
-            if value is None:
-                _, _, text = self._tag("", -1, texts[int(lines[at])])
-                found = inline_time(text)
-                when[at] = math.nan if found is None else found
-        return np.array(when, dtype=np.float64)
+    def _times(self, texts: list[str], lines: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """Each row's time from its stamp's (times: each line's, NaN: none), else from the text."""
+        when = times.copy() if len(lines) == len(times) else times[lines]
+        for at in np.flatnonzero(np.isnan(when)).tolist():
+            _, _, text = self._tag("", -1, texts[int(lines[at])])
+            found = inline_time(text)
+            when[at] = math.nan if found is None else found
+        return when
 
     def _ranks(self, pod: str, default: int, tags: np.ndarray, named: np.ndarray) -> np.ndarray:
         """Rows' ranks as the line path assigns them: a rank field, else the tag, else the last one named
@@ -654,12 +679,6 @@ class RunObserver:
         }
         result["summary"] = summary(result)
         return result
-
-
-def _stamp_times(stamps: list[str]) -> dict[str, float | None]:
-    """Each distinct stamp's time (None: none)."""
-    distinct = list(dict.fromkeys(stamps))
-    return dict(zip(distinct, kube_times(distinct), strict=True))
 
 
 def summary(diagnosis: dict[str, Any]) -> str:

@@ -196,9 +196,9 @@ class RankSeries:
         if appended.any():
             values = np.where(explicit, rows.step_time, derived)[appended]
             self.step_times.extend(values[-STEP_WINDOW:].tolist())
-        units = [u for u in rows.unit if u]
-        if units:
-            self.throughput_unit = units[-1]
+        units = np.flatnonzero(rows.unit.astype(bool))  # a unit name (None or "": none)
+        if len(units):
+            self.throughput_unit = rows.unit[units[-1]]
         starts = np.flatnonzero(new)
         if self._pending:
             self._overwrite(rows, 0, int(starts[0]) - 1 if len(starts) else n - 1)
@@ -316,7 +316,9 @@ class RankSeries:
                 continue
             if name == "loss":
                 out[name] = [
-                    ("nan" if step in self.nan_steps else None) if v != v else _json_float(v)
+                    ("nan" if step in self.nan_steps else None)
+                    if v != v
+                    else (v if v - v == 0 else _json_float(v))  # finite: as it is
                     for v, step in zip(values, steps, strict=True)
                 ]
             else:

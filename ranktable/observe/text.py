@@ -10,6 +10,7 @@ from __future__ import annotations
 import calendar
 import math
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -71,14 +72,31 @@ def kube_time(stamp: str) -> float | None:
 _STAMP = b"0000-00-00T00:00:00.000000000Z"  # "0": a digit
 _STAMP_FIXED = np.frombuffer(_STAMP, dtype=np.uint8) != ord("0")
 _STAMP_CHARS = np.frombuffer(_STAMP, dtype=np.uint8)
+_STAMP_LINE_FIXED = np.append(_STAMP_FIXED, True)  # the stamp, then its newline
+_STAMP_LINE_CHARS = np.append(_STAMP_CHARS, np.uint8(10))
 _SECOND_DIGITS = [17, 18, *range(20, 29)]  # SS.fffffffff as one 11-digit integer, over 1e9
 _SECOND_WEIGHTS = 10 ** np.arange(10, -1, -1, dtype=np.int64)
 
 
 def kube_times(stamps: list[str]) -> list[float | None]:
-    """kube_time() of each stamp; the usual ``2026-09-21T10:11:12.123456789Z`` form read with array steps
-    (the seconds are an 11-digit integer over 1e9: one exact division, as float() reads them)."""
-    out: list[float | None] = [None] * len(stamps)
+    """kube_time() of each stamp (see kube_time_array)."""
+    return [None if value != value else value for value in kube_time_array(stamps).tolist()]
+
+
+def kube_time_array(stamps: Sequence[str]) -> np.ndarray:
+    """kube_time() of each stamp as an array (NaN: None); the usual ``2026-09-21T10:11:12.123456789Z``
+    form read with array steps (the seconds are an 11-digit integer over 1e9: one exact division, as
+    float() reads them), each run of stamps in one minute converted once."""
+    count = len(stamps)
+    out = np.full(count, math.nan)
+    width = len(_STAMP) + 1
+    joined = "\n".join(stamps)
+    if count and len(joined) == width * count - 1 and joined.isascii() and joined.count("\n") == count - 1:
+        # every newline is a separator; all at the usual places means every stamp has the usual length
+        rows = np.frombuffer((joined + "\n").encode(), dtype=np.uint8).reshape(count, width)
+        if (rows[:, -1] == 10).all():
+            _usual_rows(stamps, rows, np.arange(count), out)
+            return out
     usual = [i for i, stamp in enumerate(stamps) if len(stamp) == len(_STAMP)]
     slow = [i for i, stamp in enumerate(stamps) if stamp and len(stamp) != len(_STAMP)]
     data = "".join([stamps[i] for i in usual]).encode()
@@ -86,25 +104,52 @@ def kube_times(stamps: list[str]) -> list[float | None]:
         slow += usual
     elif usual:
         rows = np.frombuffer(data, dtype=np.uint8).reshape(len(usual), len(_STAMP))
-        digits = (rows - np.uint8(48)) < 10
-        good = ((rows == _STAMP_CHARS) | (~_STAMP_FIXED & digits)).all(axis=1)
-        slow += [usual[i] for i in np.flatnonzero(~good).tolist()]
-        if good.any():
-            picked = rows[good]
-            minutes, where = np.unique(picked[:, :16].copy().view("S16").ravel(), return_inverse=True)
-            bases = []
-            for minute in minutes.tolist():
-                try:
-                    bases.append(_minute_epoch(minute.decode()))
-                except ValueError:  # no such month: no time, as kube_time says
-                    bases.append(math.nan)
-            mantissa = (picked[:, _SECOND_DIGITS].astype(np.int64) - 48) @ _SECOND_WEIGHTS
-            values = (np.array(bases)[where.ravel()] + mantissa / 1e9).tolist()
-            for index, value in zip(np.flatnonzero(good).tolist(), values, strict=True):
-                out[usual[index]] = None if value != value else value
+        _usual_rows(stamps, rows, np.array(usual, dtype=np.int64), out)
     for index in slow:
-        out[index] = kube_time(stamps[index])
+        value = kube_time(stamps[index])
+        out[index] = math.nan if value is None else value
     return out
+
+
+def _usual_rows(stamps: Sequence[str], rows: np.ndarray, index: np.ndarray, out: np.ndarray) -> None:
+    """Fill out[index] from the stamps' bytes (one row each: len(_STAMP) bytes, maybe then a newline)."""
+    chars, fixed = _STAMP_CHARS, _STAMP_FIXED
+    if rows.shape[1] > len(_STAMP):
+        chars, fixed = _STAMP_LINE_CHARS, _STAMP_LINE_FIXED
+    bad = ~((rows == chars) | (~fixed & ((rows - np.uint8(48)) < 10)))  # elementwise: fast
+    good = ~bad.any(axis=1) if bad.any() else np.ones(len(rows), dtype=bool)
+    for at in index[~good].tolist():
+        value = kube_time(stamps[at])
+        out[at] = math.nan if value is None else value
+    if not good.any():
+        return
+    picked = np.ascontiguousarray(rows if good.all() else rows[good])
+    count, width = picked.shape
+
+    def words(offset: int) -> np.ndarray:  # each row's 8 bytes from `offset`, as a little-endian word
+        return np.ndarray(shape=(count,), dtype="<u8", buffer=picked, offset=offset, strides=(width,))
+
+    first, second = words(0), words(8)  # YYYY-MM-DDTHH:MM
+    change = (first[1:] != first[:-1]) | (second[1:] != second[:-1])
+    starts = np.concatenate([[0], np.flatnonzero(change) + 1]).astype(np.int64)  # a new minute's rows
+    bases = []
+    for start in starts.tolist():
+        try:
+            bases.append(_minute_epoch(picked[start, :16].tobytes().decode()))
+        except ValueError:  # no such month: no time, as kube_time says
+            bases.append(math.nan)
+    base = np.repeat(np.array(bases), np.diff(np.append(starts, count)))
+    # SS.fffffffff as one 11-digit integer: SS and the first fraction digit, then 8 digits as one word
+    head = (picked[:, [17, 18, 20]].astype(np.int64) - 48) @ _SECOND_WEIGHTS[:3]
+    tail = words(21) - np.uint64(0x3030303030303030)
+    tail = tail * np.uint64(10) + (tail >> np.uint64(8))
+    pairs = np.uint64(0x000000FF000000FF)
+    tail = (
+        (tail & pairs) * np.uint64(100 + (1000000 << 32))
+        + ((tail >> np.uint64(16)) & pairs) * np.uint64(1 + (10000 << 32))
+    ) >> np.uint64(32)
+    mantissa = head + tail.astype(np.int64)
+    out[index[good]] = base + mantissa / 1e9
 
 
 # Timestamps inside the line (node-local clocks, taken as UTC): Python logging ``2025-04-07 15:34:29,173``,

@@ -172,8 +172,8 @@ def test_bulk_path_is_taken_and_rows_are_held_until_read() -> None:
     assert not taken and len(fast._pending[("job-worker-0", 0)]) == 20  # the batches wait
     assert fast.lines == len(lines)  # counted when fed
     fast._drain()
-    # the 20 as one chunk: no templates yet, so one by one: the first learns them, the others are bulk
-    assert taken == [False, False] + [True] * 19
+    # the 20 as one chunk: no templates yet; the first alone learns them, then the other 19 as one chunk
+    assert taken == [False, False, True]
     assert fast._held_rows  # rows not merged yet
     same(fast, line_by_line({"job-worker-0": lines}))
     assert not fast._held_rows and not fast._pending
@@ -298,6 +298,31 @@ def test_stamps_read_with_array_steps_equal_kube_time() -> None:
     got = text.kube_times(stamps)
     assert exact(got) == exact([text.kube_time(s) if s else None for s in stamps])
     assert got[-11] is None and got[-1] is None and got[0] is not None
+    usual = [s for s in stamps if len(s) == 30]  # the array steps for all: same length, ASCII or not
+    ascii_only = [s for s in stamps if s.isascii()]
+    odd = ["2026-09-21T10:11:12.12345678Z", "Z2026-09-21T10:11:12.123456789Z"]  # 29 + 31: 2 x 30 joined
+    for some in (usual, ascii_only, [s for s in usual if s.isascii()], odd + usual[:5], stamps[:1], []):
+        assert exact(text.kube_times(some)) == exact([text.kube_time(s) if s else None for s in some])
+
+
+def test_stamps_array_steps_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Usual stamps are read by the array steps (kube_time is called only for the others)."""
+    slow: list[str] = []
+    original = text.kube_time
+
+    def spy(stamp: str) -> float | None:
+        slow.append(stamp)
+        return original(stamp)
+
+    monkeypatch.setattr(text, "kube_time", spy)
+    stamps = [stamp(1_790_000_000 + s * 0.37) for s in range(500)]
+    no_month = "2026-13-21T10:11:12.123456789Z"  # the usual form: no time, read by the array steps too
+    for some, calls in ((stamps, 0), ([*stamps, "2026-09-21T10:11:12Z"], 1), ([*stamps, no_month], 0)):
+        slow.clear()
+        got = text.kube_times(some)
+        assert len(slow) == calls
+        assert got[:500] == [original(s) for s in stamps]
+        assert got[500:] == [original(s) for s in some[500:]]
 
 
 def test_add_row_is_add_of_a_template_row() -> None:

@@ -210,3 +210,24 @@ def test_slow_ranks_on_one_leaf_point_at_the_switch() -> None:
     assert result["advice"] == [
         "slow/hung ranks 0, 1 on 2 servers share leaf leaf-a: suspect that switch or its uplinks"
     ]
+
+
+def test_classify_names_the_first_catalogue_entry_that_matches() -> None:
+    """classify() finds the matching entries in one pass (an RE2 set); the entry named is the first in
+    catalogue order whose pattern matches, as trying them one by one gives: lines matching several entries
+    included."""
+    cat = catalogue()
+    lines = [line for path in sorted(LOGS.rglob("*.log")) for line in path.read_text().splitlines()]
+    lines += [
+        "[ERROR] HCCL init failed EI0006 wait socket establish timeout",  # HCCL_INIT and EI0006
+        "RuntimeError: EI0002 has not received the Notify record; Traceback (most recent call last)",
+        "EE9999 EI9999 EJ0001 EL0003",
+        "torch.OutOfMemoryError: NPU out of memory. exit code 137",
+        "plain text",
+    ]
+    several = 0
+    for line in lines:
+        matching = [entry for entry in cat.entries if entry.pattern.search(line)]
+        several += len(matching) > 1
+        assert cat.classify(line) == (matching[0] if matching else None), line
+    assert several >= 4
