@@ -19,7 +19,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
-from ranktable.errors import RanktableError
+from ranktable.errors import InputError, RanktableError
 from ranktable.magic_results import ShownDict, ShownList, ShownStr, pre_html, table_html, text_html
 
 if TYPE_CHECKING:
@@ -178,12 +178,18 @@ class RanktableMagics(Magics):
         return ShownList(jobs, text_html(summary), summary)
 
     def _cmd_stop(self, argv: list[str]) -> list[str]:
-        """`%ranktable stop NAME`: delete the job and its rank-table ConfigMap."""
+        """`%ranktable stop NAME [--keep-logs S]`: archive the run's logs, delete the job and ConfigMap."""
+        from ranktable.limits import KEEP_LOGS_S
+        from ranktable.usecases.jobs import stop_job
+
         p = self._cluster_parser("stop")
         p.add_argument("name")
+        p.add_argument("--keep-logs", type=float, default=KEEP_LOGS_S, metavar="SECONDS")
         args = p.parse_args(argv)
-        deleted = self.client(args).stop(args.name)
-        summary = "deleted " + ", ".join(deleted)
+        if args.keep_logs < 0:
+            raise InputError("must be 0 or more seconds", where="--keep-logs")
+        deleted, kept = stop_job(self.client(args), args.name, keep_logs_s=args.keep_logs)
+        summary = "deleted " + ", ".join(deleted) + (f"; {kept}" if kept else "")
         return ShownList(deleted, text_html(summary), summary)
 
     def _cmd_logs(self, argv: list[str]) -> list[str]:

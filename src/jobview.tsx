@@ -1,5 +1,10 @@
 import * as React from 'react';
-import { Dialog, MainAreaWidget, showDialog } from '@jupyterlab/apputils';
+import {
+  Dialog,
+  MainAreaWidget,
+  Notification,
+  showDialog
+} from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget } from '@jupyterlab/ui-components';
 
@@ -230,7 +235,7 @@ function JobViewBody(props: {
       const answer = await showDialog({
         title: trans.__('Stop job'),
         body: trans.__(
-          'Stop %1? Its pods and rank-table ConfigMap are deleted.',
+          'Stop %1? Its logs are archived first, then its pods and rank-table ConfigMap are deleted.',
           run.run.name
         ),
         buttons: [
@@ -245,7 +250,10 @@ function JobViewBody(props: {
     setBusy(true);
     try {
       if (what === 'stop') {
-        await jobs.stop(run.run);
+        const stopped = await jobs.stop(run.run);
+        if (stopped.logs) {
+          Notification.info(stopped.logs, { autoClose: 8000 });
+        }
       } else {
         props.openRun(await jobs.resubmit(run.run));
       }

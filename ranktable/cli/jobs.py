@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ranktable.compose.spec_flags import add_spec_flags, read_input, spec_from_args
 from ranktable.errors import InputError
 from ranktable.limits import (
+    KEEP_LOGS_S,
     load_yaml_all,
 )
 
@@ -128,8 +129,21 @@ def register(sub: Any) -> None:
     _cluster_flags(p)
     p.set_defaults(handler=_watch)
 
-    p = group.add_parser("stop", help="delete the job and its rank-table ConfigMap")
+    p = group.add_parser(
+        "stop",
+        help="archive the run's logs, then delete the job and its rank-table ConfigMap",
+        description="The pods' logs go with the job, so the current run's logs are read into its archive "
+        "first (`job logs NAME --runs` lists it afterwards).",
+    )
     p.add_argument("name")
+    p.add_argument(
+        "--keep-logs",
+        type=float,
+        default=KEEP_LOGS_S,
+        metavar="SECONDS",
+        help=f"wait at most this long for the logs to be archived (default {KEEP_LOGS_S:g}; 0: keep none)",
+    )
+    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
     _cluster_flags(p)
     p.set_defaults(handler=_stop)
 
@@ -536,8 +550,15 @@ def _watch(args: argparse.Namespace) -> int:
 
 
 def _stop(args: argparse.Namespace) -> int:
-    deleted = _client(args).stop(args.name)
+    from ranktable.cli import CliError
+    from ranktable.usecases.jobs import stop_job
+
+    if args.keep_logs < 0:
+        raise CliError(f"--keep-logs must be 0 or more seconds; got {args.keep_logs:g}")
+    deleted, kept = stop_job(_client(args), args.name, state_dir=args.state_dir, keep_logs_s=args.keep_logs)
     print(f"deleted {', '.join(deleted)}")
+    if kept:
+        print(kept)
     return 0
 
 

@@ -174,6 +174,7 @@ class RunFollower:
         settings: ObserveSettings | None = None,
         follow: bool = True,
         on_update: Callable[[RunFollower], None] | None = None,
+        observe: bool = True,
     ) -> None:
         self.client = client
         self.name = name
@@ -199,7 +200,10 @@ class RunFollower:
             },
         )
         self._resume = self.archive.last_stamps()
-        self._replay()
+        self.observe = observe  # False: only archive (before a stop), no metrics or triage
+        self.taken = 0  # lines archived by this follower
+        if observe:
+            self._replay()
         self.lock = threading.Lock()  # the observer is fed by the stream thread and read by requests
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -241,7 +245,9 @@ class RunFollower:
         self._resume.pop(pod, None)
         with self.lock:
             self.archive.append(pod, node_rank, lines)
-            self.observer.feed(pod, node_rank, lines)
+            self.taken += len(lines)
+            if self.observe:
+                self.observer.feed(pod, node_rank, lines)
 
     def start(self) -> RunFollower:
         self._thread = threading.Thread(target=self.run, name=f"observe-{self.name}", daemon=True)

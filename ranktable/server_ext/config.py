@@ -10,6 +10,8 @@ from __future__ import annotations
 from traitlets import Bool, Dict, Enum, Float, Integer, Unicode
 from traitlets.config import Configurable
 
+from ranktable.limits import KEEP_LOGS_S
+
 
 class Ranktable(Configurable):
     """Server-side configuration of the Ranktable extension."""
@@ -50,6 +52,12 @@ class Ranktable(Configurable):
         help="Metrics and triage settings: straggler_factor (1.2), hang_factor (10), hang_floor_s (120), "
         "spike_factor (3), max_points (500), connect_timeout_s (120), patterns (regexes with named groups "
         "step/loss/step_time_s/step_time_ms/throughput/lr/grad_norm/epoch/rank; RE2 syntax).",
+    )
+    keep_logs_seconds = Float(
+        KEEP_LOGS_S,
+        config=True,
+        help="Stop and Resubmit first archive the run's logs (they go with its pods) for at most this many "
+        "seconds; 0 keeps none.",
     )
     request_timeout = Float(30.0, config=True, help="Seconds before a cluster or SSH call is abandoned.")
     log_batch_seconds = Float(

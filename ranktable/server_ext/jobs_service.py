@@ -33,6 +33,8 @@ class JobsService:
                 topology_format=config.topology_format or None,
                 extra_flavours=dict(config.flavours),
                 extra_flavours_source="c.Ranktable.flavours",
+                state_dir=config.state_dir or None,
+                keep_logs_s=float(config.keep_logs_seconds),
             )
         )
 
@@ -66,7 +68,8 @@ class JobsService:
         return self.usecases.describe(namespace, name, known)
 
     def stop(self, namespace: str, name: str) -> dict[str, Any]:
-        return {"deleted": self.usecases.stop(namespace, name)}
+        self.services.observe.live.release(namespace, name)  # the stop archives the rest itself
+        return self.usecases.stop(namespace, name)
 
     def job_ranktable(self, namespace: str, name: str) -> dict[str, Any]:
         return self.usecases.rank_table(namespace, name)
@@ -98,6 +101,7 @@ class JobsService:
         return self.usecases.layout_preview(spec, topology, message_bytes(body))
 
     def resubmit(self, namespace: str, name: str) -> dict[str, Any]:
+        self.services.observe.live.release(namespace, name)
         return self.usecases.resubmit(namespace, name)
 
     # -- streams ------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from ranktable.compose.manifests import RANK_TABLE_KEY, compose, configmap_name,
 from ranktable.compose.spec import JobSpec
 from ranktable.compose.validate import has_errors, validate_spec
 from ranktable.errors import InputError, RanktableError
+from ranktable.limits import KEEP_LOGS_S
 
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
@@ -34,6 +35,26 @@ class ClusterSettings:
     topology_format: str | None = None
     extra_flavours: Mapping[str, Any] = field(default_factory=dict)
     extra_flavours_source: str = "flavours"
+    state_dir: str | None = None  # where run logs are archived (None: RANKTABLE_HOME)
+    keep_logs_s: float = KEEP_LOGS_S  # a stop's wait for the run's logs to reach the archive (0: keep none)
+
+
+def kept_logs(client: ClusterClient, name: str, state_dir: str | None, keep_logs_s: float) -> str | None:
+    """The run's logs into its archive before its pods go (at most `keep_logs_s` s; 0: skipped)."""
+    if keep_logs_s <= 0:
+        return None
+    from ranktable.usecases.observe import keep_run_logs
+
+    return keep_run_logs(client, name, state_dir=state_dir, timeout=keep_logs_s)
+
+
+def stop_job(
+    client: ClusterClient, name: str, *, state_dir: str | None = None, keep_logs_s: float = KEEP_LOGS_S
+) -> tuple[list[str], str | None]:
+    """(what was deleted, what was kept of the logs): the pods' logs go with the job, so they are
+    archived first."""
+    kept = kept_logs(client, name, state_dir, keep_logs_s)
+    return client.stop(name), kept
 
 
 class Jobs:
@@ -114,11 +135,21 @@ class Jobs:
     ) -> dict[str, Any]:
         return self.client(namespace).describe(name, known).to_json()
 
-    def stop(self, namespace: str | None, name: str) -> list[str]:
-        return self.client(namespace).stop(name)
+    def stop(self, namespace: str | None, name: str) -> dict[str, Any]:
+        """Archive the run's logs (so they outlive its pods), then delete the job and its ConfigMap."""
+        deleted, kept = stop_job(
+            self.client(namespace),
+            name,
+            state_dir=self.settings.state_dir,
+            keep_logs_s=self.settings.keep_logs_s,
+        )
+        return {"deleted": deleted, "logs": kept}
 
     def resubmit(self, namespace: str | None, name: str) -> dict[str, Any]:
-        return self.client(namespace).resubmit(name, timeout=float(self.settings.request_timeout)).to_json()
+        """The same manifests again, the current run's logs archived first (a new run has a new uid)."""
+        client = self.client(namespace)
+        kept = kept_logs(client, name, self.settings.state_dir, self.settings.keep_logs_s)
+        return {**client.resubmit(name, timeout=float(self.settings.request_timeout)).to_json(), "logs": kept}
 
     def rank_table(self, namespace: str | None, name: str) -> dict[str, Any]:
         """The job's rank table (as the platform filled it) with its validation report."""

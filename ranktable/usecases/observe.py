@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ranktable.errors import NotFoundError
+from ranktable.errors import NotFoundError, RanktableError
+from ranktable.limits import KEEP_LOGS_S
 from ranktable.observe import ObserveSettings, RunObserver, catalogue
 from ranktable.observe.archive import RunInfo, find_run, list_runs, read_run
 
@@ -103,6 +104,38 @@ def observe_run(
     return Observation(
         name, info.uid, info.phase or "Deleted", archived_observer(root, info, settings), "archive", None
     )
+
+
+def keep_run_logs(
+    client: ClusterClient,
+    name: str,
+    *,
+    state_dir: str | Path | None = None,
+    timeout: float = KEEP_LOGS_S,
+) -> str:
+    """Before a stop deletes the pods: read what the current run printed since it was last archived into
+    its archive (a run nobody streamed has none yet), at most `timeout` s; one line saying what was kept."""
+    from ranktable.cluster.observing import RunFollower
+
+    try:
+        follower = RunFollower(client, name, state_dir=state_dir, follow=False, observe=False)
+    except NotFoundError:
+        return "no logs kept: the job is not on the cluster"
+    except RanktableError as exc:
+        return f"no logs kept: {exc.message}"
+    reader = threading.Thread(target=follower.run, name=f"keep-logs-{name}", daemon=True)
+    reader.start()
+    reader.join(timeout)
+    cut = reader.is_alive()
+    if cut:
+        follower.stop()
+    else:
+        follower.archive.close()
+    where = f"`ranktable job logs {name} --run {follower.uid[:8]}`"
+    if follower.error and not follower.taken:
+        return f"no new logs kept ({follower.error}); what was archived before: {where}"
+    kept = f"{follower.taken:,} new log lines of run {follower.uid[:8]} archived ({where})"
+    return kept + (f"; stopped reading after the {timeout:g} s limit" if cut else "")
 
 
 def diagnosis_marks(diagnosis: dict[str, Any] | None, planned: RankTable) -> dict[int, str]:
@@ -216,6 +249,14 @@ class LiveRuns:
         if entry is None:  # a new follower: give it a moment to read what the pods printed so far
             follower.caught_up.wait(FIRST_READ_WAIT_S)
         return _finish(follower, client, job)
+
+    def release(self, namespace: str, name: str) -> None:
+        """Stop following the job's runs (before a stop archives the rest: one writer per archive)."""
+        with self._lock:
+            keys = [k for k in self._followers if k[:2] == (namespace, name)]
+            followers = [self._followers.pop(k)[0] for k in keys]
+        for follower in followers:
+            follower.stop()
 
     def use_settings(self, settings: ObserveSettings) -> None:
         """New settings: forget what was read with the old ones, so every run is read again."""

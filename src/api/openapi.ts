@@ -320,7 +320,7 @@ export interface paths {
     };
     put?: never;
     post?: never;
-    /** Stop a job (deletes the Job and its rank-table ConfigMap). */
+    /** Stop a job (archives the run's logs, then deletes the Job and its rank-table ConfigMap). */
     delete: {
       parameters: {
         query?: never;
@@ -333,7 +333,7 @@ export interface paths {
       };
       requestBody?: never;
       responses: {
-        /** @description Deleted objects */
+        /** @description Deleted objects and what was kept of the run's logs */
         200: {
           headers: {
             [name: string]: unknown;
@@ -341,6 +341,8 @@ export interface paths {
           content: {
             'application/json': {
               deleted: string[];
+              /** @description What was archived of the run's logs (null: c.Ranktable.keep_logs_seconds is 0) */
+              logs: string | null;
             };
           };
         };
@@ -460,7 +462,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Stop the job and submit the same spec again. */
+    /** Stop the job (its run's logs archived first) and submit the same spec again. */
     post: {
       parameters: {
         query?: never;
@@ -479,7 +481,9 @@ export interface paths {
             [name: string]: unknown;
           };
           content: {
-            'application/json': components['schemas']['Submitted'];
+            'application/json': components['schemas']['Submitted'] & {
+              logs: string | null;
+            };
           };
         };
         default: components['responses']['Error'];

@@ -4,10 +4,12 @@ import { postJSON, requestAPI } from '../request';
 import { Model } from './base';
 import { StreamClient } from '../stream';
 
-import { components } from '../api/openapi';
+import { components, paths } from '../api/openapi';
 
 /** One job as the `jobs` channel and `GET /ranktable/jobs` describe it (generated from openapi.yaml). */
 export type IJobRow = components['schemas']['JobSummary'];
+export type IStopped =
+  paths['/ranktable/jobs/{namespace}/{name}']['delete']['responses']['200']['content']['application/json'];
 
 /** Pod health over a job's pods (the server's `observe.health.job_health`). */
 export type IJobHealth = NonNullable<IJobRow['health']>;
@@ -171,12 +173,13 @@ export class JobsModel extends Model {
     this.hold('watch', sub);
   }
 
-  async stop(job: { namespace: string; name: string }): Promise<string[]> {
-    const result = await requestAPI<{ deleted: string[] }>(jobPath(job), {
+  /** Archive the run's logs (server side, bounded), then delete the job; says what was kept. */
+  async stop(job: { namespace: string; name: string }): Promise<IStopped> {
+    const result = await requestAPI<IStopped>(jobPath(job), {
       method: 'DELETE'
     });
     await this.refresh();
-    return result.deleted;
+    return result;
   }
 
   /** Stop and submit again; the answer names the new run. */

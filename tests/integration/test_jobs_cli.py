@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ranktable.cli import main
+from ranktable.cluster.client import ClusterClient
+from ranktable.usecases.observe import keep_run_logs
 from tests.integration.fixtures.simpool import SimPoolHandle
 
 TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "train.py")
@@ -62,12 +65,61 @@ def test_job_commands_and_exit_codes(
     assert described.startswith("Job demo (default): ") and "\nRank table: " in described
     assert "demo-demo-1-2  2      node-" in described
 
-    assert run(pool, "job", "stop", "demo") == 0
+    assert run(pool, "job", "stop", "demo", "--state-dir", str(tmp_path / "state")) == 0
     assert "deleted job/demo, configmap/configmap1980-demo" in capsys.readouterr().out
     assert run(pool, "job", "stop", "demo") == 1
     assert "job demo not found in default" in capsys.readouterr().err
     assert run(pool, "job", "describe", "nothing") == 1
     assert "not found" in capsys.readouterr().err
+
+
+def test_stop_archives_the_runs_logs_first(
+    pool: SimPoolHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Nobody streamed this run: before `stop` its logs lived only in the pods, which go with the job."""
+    state = str(tmp_path / "state")
+    script = """bash -c 'for i in 1 2 3 4 5; do echo "step $i loss 2.$i"; done; sleep 60'"""
+    submit = ["job", "submit", "--name", "kept", "--image", "i", "--nodes", "2", "--command", script]
+    assert run(pool, *submit) == 0
+    assert run(pool, "job", "wait-ranktable", "kept", "--timeout", "30") == 0
+    deadline = time.monotonic() + 30
+    while run(pool, "job", "logs", "kept") == 0 and capsys.readouterr().out.count("step 5") < 2:
+        assert time.monotonic() < deadline, "the pods never printed their 5 steps"
+        time.sleep(0.3)
+    assert run(pool, "job", "stop", "kept", "--keep-logs", "-1") == 2
+    assert capsys.readouterr().err.strip().endswith("--keep-logs must be 0 or more seconds; got -1")
+
+    client = ClusterClient(str(pool.kubeconfig), pool.context, "default")
+    cut = keep_run_logs(client, "kept", state_dir=tmp_path / "cut", timeout=0.0)
+    assert cut.endswith("; stopped reading after the 0 s limit"), cut
+    assert run(pool, "job", "stop", "kept", "--state-dir", state) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "deleted job/kept, configmap/configmap1980-kept"
+    assert (
+        out[1].startswith("10 new log lines of run ") and "archived (`ranktable job logs kept --run" in out[1]
+    )
+    assert run(pool, "job", "logs", "kept", "--runs", "--state-dir", state) == 0
+    uid = capsys.readouterr().out.splitlines()[1].split()[0]
+    assert run(pool, "job", "logs", "kept", "--run", uid, "--state-dir", state) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(line.split("] ", 1)[1] for line in lines) == sorted(
+        f"step {i} loss 2.{i}" for i in range(1, 6) for _ in range(2)
+    )
+
+
+def test_stop_with_keep_logs_0_keeps_none(
+    pool: SimPoolHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    assert (
+        run(pool, "job", "submit", "--name", "bare", "--image", "i", "--nodes", "1", "--command", "sleep 60")
+        == 0
+    )
+    assert run(pool, "job", "wait-ranktable", "bare", "--timeout", "30") == 0
+    capsys.readouterr()
+    assert run(pool, "job", "stop", "bare", "--keep-logs", "0", "--state-dir", str(state)) == 0
+    assert capsys.readouterr().out.splitlines() == ["deleted job/bare, configmap/configmap1980-bare"]
+    assert not (state / "logs").exists()
 
 
 def test_wait_timeout_and_bad_rank_exit_non_zero(
@@ -109,7 +161,7 @@ def test_kubectl_applies_what_we_compose(
     assert applied.returncode == 0, applied.stderr
     assert run(pool, "job", "wait-ranktable", "kc", "--timeout", "30") == 0
     capsys.readouterr()
-    assert run(pool, "job", "stop", "kc") == 0
+    assert run(pool, "job", "stop", "kc", "--keep-logs", "0") == 0
     got = subprocess.run(
         ["kubectl", "get", "vcjob", "kc"], env=env, capture_output=True, text=True, timeout=60
     )

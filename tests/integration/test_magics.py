@@ -74,8 +74,13 @@ def test_a_magic_shows_one_rich_output_never_a_raw_dict(
 
 
 def test_submit_list_logs_layout_and_stop_on_the_simulated_pool(
-    ip: InteractiveShell, sim_pool: SimPoolHandle, capsys: pytest.CaptureFixture[str]
+    ip: InteractiveShell,
+    sim_pool: SimPoolHandle,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("RANKTABLE_HOME", str(tmp_path / "home"))  # where `stop` archives the run's logs
     ip.run_line_magic("ranktable", f"cluster --kubeconfig {sim_pool.kubeconfig} --context {sim_pool.context}")
     out = ip.run_cell_magic("ranktable", "job --name mag4 --image bert:v1 --nodes 4 --submit", COMMAND)
     assert out["submitted"]["name"] == "mag4"
@@ -101,7 +106,12 @@ def test_submit_list_logs_layout_and_stop_on_the_simulated_pool(
     assert report["planned"]["crossings_per_tier"][0] <= report["given"]["crossings_per_tier"][0]
     capacity = ip.run_line_magic("ranktable", "cluster")
     assert sum(capacity["per_leaf"].values()) == 64 - 32
-    assert ip.run_line_magic("ranktable", "stop mag4") == ["job/mag4", "configmap/configmap1980-mag4"]
+    stopped = ip.run_line_magic("ranktable", "stop mag4")
+    assert stopped == ["job/mag4", "configmap/configmap1980-mag4"]
+    said = stopped._repr_html_()
+    assert "deleted job/mag4" in said and "new log lines of run" in said and "archived" in said
+    archived = list((tmp_path / "home" / "logs" / "default" / "mag4").glob("*/*.log"))
+    assert len(archived) == 4 and all("step 1" in f.read_text() for f in archived)
     with pytest.raises(UsageError, match="not found"):
         ip.run_line_magic("ranktable", "stop mag4")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,11 @@ async def test_metrics_diagnosis_and_archived_runs(jp_fetch: Any, tmp_path: Path
         "rank,step,time,loss"
     )
 
-    await call(jp_fetch, "ranktable", "jobs", "default", "obs", method="DELETE")
+    stopped = await call(jp_fetch, "ranktable", "jobs", "default", "obs", method="DELETE")
+    Draft202012Validator(response_schema("/ranktable/jobs/{namespace}/{name}", "delete", 200)).validate(
+        stopped
+    )
+    assert stopped["logs"].endswith(f"(`ranktable job logs obs --run {submitted['uid'][:8]}`)")
     runs = await call(jp_fetch, *job_path("runs"))
     Draft202012Validator(response_schema("/ranktable/jobs/{namespace}/{name}/runs", "get", 200)).validate(
         runs
@@ -94,6 +99,37 @@ async def test_metrics_diagnosis_and_archived_runs(jp_fetch: Any, tmp_path: Path
     assert [line["text"][:31] for line in lines["lines"]] == ["python3: can't open file '/x/da"] * 2
     one = await get(jp_fetch, *job_path("runs", submitted["uid"], "logs"), node_rank="1", limit="3")
     assert len(one["lines"]) == 3 and one["truncated"] and {line["node_rank"] for line in one["lines"]} == {1}
+    # the live follower stopped and the stop read on from where it was: every line archived once
+    every = await get(jp_fetch, *job_path("runs", submitted["uid"], "logs"))
+    steps = sorted(
+        (line["node_rank"], line["text"]) for line in every["lines"] if line["text"].startswith("step")
+    )
+    assert steps == sorted((n, f"step {i} loss 2.{9 - i} lr 1e-4") for n in (0, 1) for i in range(1, 7))
+
+
+async def test_stop_archives_a_run_nobody_followed(jp_fetch: Any, tmp_path: Path) -> None:
+    spec = {
+        "name": "obs",
+        "image": "i",
+        "nodes": 2,
+        "npus_per_node": 8,
+        "command": ["/bin/bash", "-c", SCRIPT],
+    }
+    submitted = await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec}, expect=201)
+
+    async def printed() -> Any:  # the Describe view reads no logs: the run is not followed
+        described = await call(jp_fetch, "ranktable", "jobs", "default", "obs")
+        pods = described["pods"]
+        return (len(pods) == 2 and all(p["phase"] == "Running" for p in pods)) or None
+
+    await until(printed, 60)
+    await asyncio.sleep(2.5)  # the script's six steps and its error line (1.2 s)
+    assert not (tmp_path / "state" / "logs").exists()
+    stopped = await call(jp_fetch, "ranktable", "jobs", "default", "obs", method="DELETE")
+    assert stopped["deleted"] == ["job/obs", "configmap/configmap1980-obs"]
+    assert stopped["logs"].startswith("14 new log lines of run "), stopped
+    lines = await get(jp_fetch, *job_path("runs", submitted["uid"], "logs"), errors="true")
+    assert [line["node_rank"] for line in lines["lines"]] == [0, 1]
 
 
 @pytest.mark.parametrize(
