@@ -218,6 +218,17 @@ export async function pickRun(
   });
   dialog.addClass('jp-Ranktable-runPickerDialog');
   body.onOpen = () => dialog.resolve(1);
+  // Open only with a run to open (not while reading, nor with no jobs or the pool unreachable)
+  const syncOpen = () => {
+    const open = dialog.node.querySelector<HTMLButtonElement>(
+      '.jp-Dialog-button.jp-mod-accept'
+    );
+    if (open) {
+      open.disabled = model.selected === null;
+    }
+  };
+  model.changed.connect(syncOpen);
+  syncOpen();
   void model.load();
   try {
     const result = await dialog.launch();

@@ -71,6 +71,10 @@ test('launcher → Job view with no jobs: the dialog says so (and says when the 
   const empty = dialog.locator('.jp-Ranktable-pickEmpty');
   await expect(empty).toContainText('No jobs on the pool.');
   await expect(dialog.locator('.jp-Ranktable-pickRow')).toHaveCount(0);
+  // nothing to open: Open is disabled, Cancel closes
+  await expect(
+    dialog.locator('.jp-Dialog-button.jp-mod-accept')
+  ).toBeDisabled();
   await page.screenshot({
     path: test.info().outputPath('launcher-job-empty.png')
   });
