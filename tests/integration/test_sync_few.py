@@ -5,6 +5,7 @@ sshd: same results, conflicts and link refusals as the staged path, and nothing 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,45 @@ def test_few_names_and_script_quote_every_path() -> None:
     assert "mv -f -- 'a b/.c;rm -rf ~.ranktable-tmp-t' 'a b/c;rm -rf ~'" in script
     assert "if [ -L 'a b' ]" in script and "if [ -L d ]" in script
     assert f"= {'f' * 64} ]; then rm -f -- d/e; else echo C 1; fi" in script
+
+
+def test_the_python_apply_started_alongside_tar_applies_nothing_from_a_cut_stream(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    """Python starts while tar extracts (its start-up off the critical path) but moves files into place
+    only after tar reported the whole stream extracted; then it removes the staging folder itself."""
+    import io
+    import shlex
+
+    from ranktable.remote.sync.transfer import apply_command, write_tar
+
+    remote = sshd_profile.remote_dir
+    remote.mkdir(parents=True, exist_ok=True)
+    _tree(tmp_path / "src", {f"d{i}/f{i}.bin": os.urandom(3000) for i in range(20)})
+    items = [UploadItem(f"d{i}/f{i}.bin", tmp_path / "src" / f"d{i}/f{i}.bin") for i in range(20)]
+
+    class Capture:
+        def __init__(self) -> None:
+            self.data = io.BytesIO()
+
+        def send(self, view: memoryview) -> int:
+            return self.data.write(view)
+
+    stream = Capture()
+    write_tar(stream, str(remote), ".rt-stage", items, [], Meter("upload", 20, 0, None), True)  # type: ignore[arg-type]
+    whole = stream.data.getvalue()
+    conn = _conn(sshd_profile)
+    for data, status in ((whole[: len(whole) // 2], 2), (whole, 0)):
+        with conn.open_session() as channel:
+            channel.exec_command(f"cd -- {shlex.quote(str(remote))} && {apply_command('.rt-stage', True)}")
+            channel.sendall(data)
+            channel.shutdown_write()
+            assert channel.recv_exit_status() == status
+            if status:
+                assert b"nothing applied" in channel.recv_stderr(65536)
+                assert not list(remote.glob("d*"))  # nothing moved into place
+                shutil.rmtree(remote / ".rt-stage")  # what the next survey would remove
+    assert _remote_files(remote) == {
+        f"d{i}/f{i}.bin": (tmp_path / "src" / f"d{i}/f{i}.bin").read_bytes() for i in range(20)
+    }
+    assert not (remote / ".rt-stage").exists()  # removed by the apply step, no `rm` process

@@ -165,6 +165,9 @@ def _apply_script(root: str, staging: str, rels: list[str], deletes: list[str]) 
 # os.replace (atomic), then delete. One process instead of one ``mv`` per directory.
 PY_APPLY = """
 import os, sys
+if sys.stdin.read() != "extracted\\n":  # started with tar: waits for the whole stream to be extracted
+    sys.stderr.write("the upload did not arrive complete: nothing applied\\n")
+    sys.exit(2)
 staging = os.fsencode(sys.argv[1])
 checked = set()
 def real_parent(rel):
@@ -197,7 +200,15 @@ for record in records:
             os.unlink(rel)
         except FileNotFoundError:
             pass
-sys.exit(3 if refused else 0)
+if refused:
+    sys.exit(3)
+os.unlink(os.path.join(staging, b".ranktable-apply.list"))
+try:  # only the emptied folders are left: no `rm -rf` process
+    for folder, _, _ in os.walk(staging, topdown=False):
+        os.rmdir(folder)
+except OSError:
+    import shutil
+    shutil.rmtree(staging, ignore_errors=True)
 """
 APPLY_LIST = ".ranktable-apply.list"
 
@@ -211,8 +222,11 @@ def _apply_list(rels: list[str], deletes: list[str]) -> bytes:
 def apply_command(staging: str, python: bool) -> str:
     """Extract the stream into ``staging`` (under the cwd = remote root), move files into place, clean up."""
     # The shell script is sourced (``.``): no extra shell process; its ``exit 3`` still ends the command.
-    apply = f"python3 -c {shlex.quote(PY_APPLY)} {staging}" if python else f". ./{staging}/{APPLY_SCRIPT}"
-    return f"set -e; mkdir -- {staging}; tar --no-same-owner -xf - -C {staging}; {apply}; rm -rf -- {staging}"
+    extract = f"tar --no-same-owner -xf - -C {staging}"
+    if python:  # Python starts while tar extracts, and applies once tar says it extracted everything
+        apply = f"python3 -c {shlex.quote(PY_APPLY)} {staging}"
+        return f"set -e; mkdir -- {staging}; {{ {extract} && echo extracted; }} | {apply}"
+    return f"set -e; mkdir -- {staging}; {extract}; . ./{staging}/{APPLY_SCRIPT}; rm -rf -- {staging}"
 
 
 def write_tar(
@@ -296,8 +310,11 @@ def few_script(rels: list[str], names: list[str], deletes: list[str], checks: di
     q = shlex.quote
     lines = ["set -e"]
     for prefix in _path_prefixes([*rels, *deletes]):  # tar, mv and rm follow links in parent folders
-        quoted = q(prefix)
-        lines.append(f"if [ -L {quoted} ]; then echo refused: {quoted} is a symbolic link >&2; exit 3; fi")
+        quoted = q(prefix)  # refused: the stream is still read to its end, so the client sees exit 3
+        lines.append(
+            f"if [ -L {quoted} ]; then echo refused: {quoted} is a symbolic link >&2; "
+            "cat >/dev/null; exit 3; fi"
+        )
     lines.append("tar --no-same-owner -xf -")
 
     def checked(index: int, rel: str, apply: str, drop: str = "") -> str:
