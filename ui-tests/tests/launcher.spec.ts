@@ -199,6 +199,12 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
   await expect(old.locator('.jp-Ranktable-logStatus')).toContainText(
     'archived'
   );
+  // an ended run can't be stopped or resubmitted, and its buttons look it
+  const stop = old.getByRole('button', { name: 'Stop', exact: true });
+  await expect(stop).toBeDisabled();
+  expect(
+    Number(await stop.evaluate(b => getComputedStyle(b).opacity))
+  ).toBeLessThan(0.6);
   await page.screenshot({
     path: test.info().outputPath('launcher-job-earlier.png')
   });
