@@ -2103,6 +2103,13 @@ export interface components {
       /** @constant */
       bind: '127.0.0.1';
       created?: number;
+      /** @description the process holding the forward (listed for other processes' forwards) */
+      pid?: number;
+      /**
+       * @description set for a forward held by another ranktable process of the user (CLI, kernel, another server): id is ID@PID, closing it asks that process
+       * @constant
+       */
+      owner?: 'another process';
     };
     TestResult: {
       /** @enum {unknown} */

@@ -67,6 +67,12 @@ export function ForwardsSection(
                 {trans.__('port %1', f.remote_port)} →{' '}
               </span>
               <code className="jp-Ranktable-forwardUrl">{f.url}</code>
+              {f.owner && (
+                <span className="jp-Ranktable-muted">
+                  {' '}
+                  {trans.__('(another process, pid %1)', f.pid ?? '?')}
+                </span>
+              )}
             </div>
             <div className="jp-Ranktable-actions">
               <a
