@@ -265,7 +265,20 @@ class RunFollower:
 
     def refresh_pods(self) -> list[dict[str, Any]]:
         self.pods = self.client.job_pods(self.name)
+        self._place()
         return self.pods
+
+    def _place(self) -> None:
+        """A follower that started before the rank table was complete (or the pods placed) numbered the
+        ranks by pod order, with no server or leaf: take the real layout once there is one."""
+        if any(p.server is not None for p in self.layout.by_rank.values()):
+            return
+        layout = rank_layout(self.client, self.name, self.job, self.pods)
+        if not any(p.server is not None for p in layout.by_rank.values()):
+            return
+        with self.lock:
+            self.layout = self.observer.layout = layout
+            self.archive.meta["layout"] = [p.to_json() for p in layout.by_rank.values()]
 
 
 def feed_archive(observer: RunObserver, root: Path, run: RunInfo) -> None:

@@ -132,3 +132,39 @@ def test_pending_job_says_why_and_where_it_waits(pool: SimPoolHandle, tmp_path: 
     assert later is not None and later["queue"]["position"] == 2 and later["queue"]["ahead"] == ["big"]
     diagnosis = observe_run(client, "later", state_dir=tmp_path).diagnosis()
     assert diagnosis["pending"]["queue"]["position"] == 2 and "gang not satisfiable" in diagnosis["summary"]
+
+
+EARLY = (
+    "sleep 2; echo 'EI0006: [PID: 7] Getting socket times out. Reason: Remote Rank did not send the data "
+    "in time.'; sleep 60"
+)
+
+
+def test_a_run_followed_before_its_rank_table_completes_is_placed_later(
+    sim_pool_factory: Callable[..., SimPoolHandle], tmp_path: Path
+) -> None:
+    """A Job view opened at submit time starts the follower while the rank table is still initializing:
+    its first failure must still name the server and leaf once the table is complete."""
+    from ranktable.usecases.observe import LiveRuns
+
+    pool = sim_pool_factory(ranktable_delay=1.5)
+    client = ClusterClient(str(pool.kubeconfig), pool.context, "default")
+    spec = JobSpec(name="early", image="i", nodes=2, npus_per_node=1, command=["/bin/bash", "-c", EARLY])
+    client.submit(compose(spec))
+    live = LiveRuns(tmp_path)
+    try:
+        first = live.observation(client, "early")
+        assert not any(p.server for p in first.observer.layout.by_rank.values())  # numbered by pod order
+        client.wait_rank_table("early", timeout=30)
+        deadline = time.monotonic() + 60
+        while True:
+            diagnosis = live.observation(client, "early").diagnosis()
+            if diagnosis["first_failure"] is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    finally:
+        live.close()
+    failure = diagnosis["first_failure"]
+    assert failure is not None and failure["code"] == "EI0006", diagnosis
+    pod = {p.name: p for p in client.describe("early").pods}[failure["pod"]]
+    assert failure["server"] == pod.host_ip and failure["leaf"] == pod.leaf and pod.leaf
