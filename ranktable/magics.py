@@ -99,7 +99,7 @@ class RanktableMagics(Magics):
         self.namespace = "default"
         self._jobs: dict[tuple[str | None, str | None, str], Jobs] = {}
         self.manager: Any = None  # SSH connections; None: the process-wide manager
-        self.forwards: Any = None  # port forwards opened from this kernel (ForwardRegistry)
+        self.remote: Any = None  # the remote use cases (its port forwards: this kernel's), on first use
 
     # -- dispatch ------------------------------------------------------------------------------------
     @line_cell_magic
@@ -413,8 +413,9 @@ class RanktableMagics(Magics):
         return ShownDict(data, "".join(text_html(line) for line in lines), "\n".join(lines))
 
     def _cmd_forward(self, argv: list[str]) -> Any:
-        """`%ranktable forward PROFILE REMOTE_PORT [--local-port P]`, `--list`, `--close ID`."""
-        from ranktable.remote.forwards import ForwardRegistry
+        """`%ranktable forward PROFILE REMOTE_PORT [--local-port P]`, `--list` (this kernel's forwards and
+        those of other ranktable processes: CLI, other kernels), `--close ID`."""
+        from ranktable.usecases.remote import Remote
 
         p = _Parser(prog="%ranktable forward")
         p.add_argument("profile", nargs="?")
@@ -423,24 +424,31 @@ class RanktableMagics(Magics):
         p.add_argument("--list", action="store_true")
         p.add_argument("--close", default=None, metavar="ID")
         args = p.parse_args(argv)
-        if self.forwards is None:
-            self.forwards = ForwardRegistry(self._manager())
+        if self.remote is None:
+            self.remote = Remote(manager=self._manager())
         if args.close:
-            self.forwards.close(args.close)
-        elif not args.list:
+            closed = self.remote.close_forward(args.close)
+            summary = (
+                f"closed {closed['id']} ({closed['url']} -> {closed['profile']}:{closed['remote_port']})"
+            )
+            return ShownDict(closed, text_html(summary), summary)
+        if not args.list:
             if args.profile is None or args.remote_port is None:
                 raise UsageError(
                     "%ranktable forward PROFILE REMOTE_PORT [--local-port P] (or --list, --close ID)"
                 )
-            fwd = self.forwards.open(args.profile, args.remote_port, args.local_port)
-            where = f"{fwd.profile}:{fwd.remote_port} ({fwd.id}; close: %ranktable forward --close {fwd.id})"
-            url = html.escape(fwd.url)
+            fwd = self.remote.open_forward(args.profile, args.remote_port, args.local_port)
+            close = f"close: %ranktable forward --close {fwd['id']}"
+            where = f"{fwd['profile']}:{fwd['remote_port']} ({fwd['id']}; {close})"
+            url = html.escape(fwd["url"])
             link = f'<a href="{url}" target="_blank" rel="noopener">{url}</a> &rarr; {html.escape(where)}'
-            summary = f"{fwd.url} -> {where}"
-            return ShownDict(fwd.to_json(), link, summary)
-        rows = [{**f.to_json(), "remote": f"{f.profile}:{f.remote_port}"} for f in self.forwards.list()]
+            return ShownDict(fwd, link, f"{fwd['url']} -> {where}")
+        rows = [
+            {**f, "remote": f"{f['profile']}:{f['remote_port']}", "owner": f.get("owner") or "this kernel"}
+            for f in self.remote.list_forwards()
+        ]
         summary = f"{len(rows)} forward(s)"
-        return ShownList(rows, table_html(rows, ["id", "url", "remote"]), summary)
+        return ShownList(rows, table_html(rows, ["id", "url", "remote", "owner"]), summary)
 
 
 USAGE = """%ranktable — plan, compose, submit and watch ranktable-routed jobs; sync to Notebook instances

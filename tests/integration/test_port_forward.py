@@ -142,21 +142,42 @@ def test_cli_forward_runs_until_interrupted(
 
 
 def test_magic_forward_open_list_close(sshd_profile: SshdProfile, web_app: int) -> None:
+    """The magic goes through the same use case as the panel: it lists and closes the CLI's forwards too."""
     from IPython.core.interactiveshell import InteractiveShell
 
     shell = InteractiveShell.instance()
     shell.extension_manager.load_extension("ranktable")
+    proc = None
     try:
         magics = shell.magics_manager.registry["RanktableMagics"]
         magics.manager = sshd_profile.manager
-        link = shell.run_line_magic("ranktable", f"forward box {web_app}")
-        forward = magics.forwards.list()[0]
-        assert f'href="{forward.url}"' in link.data
-        assert fetch(forward.url) == "<h1>TensorBoard</h1>"
-        assert forward.url in shell.run_line_magic("ranktable", "forward --list").data
-        shell.run_line_magic("ranktable", f"forward --close {forward.id}")
-        assert refused(forward.local_port)
+        opened = shell.run_line_magic("ranktable", f"forward box {web_app}")
+        assert f'href="{opened["url"]}"' in opened._repr_html_() and opened["bind"] == "127.0.0.1"
+        assert fetch(opened["url"]) == "<h1>TensorBoard</h1>"
+        listed = shell.run_line_magic("ranktable", "forward --list")
+        assert [(f["id"], f["owner"]) for f in listed] == [(opened["id"], "this kernel")]
+        assert opened["url"] in listed._repr_html_()
+
+        local = _free_port()
+        proc = _start_cli_forward(web_app, local)
+        listed = shell.run_line_magic("ranktable", "forward --list")
+        assert [(f["id"], f["owner"], f["local_port"]) for f in listed] == [
+            (opened["id"], "this kernel", opened["local_port"]),
+            (f"fwd-1@{proc.pid}", "another process", local),
+        ]
+        closed = shell.run_line_magic("ranktable", f"forward --close fwd-1@{proc.pid}")
+        assert closed["id"] == f"fwd-1@{proc.pid}"
+        out, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0 and "forward closed from another process" in out, err
+        assert refused(local)
+
+        shell.run_line_magic("ranktable", f"forward --close {opened['id']}")
+        assert refused(opened["local_port"])
+        assert list(shell.run_line_magic("ranktable", "forward --list")) == []
     finally:
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait()
         shell.extension_manager.unload_extension("ranktable")
         InteractiveShell.clear_instance()
 
