@@ -10,7 +10,7 @@ import type { APIRequestContext, Locator } from '@playwright/test';
 import * as fs from 'fs';
 import * as path from 'path';
 
-import { LOOP, WORKSPACE_PAGE, openSidebar, submit } from './fixtures';
+import { LOOP, WORKSPACE_PAGE, openSidebar, shoot, submit } from './fixtures';
 
 test.use({ autoGoto: true, ...WORKSPACE_PAGE });
 test.describe.configure({ mode: 'serial' });
@@ -174,6 +174,7 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
   await page.screenshot({
     path: test.info().outputPath('launcher-job-dialog.png')
   });
+  await shoot(page, 'launcher-job-picker');
   await dialog.locator('.jp-Dialog-button.jp-mod-accept').click();
   const old = page.locator(`#ranktable-job-${first.uid}`);
   await expect(old).toBeVisible();
