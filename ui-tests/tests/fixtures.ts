@@ -6,6 +6,7 @@
 import { expect, galata } from '@jupyterlab/galata';
 import type { IJupyterLabPageFixture } from '@jupyterlab/galata';
 import type { APIRequestContext, Locator } from '@playwright/test';
+import * as fs from 'fs';
 import * as path from 'path';
 
 export const IMG = path.resolve(__dirname, '..', '..', 'docs', 'img');
@@ -64,4 +65,38 @@ export async function submit(
   });
   expect(response.status(), await response.text()).toBe(201);
   return response.json();
+}
+
+/** The test pool's topology file (tests/data/topology/topology.yaml): 2 leaves of 3 servers. */
+export function testTopology(): string {
+  return fs.readFileSync(
+    path.resolve(
+      __dirname,
+      '..',
+      '..',
+      'tests',
+      'data',
+      'topology',
+      'topology.yaml'
+    ),
+    'utf-8'
+  );
+}
+
+/** A completed rank table of six 8-NPU servers in a pod-index order that zig-zags across the leaves. */
+export function zigzagRankTable(): Record<string, unknown> {
+  const order = [11, 13, 15, 12, 14, 16];
+  return {
+    status: 'completed',
+    version: '1.0',
+    server_count: String(order.length),
+    server_list: order.map((n, i) => ({
+      server_id: `192.168.0.${n}`,
+      device: Array.from({ length: 8 }, (_, d) => ({
+        device_id: String(d),
+        device_ip: `10.${i}.0.${d}`,
+        rank_id: String(i * 8 + d)
+      }))
+    }))
+  };
 }

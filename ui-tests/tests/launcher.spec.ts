@@ -7,10 +7,16 @@
 import { expect, test } from '@jupyterlab/galata';
 import type { IJupyterLabPageFixture } from '@jupyterlab/galata';
 import type { APIRequestContext, Locator } from '@playwright/test';
-import * as fs from 'fs';
-import * as path from 'path';
 
-import { LOOP, WORKSPACE_PAGE, openSidebar, shoot, submit } from './fixtures';
+import {
+  LOOP,
+  WORKSPACE_PAGE,
+  openSidebar,
+  shoot,
+  submit,
+  testTopology,
+  zigzagRankTable
+} from './fixtures';
 
 test.use({ autoGoto: true, ...WORKSPACE_PAGE });
 test.describe.configure({ mode: 'serial' });
@@ -238,32 +244,8 @@ test('launcher → Rank layout: pick a rank-table JSON in the file dialog and th
   request,
   tmpPath
 }) => {
-  const topology = fs.readFileSync(
-    path.resolve(
-      __dirname,
-      '..',
-      '..',
-      'tests',
-      'data',
-      'topology',
-      'topology.yaml'
-    ),
-    'utf-8'
-  );
-  const order = [11, 13, 15, 12, 14, 16];
-  const table = {
-    status: 'completed',
-    version: '1.0',
-    server_count: String(order.length),
-    server_list: order.map((n, i) => ({
-      server_id: `192.168.0.${n}`,
-      device: Array.from({ length: 8 }, (_, d) => ({
-        device_id: String(d),
-        device_ip: `10.${i}.0.${d}`,
-        rank_id: String(i * 8 + d)
-      }))
-    }))
-  };
+  const topology = testTopology();
+  const table = zigzagRankTable(); // zig-zags across the leaves
   // in the launcher's folder (the dialog opens there)
   const dir = `${tmpPath}/tables`;
   await request.put(`/api/contents/${dir}`, { data: { type: 'directory' } });

@@ -9,6 +9,8 @@ import type { IJupyterLabPageFixture as Page } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
 import * as path from 'path';
 
+import { testTopology, zigzagRankTable } from './fixtures';
+
 const IMG = path.resolve(__dirname, '..', '..', 'docs', 'img');
 const WORKSPACE = path.resolve(__dirname, '..', '.stack', 'workspace');
 const PANEL = 'jp-ranktable-panel';
@@ -147,34 +149,8 @@ test('plan a rank-table file on a topology file: given vs planned', async ({
   page,
   request
 }) => {
-  const fs = await import('fs');
-  const topology = fs.readFileSync(
-    path.resolve(
-      __dirname,
-      '..',
-      '..',
-      'tests',
-      'data',
-      'topology',
-      'topology.yaml'
-    ),
-    'utf-8'
-  );
-  // six servers in a pod-index order that zig-zags across the leaves
-  const order = [11, 13, 15, 12, 14, 16];
-  const table = {
-    status: 'completed',
-    version: '1.0',
-    server_count: String(order.length),
-    server_list: order.map((n, i) => ({
-      server_id: `192.168.0.${n}`,
-      device: Array.from({ length: 8 }, (_, d) => ({
-        device_id: String(d),
-        device_ip: `10.${i}.0.${d}`,
-        rank_id: String(i * 8 + d)
-      }))
-    }))
-  };
+  const topology = testTopology();
+  const table = zigzagRankTable(); // zig-zags across the leaves
   for (const [name, content] of [
     ['plans/topology.yaml', topology],
     ['plans/jobstart_hccl.json', JSON.stringify(table, null, 2)]
