@@ -40,19 +40,24 @@ async def get(jp_fetch: Any, *path: str, **params: str) -> Any:
     return json.loads(response.body)
 
 
+async def submit_obs(jp_fetch: Any, script: str, nodes: int) -> Any:
+    """Submit job "obs" running `script` in bash on `nodes` pods of 8 NPUs; the submitted run."""
+    spec = {
+        "name": "obs",
+        "image": "i",
+        "nodes": nodes,
+        "npus_per_node": 8,
+        "command": ["/bin/bash", "-c", script],
+    }
+    return await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec}, expect=201)
+
+
 def job_path(*rest: str) -> tuple[str, ...]:
     return ("ranktable", "jobs", "default", "obs", *rest)
 
 
 async def test_metrics_diagnosis_and_archived_runs(jp_fetch: Any, tmp_path: Path) -> None:
-    spec = {
-        "name": "obs",
-        "image": "i",
-        "nodes": 2,
-        "npus_per_node": 8,
-        "command": ["/bin/bash", "-c", SCRIPT],
-    }
-    submitted = await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec}, expect=201)
+    submitted = await submit_obs(jp_fetch, SCRIPT, nodes=2)
 
     async def diagnosed() -> Any:
         result = await call(jp_fetch, *job_path("diagnosis"))
@@ -108,14 +113,7 @@ async def test_metrics_diagnosis_and_archived_runs(jp_fetch: Any, tmp_path: Path
 
 
 async def test_stop_archives_a_run_nobody_followed(jp_fetch: Any, tmp_path: Path) -> None:
-    spec = {
-        "name": "obs",
-        "image": "i",
-        "nodes": 2,
-        "npus_per_node": 8,
-        "command": ["/bin/bash", "-c", SCRIPT],
-    }
-    submitted = await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec}, expect=201)
+    submitted = await submit_obs(jp_fetch, SCRIPT, nodes=2)
 
     async def printed() -> Any:  # the Describe view reads no logs: the run is not followed
         described = await call(jp_fetch, "ranktable", "jobs", "default", "obs")
@@ -161,14 +159,7 @@ async def test_jupyterlab_settings_add_a_metric_regex_and_override_the_server(jp
     Draft202012Validator(response_schema(state_path, "get", 200)).validate(before)
     assert before["settings"]["straggler_factor"] == 1.5 and before["user"] == {}  # the server config's
 
-    spec = {
-        "name": "obs",
-        "image": "i",
-        "nodes": 1,
-        "npus_per_node": 8,
-        "command": ["/bin/bash", "-c", CUSTOM],
-    }
-    job = await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec}, expect=201)
+    job = await submit_obs(jp_fetch, CUSTOM, nodes=1)
 
     async def four_lines() -> Any:
         await call(jp_fetch, *job_path("metrics"))  # follows (and archives) the run
