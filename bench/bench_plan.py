@@ -1,8 +1,9 @@
 """End-to-end `ranktable plan` for 8,192 servers x 8 NPUs (65,536 ranks) under 256 leaves and 16 spines.
 
-Target (issue 13): parse + plan + HCCL cost of both orders in under 2x the time of a plain `json.load`
-of the same file, the peer measured in the same run. Servers arrive in a random pod order, as the
-platform writes them. CPU time of this process is the figure (the machine may be shared); best of 5.
+Target (issue 13): `ranktable plan`, parse included, in under 2x the time of a plain `json.load` of the
+same file, the peer measured in the same run (checked for parse + plan + cost and for the whole command).
+Servers arrive in a random pod order, as the platform writes them. CPU time of this process is the
+figure (the machine may be shared); best of 5.
 A second figure is the whole `ranktable plan --ranktable F --topology T --json` command run in this
 process (argument parsing, reading both files, planning, costing, the JSON output; not interpreter
 start), against `json.load` of the rank-table file; a third adds `-o PLANNED.json` (the planned table
@@ -117,10 +118,12 @@ def main() -> None:
         f"`ranktable plan ... --json` in-process: {cli:.3f} s  = {cli / file_peer:.2f}x json.load of the "
         f"file ({file_peer:.3f} s; topology file read and JSON printed too)"
     )
-    verdict = "met" if cli_write / file_peer < 2 else "MISSED"
+    verdict = "met" if cli / file_peer < 2 else "MISSED"
+    print(f"  (issue 13's measure, target < 2x: {verdict})")
     print(
         f"the same with -o PLANNED.json:          {cli_write:.3f} s  = {cli_write / file_peer:.2f}x "
-        f"(target < 2x: {verdict}; writing the planned table alone {write:.3f} s = {write / file_peer:.2f}x)"
+        f"(no target: it also writes the {len(data) / 1e6:.1f} MB planned table, alone {write:.3f} s = "
+        f"{write / file_peer:.2f}x)"
     )
     print(report.text)
     small, small_topology = build(64, 8, 2)
