@@ -289,19 +289,22 @@ def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group]
             return None
     present = np.flatnonzero(counts[1:]).tolist()
     groups = []
+    alone = len(present) == 1 and not counts[0]
     for number in present:
-        candidate = shapes.table[number]
-        whole: bytes | None = None
-        if len(present) == 1 and not counts[0]:
-            lines, picked, whole = np.arange(len(texts)), texts, data
-        else:
-            lines = np.flatnonzero(numbers == number)
-            picked = list(map(texts.__getitem__, lines.tolist()))
-        read: Any = _read(candidate, picked, whole)
-        if read is None:
+        lines = np.arange(len(texts)) if alone else np.flatnonzero(numbers == number)
+        group = _group(shapes.table[number], lines, texts, data if alone else None)
+        if group is None:
             return None
-        groups.append(Group(candidate, lines, *read))
+        groups.append(group)
     return groups
+
+
+def _group(candidate: Shape, lines: np.ndarray, texts: list[str], whole: bytes | None) -> Group | None:
+    """The group of `lines` read through `candidate` (`whole`: the batch's bytes when it takes every line);
+    None when a line does not read back exactly."""
+    picked = texts if whole is not None else list(map(texts.__getitem__, lines.tolist()))
+    read: Any = _read(candidate, picked, whole)
+    return None if read is None else Group(candidate, lines, *read)
 
 
 def match_pods(
@@ -325,18 +328,16 @@ def _groups(found: list[Shape | None], texts: list[str], data: bytes) -> list[Gr
         if any(word in rest for word in KEYWORDS):  # may be a metric line no template covers
             return None
     groups = []
+    alone = len(candidates) == 1 and not mixed
     for candidate in candidates:
         if candidate is None:
             continue
-        whole: bytes | None = None
-        if len(candidates) == 1 and not mixed:
+        if alone:
             lines = np.arange(len(texts))
-            picked, whole = texts, data
         else:
             lines = np.array(list(compress(range(len(found)), map(is_, found, repeat(candidate)))))
-            picked = list(map(texts.__getitem__, lines.tolist()))
-        read: Any = _read(candidate, picked, whole)
-        if read is None:
+        group = _group(candidate, lines, texts, data if alone else None)
+        if group is None:
             return None
-        groups.append(Group(candidate, lines, *read))
+        groups.append(group)
     return groups
