@@ -10,13 +10,8 @@ import uuid
 import pytest
 
 from ranktable.errors import InputError
-from ranktable.remote import Connection
 from ranktable.remote.run import RemoteProcess, run_remote
 from tests.integration.fixtures.sshd import SshdProfile
-
-
-def _conn(sp: SshdProfile) -> Connection:
-    return sp.manager.get(sp.name)  # type: ignore[attr-defined,no-any-return]
 
 
 def _pgrep(pattern: str) -> list[str]:
@@ -28,7 +23,7 @@ def test_runs_in_remote_root_with_exit_status(sshd_profile: SshdProfile) -> None
     out: list[str] = []
     err: list[str] = []
     status = run_remote(
-        _conn(sshd_profile), "pwd; echo oops >&2; exit 7", on_stdout=out.append, on_stderr=err.append
+        sshd_profile.connection(), "pwd; echo oops >&2; exit 7", on_stdout=out.append, on_stderr=err.append
     )
     assert status == 7
     assert "".join(out) == f"{sshd_profile.remote_dir}\n"
@@ -38,11 +33,13 @@ def test_runs_in_remote_root_with_exit_status(sshd_profile: SshdProfile) -> None
 def test_python_file_with_arguments(sshd_profile: SshdProfile) -> None:
     (sshd_profile.remote_dir / "job.py").write_text("import os, sys\nprint(os.getcwd(), sys.argv[1:])\n")
     out: list[str] = []
-    status = run_remote(_conn(sshd_profile), python_file="job.py", args=["a b", "--x"], on_stdout=out.append)
+    status = run_remote(
+        sshd_profile.connection(), python_file="job.py", args=["a b", "--x"], on_stdout=out.append
+    )
     assert status == 0
     assert "".join(out) == f"{sshd_profile.remote_dir} ['a b', '--x']\n"
     with pytest.raises(InputError):
-        run_remote(_conn(sshd_profile), "true", python_file="job.py")
+        run_remote(sshd_profile.connection(), "true", python_file="job.py")
 
 
 def test_ten_megabytes_on_both_streams_do_not_deadlock(sshd_profile: SshdProfile) -> None:
@@ -56,7 +53,7 @@ def test_ten_megabytes_on_both_streams_do_not_deadlock(sshd_profile: SshdProfile
 
     command = "head -c 10000000 /dev/zero | tr '\\0' o & head -c 10000000 /dev/zero | tr '\\0' e >&2; wait"
     started = time.monotonic()
-    status = run_remote(_conn(sshd_profile), command, on_stdout=count("out"), on_stderr=count("err"))  # type: ignore[arg-type]
+    status = run_remote(sshd_profile.connection(), command, on_stdout=count("out"), on_stderr=count("err"))  # type: ignore[arg-type]
     assert status == 0
     assert sizes == {"out": 10_000_000, "err": 10_000_000}
     assert time.monotonic() - started < 60
@@ -67,7 +64,7 @@ def test_cancel_kills_the_remote_process_tree(sshd_profile: SshdProfile) -> None
     sleeper = "python3 -c 'import time; time.sleep(300)'"
     command = f"{sleeper} {marker}-child & {sleeper} {marker}-parent; wait"
     out: list[str] = []
-    process = RemoteProcess(_conn(sshd_profile), command, on_stdout=out.append).start()
+    process = RemoteProcess(sshd_profile.connection(), command, on_stdout=out.append).start()
     pythons = rf"sleep\(300\) {marker}-"  # the two Python processes, not the shells around them
     deadline = time.monotonic() + 15
     while len(_pgrep(pythons)) < 2 and time.monotonic() < deadline:
@@ -88,7 +85,7 @@ def test_cancel_event_stops_run_remote(sshd_profile: SshdProfile) -> None:
     cancel = threading.Event()
     threading.Timer(1.0, cancel.set).start()
     started = time.monotonic()
-    status = run_remote(_conn(sshd_profile), f"sleep 300; echo {marker}", cancel=cancel)
+    status = run_remote(sshd_profile.connection(), f"sleep 300; echo {marker}", cancel=cancel)
     assert time.monotonic() - started < 20
     assert status != 0
     assert _pgrep(f"sleep 300; echo {marker}") == []

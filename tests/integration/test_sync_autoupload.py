@@ -11,14 +11,9 @@ from typing import Any
 
 import pytest
 
-from ranktable.remote import Connection
 from ranktable.remote.autoupload import AutoUploader, post_save_hook, register_uploader, unregister_uploader
 from ranktable.remote.sync import Syncer
 from tests.integration.fixtures.sshd import SshdProfile
-
-
-def _conn(sp: SshdProfile) -> Connection:
-    return sp.manager.get(sp.name)  # type: ignore[attr-defined,no-any-return]
 
 
 def _wait_for(check: Callable[[], bool], timeout: float = 15.0) -> bool:
@@ -37,7 +32,7 @@ def jp_server_config() -> dict[str, Any]:
 
 @pytest.fixture
 def explicit_uploader(sshd_profile: SshdProfile, jp_root_dir: Path) -> Iterator[AutoUploader]:
-    uploader = AutoUploader(Syncer(_conn(sshd_profile), jp_root_dir), "explicit", debounce=0.2).start()
+    uploader = AutoUploader(Syncer(sshd_profile.connection(), jp_root_dir), "explicit", debounce=0.2).start()
     register_uploader(uploader)
     try:
         yield uploader
@@ -74,7 +69,7 @@ def test_external_edits_are_watched_in_always_mode(sshd_profile: SshdProfile, tm
     (local / "keep.py").write_text("a = 1\n")
     results: list[object] = []
     uploader = AutoUploader(
-        Syncer(_conn(sshd_profile), local),
+        Syncer(sshd_profile.connection(), local),
         "always",
         debounce=0.3,
         on_result=lambda r, e: results.append(r or e),
@@ -106,7 +101,7 @@ def test_external_edits_are_watched_in_always_mode(sshd_profile: SshdProfile, tm
 def test_burst_of_changes_is_debounced_into_few_syncs(sshd_profile: SshdProfile, tmp_path: Path) -> None:
     local = tmp_path / "burst"
     local.mkdir()
-    uploader = AutoUploader(Syncer(_conn(sshd_profile), local), "explicit", debounce=0.5).start()
+    uploader = AutoUploader(Syncer(sshd_profile.connection(), local), "explicit", debounce=0.5).start()
     try:
         for i in range(40):
             path = local / f"f{i}.txt"
@@ -121,7 +116,7 @@ def test_burst_of_changes_is_debounced_into_few_syncs(sshd_profile: SshdProfile,
 def test_never_mode_uploads_nothing(sshd_profile: SshdProfile, tmp_path: Path) -> None:
     local = tmp_path / "never"
     local.mkdir()
-    uploader = AutoUploader(Syncer(_conn(sshd_profile), local), "never", debounce=0.1).start()
+    uploader = AutoUploader(Syncer(sshd_profile.connection(), local), "never", debounce=0.1).start()
     try:
         (local / "a.txt").write_text("a")
         uploader.notify_save(str(local / "a.txt"))
@@ -143,7 +138,7 @@ def test_a_renamed_folder_is_applied_remotely_in_one_command(
         (local / "data" / f"d{i}.txt").write_text(f"{i}\n")
         (local / "other").mkdir(exist_ok=True)
         (local / "other" / f"o{i}.txt").write_text(f"{i}\n")
-    syncer = Syncer(_conn(sshd_profile), local)
+    syncer = Syncer(sshd_profile.connection(), local)
     syncer.sync()
     results: list[Any] = []
     uploader = AutoUploader(syncer, "always", debounce=0.2, on_result=lambda r, e: results.append(r)).start()
@@ -171,7 +166,7 @@ def test_a_save_inside_a_large_folder_syncs_that_file_alone(
     (local / "data").mkdir(parents=True)
     for i in range(40):
         (local / "data" / f"d{i}.txt").write_text(f"{i}\n")
-    syncer = Syncer(_conn(sshd_profile), local)
+    syncer = Syncer(sshd_profile.connection(), local)
     syncer.sync()
     results: list[Any] = []
     uploader = AutoUploader(
@@ -205,7 +200,9 @@ def test_status_changes_are_announced_queued_uploading_then_synced(
         status = uploader.status()
         seen.append({k: status[k] for k in ("pending", "uploading", "syncs", "last_sync", "last_error")})
 
-    uploader = AutoUploader(Syncer(_conn(sshd_profile), local), "explicit", debounce=0.2, on_change=changed)
+    uploader = AutoUploader(
+        Syncer(sshd_profile.connection(), local), "explicit", debounce=0.2, on_change=changed
+    )
     uploader.start()
     try:
         assert uploader.status()["uploading"] == 0 and uploader.status()["last_sync"] is None

@@ -10,31 +10,17 @@ from pathlib import Path
 import pytest
 
 from ranktable.errors import ConflictError, InputError
-from ranktable.remote import Connection, SyncSettings
+from ranktable.remote import SyncSettings
 from ranktable.remote.errors import ConnectionLost, RemotePathError
 from ranktable.remote.sync import IgnoreRules, ProgressEvent, Syncer
 from tests.integration.fixtures.sshd import SshdProfile
-
-
-def _tree(root: Path, files: dict[str, bytes]) -> None:
-    for rel, data in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-
-
-def _remote_files(remote: Path) -> dict[str, bytes]:
-    return {p.relative_to(remote).as_posix(): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
-
-
-def _conn(sp: SshdProfile) -> Connection:
-    return sp.manager.get(sp.name)  # type: ignore[attr-defined,no-any-return]
+from tests.integration.tree_helpers import tree_files, write_tree
 
 
 @pytest.fixture
 def local(tmp_path: Path) -> Path:
     root = tmp_path / "project"
-    _tree(
+    write_tree(
         root,
         {
             "train.py": b"print('train')\n",
@@ -80,12 +66,12 @@ def test_ignore_rules_follow_gitignore_semantics(tmp_path: Path) -> None:
 def test_first_sync_uploads_what_is_not_ignored_then_noop(
     sshd_profile: SshdProfile, local: Path, method: str
 ) -> None:
-    syncer = Syncer(_conn(sshd_profile), local, method=method)
+    syncer = Syncer(sshd_profile.connection(), local, method=method)
     events: list[ProgressEvent] = []
     result = syncer.sync(progress=events.append)
     assert set(result.uploaded) == EXPECTED
     assert result.method == method
-    remote = _remote_files(sshd_profile.remote_dir)
+    remote = tree_files(sshd_profile.remote_dir)
     assert set(remote) == EXPECTED
     assert remote["data/big.bin"] == (local / "data/big.bin").read_bytes()
     assert int((sshd_profile.remote_dir / "train.py").stat().st_mtime) == int(
@@ -99,7 +85,7 @@ def test_first_sync_uploads_what_is_not_ignored_then_noop(
 
 
 def test_change_detection_uses_size_mtime_then_hash(sshd_profile: SshdProfile, local: Path) -> None:
-    syncer = Syncer(_conn(sshd_profile), local)
+    syncer = Syncer(sshd_profile.connection(), local)
     syncer.sync()
     future = time.time() + 5
     os.utime(local / "train.py", (future, future))  # touched only: same content
@@ -118,7 +104,7 @@ def test_change_detection_uses_size_mtime_then_hash(sshd_profile: SshdProfile, l
 def test_conflict_is_reported_not_overwritten_then_forced_or_downloaded(
     sshd_profile: SshdProfile, local: Path
 ) -> None:
-    syncer = Syncer(_conn(sshd_profile), local)
+    syncer = Syncer(sshd_profile.connection(), local)
     syncer.sync()
     remote_file = sshd_profile.remote_dir / "train.py"
     remote_file.write_bytes(b"print('edited on the instance')\n")
@@ -144,22 +130,22 @@ def test_conflict_is_reported_not_overwritten_then_forced_or_downloaded(
 def test_unknown_remote_file_identical_is_adopted_different_is_conflict(
     sshd_profile: SshdProfile, local: Path
 ) -> None:
-    _tree(sshd_profile.remote_dir, {"train.py": b"print('train')\n", "pkg/model.py": b"W = 9\n"})
-    result = Syncer(_conn(sshd_profile), local).sync()
+    write_tree(sshd_profile.remote_dir, {"train.py": b"print('train')\n", "pkg/model.py": b"W = 9\n"})
+    result = Syncer(sshd_profile.connection(), local).sync()
     assert result.adopted == ["train.py"]
     assert [c.path for c in result.conflicts] == ["pkg/model.py"]
     assert (sshd_profile.remote_dir / "pkg/model.py").read_bytes() == b"W = 9\n"
 
 
 def test_delete_mode_only_removes_files_we_uploaded(sshd_profile: SshdProfile, local: Path) -> None:
-    syncer = Syncer(_conn(sshd_profile), local)
+    syncer = Syncer(sshd_profile.connection(), local)
     syncer.sync()
     (sshd_profile.remote_dir / "results").mkdir()
     (sshd_profile.remote_dir / "results/ckpt.bin").write_bytes(b"remote-made")
     (local / "notes.ipynb").unlink()
     kept = syncer.sync()
     assert kept.kept_remote == ["notes.ipynb"] and (sshd_profile.remote_dir / "notes.ipynb").exists()
-    deleting = Syncer(_conn(sshd_profile), local, SyncSettings(delete_remote=True))
+    deleting = Syncer(sshd_profile.connection(), local, SyncSettings(delete_remote=True))
     result = deleting.sync()
     assert result.deleted == ["notes.ipynb"]
     assert not (sshd_profile.remote_dir / "notes.ipynb").exists()
@@ -178,8 +164,8 @@ def test_interrupted_sync_leaves_no_partial_file_and_next_sync_completes(
 ) -> None:
     root = tmp_path / "many"
     files = {f"d{i % 7}/f{i}.bin": os.urandom(40_000 + i) for i in range(60)}
-    _tree(root, files)
-    syncer = Syncer(_conn(sshd_profile), root, method=method, workers=3)
+    write_tree(root, files)
+    syncer = Syncer(sshd_profile.connection(), root, method=method, workers=3)
     killed: list[int] = []
     once = threading.Lock()  # never released
 
@@ -192,7 +178,7 @@ def test_interrupted_sync_leaves_no_partial_file_and_next_sync_completes(
         syncer.sync(progress=kill_midway)
     assert killed and killed[0] >= 1
     assert "run the sync again" in info.value.message
-    partial = _remote_files(sshd_profile.remote_dir)
+    partial = tree_files(sshd_profile.remote_dir)
     final = {rel: data for rel, data in partial.items() if ".ranktable-" not in rel}
     for rel, data in final.items():  # a file at its final name is always complete
         assert rel in files and data == files[rel], f"half-written or stray file {rel}"
@@ -200,16 +186,16 @@ def test_interrupted_sync_leaves_no_partial_file_and_next_sync_completes(
 
     result = syncer.sync()
     assert not result.conflicts
-    assert _remote_files(sshd_profile.remote_dir) == files  # complete, and no staging/temporary leftovers
+    assert tree_files(sshd_profile.remote_dir) == files  # complete, and no staging/temporary leftovers
     assert [p.name for p in sshd_profile.remote_dir.iterdir() if p.name.startswith(".")] == []
 
 
 def test_download_files_and_folders_confined_to_remote_root(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
-    _tree(sshd_profile.remote_dir, {"out/a.txt": b"A", "out/sub/b.txt": b"B" * 100_000, "log.txt": b"L"})
+    write_tree(sshd_profile.remote_dir, {"out/a.txt": b"A", "out/sub/b.txt": b"B" * 100_000, "log.txt": b"L"})
     (tmp_path / "outside.txt").write_text("secret")
-    syncer = Syncer(_conn(sshd_profile), tmp_path)
+    syncer = Syncer(sshd_profile.connection(), tmp_path)
     dest = tmp_path / "fetched"
     written = syncer.download("out", dest)
     assert sorted(p.relative_to(dest).as_posix() for p in written) == ["a.txt", "sub/b.txt"]
@@ -230,13 +216,13 @@ def test_tar_upload_without_remote_python_applies_with_mv(sshd_profile: SshdProf
     from ranktable.remote.sync.transfer import UploadItem, upload_tar
 
     root = tmp_path / "src"
-    _tree(root, {"a b/c.txt": b"spaces", "x'y.txt": b"quote", "deep/er/z.bin": os.urandom(5000)})
+    write_tree(root, {"a b/c.txt": b"spaces", "x'y.txt": b"quote", "deep/er/z.bin": os.urandom(5000)})
     (sshd_profile.remote_dir / "old.txt").write_bytes(b"old")
     done: dict[str, object] = {}
     items = [UploadItem(rel, root / rel) for rel in ("a b/c.txt", "x'y.txt", "deep/er/z.bin")]
     meter = Meter("upload", 3, 0, None)
     upload_tar(
-        _conn(sshd_profile),
+        sshd_profile.connection(),
         str(sshd_profile.remote_dir),
         items,
         ["old.txt"],
@@ -244,7 +230,7 @@ def test_tar_upload_without_remote_python_applies_with_mv(sshd_profile: SshdProf
         done.__setitem__,
         python=False,
     )
-    assert _remote_files(sshd_profile.remote_dir) == {
+    assert tree_files(sshd_profile.remote_dir) == {
         rel: (root / rel).read_bytes() for rel in ("a b/c.txt", "x'y.txt", "deep/er/z.bin")
     }
     assert sorted(done) == ["a b/c.txt", "deep/er/z.bin", "x'y.txt"]
@@ -266,7 +252,7 @@ def test_unusable_remote_directory_is_a_clear_error(sshd_profile: SshdProfile, t
 
 
 def test_nested_ignore_files_apply_relative_to_their_folder(tmp_path: Path) -> None:
-    _tree(
+    write_tree(
         tmp_path,
         {
             ".gitignore": b"*.log\n/data/\n",
@@ -285,7 +271,7 @@ def test_nested_ignore_files_apply_relative_to_their_folder(tmp_path: Path) -> N
     assert rules.ignored("a/b/cache", is_dir=True) and not rules.ignored("cache", is_dir=True)
     assert not rules.ignored("c/run.log")  # re-included by c/.gitignore
     # A file under an excluded directory cannot be re-included, even by an ignore file inside it.
-    _tree(tmp_path, {"data/.gitignore": b"!*\n", "data/x.csv": b"1"})
+    write_tree(tmp_path, {"data/.gitignore": b"!*\n", "data/x.csv": b"1"})
     assert rules.ignored_path("data/x.csv") and rules.ignored_path("a/cache/keep.log")
     assert not rules.ignored_path("c/deep/run.log")
     # Each folder's ignore files are read once and cached, not re-read per path.
@@ -302,7 +288,7 @@ def test_quick_ignore_test_agrees_with_pattern_by_pattern_checks(
     every pattern, for negations, anchors, folder-only patterns, ``**``, classes and escapes."""
     from ranktable.remote.sync import ignore
 
-    _tree(
+    write_tree(
         tmp_path,
         {
             ".gitignore": b"*.log\n/data/\n**/tmp/**\nbuild*/\n[Bb]ackup?.txt\n\\#hash\n# comment\n\n",
@@ -342,7 +328,7 @@ def test_quick_ignore_test_agrees_with_pattern_by_pattern_checks(
 def test_scan_prunes_nested_ignored_folders_and_sync_keeps_them_local(
     sshd_profile: SshdProfile, local: Path
 ) -> None:
-    _tree(
+    write_tree(
         local,
         {
             "pkg/.gitignore": b"scratch/\n/draft.py\n",
@@ -352,15 +338,15 @@ def test_scan_prunes_nested_ignored_folders_and_sync_keeps_them_local(
             "logs/.ranktableignore": b"!run.log\n",
         },
     )
-    syncer = Syncer(_conn(sshd_profile), local)
+    syncer = Syncer(sshd_profile.connection(), local)
     result = syncer.sync()
     expected = EXPECTED | {"pkg/.gitignore", "pkg/sub/draft.py", "logs/.ranktableignore", "logs/run.log"}
     assert set(result.uploaded) == expected
-    assert set(_remote_files(sshd_profile.remote_dir)) == expected
+    assert set(tree_files(sshd_profile.remote_dir)) == expected
 
 
 def _many(root: Path, count: int) -> None:
-    _tree(root, {f"src/f{i:02d}.py": f"x = {i}\n".encode() for i in range(count)})
+    write_tree(root, {f"src/f{i:02d}.py": f"x = {i}\n".encode() for i in range(count)})
 
 
 def test_bulk_deletion_stops_before_deleting_anything_until_forced(
@@ -369,7 +355,7 @@ def test_bulk_deletion_stops_before_deleting_anything_until_forced(
     local = tmp_path / "many"
     _many(local, 20)
     remote = sshd_profile.remote_dir
-    syncer = Syncer(_conn(sshd_profile), local, SyncSettings(delete_remote=True))
+    syncer = Syncer(sshd_profile.connection(), local, SyncSettings(delete_remote=True))
     syncer.sync()
     for i in range(10):  # half, but not more than half: allowed
         (local / f"src/f{i:02d}.py").unlink()
@@ -382,13 +368,13 @@ def test_bulk_deletion_stops_before_deleting_anything_until_forced(
     assert len(syncer.sync(dry_run=True).deleted) == 11  # a dry run shows what would happen
     with pytest.raises(ConflictError, match=r"delete 11 of the 20 remote files.*--force"):
         syncer.sync()
-    assert len(_remote_files(remote)) == 20  # nothing deleted, nothing uploaded
+    assert len(tree_files(remote)) == 20  # nothing deleted, nothing uploaded
     assert (remote / "src/f19.py").read_bytes() == b"x = 19\n"
-    kept = Syncer(_conn(sshd_profile), local).sync()  # without delete mode nothing is in danger
+    kept = Syncer(sshd_profile.connection(), local).sync()  # without delete mode nothing is in danger
     assert len(kept.kept_remote) == 11 and kept.uploaded == ["src/f19.py"]
     forced = syncer.sync(force=True)
     assert len(forced.deleted) == 11 and forced.uploaded == []
-    assert sorted(_remote_files(remote)) == [f"src/f{i:02d}.py" for i in range(11, 20)]
+    assert sorted(tree_files(remote)) == [f"src/f{i:02d}.py" for i in range(11, 20)]
 
 
 def test_tar_headers_are_tarfiles_own_bytes() -> None:
@@ -434,7 +420,7 @@ def test_tar_stream_of_big_and_small_files_reads_back(tmp_path: Path) -> None:
 
     files = {"big.bin": os.urandom(3 * (1 << 20) + 77), "é/small.txt": b"s" * 700, "empty": b""}
     files |= {f"many/f{i}.py": os.urandom(i * 13) for i in range(40)}
-    _tree(tmp_path, files)
+    write_tree(tmp_path, files)
     channel = _Recorder()
     items = [UploadItem(rel, tmp_path / rel) for rel in files]
     done = write_tar(channel, "/r", ".staging", items, ["gone.txt"], Meter("upload", 0, 0, None), True)  # type: ignore[arg-type]
@@ -453,7 +439,7 @@ def test_a_channel_closed_mid_stream_fails_the_upload(tmp_path: Path) -> None:
     from ranktable.remote.sync.progress import Meter
     from ranktable.remote.sync.transfer import UploadItem, write_tar
 
-    _tree(tmp_path, {"big.bin": os.urandom(2 << 20)})
+    write_tree(tmp_path, {"big.bin": os.urandom(2 << 20)})
     with pytest.raises(EOFError, match="closed the channel"):
         write_tar(
             _Recorder(closed_after=1 << 20),  # type: ignore[arg-type]
@@ -476,7 +462,7 @@ def test_find_walk_equals_the_python_walk(tmp_path: Path) -> None:
             tmp_path, IgnoreRules.for_folder(tmp_path)
         )
         return
-    _tree(
+    write_tree(
         tmp_path,
         {
             ".gitignore": b"*.log\nbuild/\n!keep.log\n",

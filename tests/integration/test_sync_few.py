@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from ranktable.remote import Connection
 from ranktable.remote.errors import ConnectionLost, SshError
 from ranktable.remote.sync import ProgressEvent, Syncer
 from ranktable.remote.sync.manifest import Entry
@@ -19,21 +18,7 @@ from ranktable.remote.sync.progress import Meter
 from ranktable.remote.sync.session import RemoteSession
 from ranktable.remote.sync.transfer import UploadItem, few_names, few_script
 from tests.integration.fixtures.sshd import SshdProfile
-
-
-def _conn(sp: SshdProfile) -> Connection:
-    return sp.manager.get(sp.name)  # type: ignore[attr-defined,no-any-return]
-
-
-def _tree(root: Path, files: dict[str, bytes]) -> None:
-    for rel, data in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-
-
-def _remote_files(remote: Path) -> dict[str, bytes]:
-    return {p.relative_to(remote).as_posix(): p.read_bytes() for p in remote.rglob("*") if p.is_file()}
+from tests.integration.tree_helpers import tree_files, write_tree
 
 
 def _same_size_and_time_edit(path: Path, data: bytes) -> None:
@@ -56,19 +41,19 @@ def test_a_few_files_with_awkward_names_land_in_new_folders_and_deletions_apply(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
     local = tmp_path / "project"
-    _tree(local, {**AWKWARD, "gone.txt": b"bye"})
-    syncer = Syncer(_conn(sshd_profile), local)
+    write_tree(local, {**AWKWARD, "gone.txt": b"bye"})
+    syncer = Syncer(sshd_profile.connection(), local)
     first = syncer.sync()
     assert sorted(first.uploaded) == sorted([*AWKWARD, "gone.txt"]) and first.method == "tar"
     remote = sshd_profile.remote_dir
-    assert _remote_files(remote) == {**AWKWARD, "gone.txt": b"bye"}
+    assert tree_files(remote) == {**AWKWARD, "gone.txt": b"bye"}
     for rel in AWKWARD:  # mode and mtime as tar sets them
         assert int((remote / rel).stat().st_mtime) == int((local / rel).stat().st_mtime)
     (local / "gone.txt").unlink()
     (local / "a b/c d.txt").write_bytes(b"spaces, changed")
     second = syncer.sync(delete=True)
     assert second.uploaded == ["a b/c d.txt"] and second.deleted == ["gone.txt"] and not second.conflicts
-    assert _remote_files(remote) == {**AWKWARD, "a b/c d.txt": b"spaces, changed"}
+    assert tree_files(remote) == {**AWKWARD, "a b/c d.txt": b"spaces, changed"}
     assert not (remote / "pwned").exists()
     assert not [p for p in remote.rglob("*") if ".ranktable-" in p.name]  # no temporary name left
     assert syncer.sync().unchanged == len(AWKWARD)
@@ -78,8 +63,8 @@ def test_a_remote_edit_found_in_the_apply_step_leaves_that_file_alone_and_applie
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
     local = tmp_path / "project"
-    _tree(local, {"a.txt": b"aaaa", "b.txt": b"bbbb", "c.txt": b"cccc", "d.txt": b"dddd"})
-    syncer = Syncer(_conn(sshd_profile), local)
+    write_tree(local, {"a.txt": b"aaaa", "b.txt": b"bbbb", "c.txt": b"cccc", "d.txt": b"dddd"})
+    syncer = Syncer(sshd_profile.connection(), local)
     syncer.sync()
     remote = sshd_profile.remote_dir
     _same_size_and_time_edit(remote / "b.txt", b"BBBB")
@@ -93,7 +78,7 @@ def test_a_remote_edit_found_in_the_apply_step_leaves_that_file_alone_and_applie
         ("d.txt", True),
     ]
     assert result.uploaded == ["a.txt", "c.txt"] and result.deleted == []
-    assert _remote_files(remote) == {
+    assert tree_files(remote) == {
         "a.txt": b"a.txta.txt",
         "b.txt": b"BBBB",
         "c.txt": b"c.txtc.txt",
@@ -114,7 +99,7 @@ def test_tar_few_refuses_a_folder_that_became_a_symbolic_link_after_the_listing(
     outside.mkdir()
     (outside / "victim.txt").write_text("precious")
     (tmp_path / "v.txt").write_text("overwritten!")
-    session = RemoteSession(_conn(sshd_profile))
+    session = RemoteSession(sshd_profile.connection())
     try:
         session.survey()
         (remote / "linkdir").symlink_to("../outside")  # made between the listing and the upload
@@ -134,8 +119,8 @@ def test_an_interrupted_few_file_upload_changes_no_final_file_and_the_next_sync_
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
     local = tmp_path / "project"
-    _tree(local, {"model.bin": b"v1" * 10, "notes.txt": b"n1"})
-    syncer = Syncer(_conn(sshd_profile), local)
+    write_tree(local, {"model.bin": b"v1" * 10, "notes.txt": b"n1"})
+    syncer = Syncer(sshd_profile.connection(), local)
     syncer.sync()
     big = os.urandom(30_000_000)
     (local / "model.bin").write_bytes(big)
@@ -155,7 +140,7 @@ def test_an_interrupted_few_file_upload_changes_no_final_file_and_the_next_sync_
     assert (remote / "model.bin").read_bytes() == b"v1" * 10 and (remote / "notes.txt").read_bytes() == b"n1"
     result = syncer.sync()
     assert sorted(result.uploaded) == ["model.bin", "notes.txt"] and not result.conflicts
-    assert _remote_files(remote) == {"model.bin": big, "notes.txt": b"n2"}  # temporary files removed
+    assert tree_files(remote) == {"model.bin": big, "notes.txt": b"n2"}  # temporary files removed
 
 
 def test_few_names_and_script_quote_every_path() -> None:
@@ -182,7 +167,7 @@ def test_the_python_apply_started_alongside_tar_applies_nothing_from_a_cut_strea
 
     remote = sshd_profile.remote_dir
     remote.mkdir(parents=True, exist_ok=True)
-    _tree(tmp_path / "src", {f"d{i}/f{i}.bin": os.urandom(3000) for i in range(20)})
+    write_tree(tmp_path / "src", {f"d{i}/f{i}.bin": os.urandom(3000) for i in range(20)})
     items = [UploadItem(f"d{i}/f{i}.bin", tmp_path / "src" / f"d{i}/f{i}.bin") for i in range(20)]
 
     class Capture:
@@ -195,7 +180,7 @@ def test_the_python_apply_started_alongside_tar_applies_nothing_from_a_cut_strea
     stream = Capture()
     write_tar(stream, str(remote), ".rt-stage", items, [], Meter("upload", 20, 0, None), True)  # type: ignore[arg-type]
     whole = stream.data.getvalue()
-    conn = _conn(sshd_profile)
+    conn = sshd_profile.connection()
     for data, status in ((whole[: len(whole) // 2], 2), (whole, 0)):
         with conn.open_session() as channel:
             channel.exec_command(f"cd -- {shlex.quote(str(remote))} && {apply_command('.rt-stage', True)}")
@@ -206,7 +191,7 @@ def test_the_python_apply_started_alongside_tar_applies_nothing_from_a_cut_strea
                 assert b"nothing applied" in channel.recv_stderr(65536)
                 assert not list(remote.glob("d*"))  # nothing moved into place
                 shutil.rmtree(remote / ".rt-stage")  # what the next survey would remove
-    assert _remote_files(remote) == {
+    assert tree_files(remote) == {
         f"d{i}/f{i}.bin": (tmp_path / "src" / f"d{i}/f{i}.bin").read_bytes() for i in range(20)
     }
     assert not (remote / ".rt-stage").exists()  # removed by the apply step, no `rm` process

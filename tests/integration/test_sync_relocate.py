@@ -6,13 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ranktable.remote import Connection, SyncSettings
+from ranktable.remote import SyncSettings
 from ranktable.remote.sync import Syncer
 from tests.integration.fixtures.sshd import SshdProfile
-
-
-def _conn(sp: SshdProfile) -> Connection:
-    return sp.manager.get(sp.name)  # type: ignore[attr-defined,no-any-return]
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -37,7 +33,7 @@ def test_a_folder_rename_in_delete_mode_is_one_move_and_the_remote_ends_identica
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
     local = _project(tmp_path)
-    syncer = Syncer(_conn(sshd_profile), local, SyncSettings(delete_remote=True))
+    syncer = Syncer(sshd_profile.connection(), local, SyncSettings(delete_remote=True))
     syncer.sync()
     remote = sshd_profile.remote_dir
     inode = (remote / "pkg" / "m3.py").stat().st_ino
@@ -57,7 +53,7 @@ def test_a_remote_edit_or_foreign_file_in_the_old_folder_means_upload_instead(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
     local = _project(tmp_path)
-    syncer = Syncer(_conn(sshd_profile), local, SyncSettings(delete_remote=True))
+    syncer = Syncer(sshd_profile.connection(), local, SyncSettings(delete_remote=True))
     syncer.sync()
     remote = sshd_profile.remote_dir
     (remote / "pkg" / "results.csv").write_text("someone's output\n")  # never uploaded by us
@@ -72,7 +68,7 @@ def test_a_symlink_at_the_new_name_is_never_written_through(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
     local = _project(tmp_path)
-    syncer = Syncer(_conn(sshd_profile), local)
+    syncer = Syncer(sshd_profile.connection(), local)
     syncer.sync()
     remote = sshd_profile.remote_dir
     outside = tmp_path / "outside"
@@ -92,7 +88,7 @@ def test_the_remote_command_rechecks_links_and_an_existing_target(
     """A link or a folder that appears between the listing and the move stops the command itself."""
     from ranktable.remote.sync.relocate import relocate_command
 
-    conn = _conn(sshd_profile)
+    conn = sshd_profile.connection()
     remote = sshd_profile.remote_dir
     (remote / "a").mkdir()
     (remote / "a" / "f.txt").write_text("f\n")

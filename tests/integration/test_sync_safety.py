@@ -10,16 +10,11 @@ from pathlib import Path
 import pytest
 
 from ranktable.errors import InputError
-from ranktable.remote import Connection
 from ranktable.remote.errors import RemotePathError, SshError
 from ranktable.remote.sync import Syncer
 from ranktable.remote.sync.progress import Meter
 from ranktable.remote.sync.transfer import UploadItem, upload_tar
 from tests.integration.fixtures.sshd import SshdProfile
-
-
-def _conn(sp: SshdProfile) -> Connection:
-    return sp.manager.get(sp.name)  # type: ignore[attr-defined,no-any-return]
 
 
 @pytest.fixture
@@ -41,7 +36,7 @@ def test_sync_never_writes_through_a_remote_symlink(
     (local / "linkdir").mkdir(parents=True)
     (local / "linkdir" / "victim.txt").write_text("overwritten!")
     (local / "ok.txt").write_text("fine")
-    result = Syncer(_conn(sshd_profile), local).sync()
+    result = Syncer(sshd_profile.connection(), local).sync()
     assert (outside / "victim.txt").read_text() == "precious"
     assert [c.path for c in result.conflicts] == ["linkdir/victim.txt"]
     assert "symbolic link" in result.conflicts[0].reason
@@ -58,7 +53,7 @@ def test_the_remote_apply_step_refuses_a_symlinked_folder_too(
     items = [UploadItem("linkdir/victim.txt", tmp_path / "v.txt")]
     with pytest.raises(SshError, match="symbolic link"):
         upload_tar(
-            _conn(sshd_profile),
+            sshd_profile.connection(),
             str(sshd_profile.remote_dir.resolve()),
             items,
             ["linkdir/victim.txt"],
@@ -72,7 +67,7 @@ def test_the_remote_apply_step_refuses_a_symlinked_folder_too(
 def test_download_never_reads_through_a_remote_symlink(
     sshd_profile: SshdProfile, outside: Path, tmp_path: Path
 ) -> None:
-    syncer = Syncer(_conn(sshd_profile), tmp_path)
+    syncer = Syncer(sshd_profile.connection(), tmp_path)
     with pytest.raises(RemotePathError, match="symbolic link"):
         syncer.download("linkdir/victim.txt", tmp_path / "got.txt")
     with pytest.raises(RemotePathError, match="symbolic link"):
@@ -91,7 +86,7 @@ def test_download_never_writes_through_a_local_symlink(sshd_profile: SshdProfile
     (root / "dest").mkdir(parents=True)
     elsewhere.mkdir()
     (root / "dest" / "sub").symlink_to(elsewhere)
-    syncer = Syncer(_conn(sshd_profile), root)
+    syncer = Syncer(sshd_profile.connection(), root)
     with pytest.raises(InputError, match="symbolic link"):
         syncer.download("out", root / "dest")
     assert list(elsewhere.iterdir()) == []
@@ -110,7 +105,7 @@ def test_remote_edit_keeping_size_and_mtime_is_a_conflict(sshd_profile: SshdProf
     local.mkdir()
     (local / "cfg.yaml").write_bytes(b"lr: 0.1\n")
     (local / "old.txt").write_bytes(b"old!")
-    syncer = Syncer(_conn(sshd_profile), local)
+    syncer = Syncer(sshd_profile.connection(), local)
     syncer.sync()
     remote = sshd_profile.remote_dir
     _same_size_and_time_edit(remote / "cfg.yaml", b"lr: 0.5\n")
@@ -139,7 +134,7 @@ def test_incremental_sync_of_saved_files_looks_at_them_alone(
     for i in range(50):
         (local / "pkg").mkdir(parents=True, exist_ok=True)
         (local / "pkg" / f"m{i}.py").write_text(f"V = {i}\n")
-    syncer = Syncer(_conn(sshd_profile), local)
+    syncer = Syncer(sshd_profile.connection(), local)
     assert len(syncer.sync().uploaded) == 50
     (local / "pkg" / "m3.py").write_text("V = 'changed'\n")
     (local / "pkg" / "m4.py").unlink()
