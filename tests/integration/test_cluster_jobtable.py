@@ -47,7 +47,8 @@ def client(sim_pool_factory: Callable[..., SimPoolHandle]) -> Iterator[ClusterCl
     yield ClusterClient(str(pool.kubeconfig), pool.context, "default")
 
 
-def test_listed_once_then_followed_recomputing_only_the_changed_job(client: ClusterClient) -> None:
+def count_calls(client: ClusterClient) -> Counter[str]:
+    """From now on, every API call of `client` counted by what it reads (`what=`)."""
     lists: Counter[str] = Counter()
     call = client.kube.call
 
@@ -56,6 +57,11 @@ def test_listed_once_then_followed_recomputing_only_the_changed_job(client: Clus
         return call(fn, *args, what=what, **kwargs)
 
     client.kube.call = counting  # type: ignore[method-assign]
+    return lists
+
+
+def test_listed_once_then_followed_recomputing_only_the_changed_job(client: ClusterClient) -> None:
+    lists = count_calls(client)
     client.submit(compose(job("idle", "sleep 120")))
     client.submit(compose(job("busy", "echo up; sleep 2; exit 3")))
     table = JobTable(client, settle=0.05)
@@ -138,14 +144,7 @@ def test_describe_from_the_table_matches_the_api_without_listing_pods(client: Cl
         rows = table.follow(stop)
         rows_until(rows, lambda r: r.get("seen", {}).get("health", {}).get("ready") == 2)
         assert table.job_and_pods("nope") is None  # not in the table: the caller reads the API
-        lists: Counter[str] = Counter()
-        call = client.kube.call
-
-        def counting(fn: Any, *args: Any, what: str, **kwargs: Any) -> Any:
-            lists[what] += 1
-            return call(fn, *args, what=what, **kwargs)
-
-        client.kube.call = counting  # type: ignore[method-assign]
+        lists = count_calls(client)
         known = table.job_and_pods("seen")
         assert known is not None
         from_table = client.describe("seen", known).to_json()
