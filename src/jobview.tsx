@@ -227,8 +227,9 @@ function JobViewBody(props: {
     }),
     [run]
   );
+  // an ended run's last description still says what the job was doing: once it ended, say so
   const phase =
-    row?.phase ?? run.description?.job.phase ?? (run.ended ? 'ended' : '…');
+    row?.phase ?? (run.ended ? 'ended' : (run.description?.job.phase ?? '…'));
   const act = async (what: 'stop' | 'resubmit') => {
     setError('');
     if (what === 'stop') {
@@ -251,6 +252,7 @@ function JobViewBody(props: {
     try {
       if (what === 'stop') {
         const stopped = await jobs.stop(run.run);
+        await run.refresh(); // the job is gone: the view says so now, not at the next poll
         if (stopped.logs) {
           Notification.info(stopped.logs, { autoClose: 8000 });
         }

@@ -333,3 +333,35 @@ test('the palette opens a Job view: pick one of the current runs', async ({
   await expect(page.locator(`#ranktable-job-${run.uid}`)).toBeVisible();
   await stop(request, 'palette-job');
 });
+
+test('Stop in the Job view archives the run, says how many lines it kept, and the view says ended at once', async ({
+  page,
+  request
+}) => {
+  test.setTimeout(180 * 1000);
+  const run = await submit(request, 'stop-job', LOOP('stopping'), 1);
+  const panel = await openSidebar(page);
+  await panel.locator(`.jp-Ranktable-jobRow[data-uid="${run.uid}"]`).click();
+  const view = page.locator(`#ranktable-job-${run.uid}`);
+  await expect(view.locator('.jp-Ranktable-logLine').first()).toContainText(
+    'stopping',
+    { timeout: 120000 }
+  );
+  await view.getByRole('button', { name: 'Stop', exact: true }).click();
+  const dialog = page.locator('.jp-Dialog');
+  await expect(dialog).toContainText('Its logs are archived first');
+  await dialog.locator('.jp-Dialog-button.jp-mod-warn').click();
+  await expect(page.getByText(/\d+ new log lines of run/)).toBeVisible({
+    timeout: 60000
+  });
+  const header = view.locator('.jp-Ranktable-jobHeader');
+  await expect(header).toContainText('ended', { timeout: 1000 });
+  await expect(header).not.toContainText('Running');
+  await expect(
+    view.getByRole('button', { name: 'Stop', exact: true })
+  ).toBeDisabled();
+  const runs = await (
+    await request.get('/ranktable/jobs/default/stop-job/runs')
+  ).json();
+  expect(runs.runs.map((r: { uid: string }) => r.uid)).toEqual([run.uid]);
+});
