@@ -52,7 +52,15 @@ class Services:
     def local_file(self, relative: str, field: str) -> Path:
         """An existing file inside the Jupyter root (errors name the field, not the server's path)."""
         path = self.local_path(relative, field)
-        if not path.is_file():
+        try:
+            found = path.is_file()
+        except OSError as err:  # a name longer than the file system allows, ...: bad input, not a 500
+            raise InputError(
+                f"not a usable file name: {err.strerror or err}",
+                where=field,
+                fix="give a file in the Jupyter root",
+            ) from None
+        if not found:
             raise NotFoundError(f"no file {relative!r} in the Jupyter root folder", where=field)
         return path
 

@@ -106,6 +106,19 @@ async def test_a_null_byte_in_a_url_is_a_4xx_json(jp_fetch: Any, path: str, meth
     assert "message" in json.loads(response.body)
 
 
+async def test_a_file_name_longer_than_the_file_system_allows_is_a_400(jp_fetch: Any) -> None:
+    """Found by the OpenAPI fuzzer: stat() of a 300-byte name raised ENAMETOOLONG, and the server said 500."""
+    params = {"topology_path": "t" * 300}
+    response = await jp_fetch("ranktable", "jobs", "default", "x", "layout", params=params, raise_error=False)
+    assert response.code == 400, response.body
+    reply = json.loads(response.body)
+    assert reply["field"] == "topology_path" and "File name too long" in reply["message"]
+    body = json.dumps({"ranktable": {"status": "initializing"}, "topology_path": "t" * 300})
+    response = await send(jp_fetch, "/ranktable/plan", body=body)
+    assert response.code == 400, response.body
+    assert json.loads(response.body)["field"] == "topology_path"
+
+
 async def test_a_null_byte_in_a_query_argument_is_a_400(jp_fetch: Any) -> None:
     response = await jp_fetch("ranktable", "jobs", params={"namespace": "a\0b"}, raise_error=False)
     assert response.code == 400
