@@ -1,6 +1,7 @@
 /**
  * The remote panel parts in a real JupyterLab (Debian chromium) against simulated Notebook instances, in the
- * sidebar at 250 px and a 1440x900 window: port forwards (open in a new tab, close), a recreated instance's
+ * sidebar at 250 px and a 1440x900 window: port forwards (open in a new tab, close; one opened by the CLI in
+ * another process, listed with its pid and closed from the panel), a recreated instance's
  * new host key (both fingerprints, trusted only once typed), and remote kernels left running by a previous
  * server (attach, shut down). Each step also checks that nothing in the section is clipped or overlaps.
  * Screenshots go to the test's output folder; to docs/img only with RANKTABLE_SCREENSHOTS=1.
@@ -315,6 +316,92 @@ test('forward a port of the instance: open it in a new tab, then close it', asyn
     ).toEqual([]);
     await expect(get(href)).rejects.toThrow(/ECONNREFUSED/);
   } finally {
+    app.close();
+  }
+});
+
+/** `ranktable ssh forward sim-notebook PORT` in its own process, sharing the demo's RANKTABLE_HOME (the
+ * registry the panel lists); resolves with the process and its local URL once it forwards. */
+async function forwardFromCli(
+  remotePort: number
+): Promise<{ proc: ChildProcess; url: string; output: () => string }> {
+  const proc = spawn(
+    PYTHON,
+    ['-m', 'ranktable', 'ssh', 'forward', 'sim-notebook', String(remotePort)],
+    {
+      env: { ...process.env, RANKTABLE_HOME: STACK, RANKTABLE_AGENT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe']
+    }
+  );
+  let out = '';
+  proc.stdout!.on('data', chunk => (out += chunk));
+  proc.stderr!.on('data', chunk => (out += chunk));
+  await expect
+    .poll(() => (proc.exitCode === null ? /forwarding http/.test(out) : out), {
+      timeout: 60000
+    })
+    .toBe(true);
+  const url = /forwarding (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out)![1];
+  return { proc, url, output: () => out };
+}
+
+test('a forward opened by another process (the CLI): listed with its owner, closed from the panel', async ({
+  page,
+  request
+}) => {
+  const app = await webApp('A web app forwarded by the CLI');
+  const remotePort = (app.address() as net.AddressInfo).port;
+  let cli: ChildProcess | undefined;
+  try {
+    const started = await forwardFromCli(remotePort);
+    cli = started.proc;
+    const { url } = started;
+    expect(await get(url)).toContain('A web app forwarded by the CLI');
+
+    const s = await section(page, 'forwards');
+    const row = s.locator('.jp-Ranktable-forward', {
+      hasText: `port ${remotePort}`
+    });
+    await expect(row).toBeVisible({ timeout: 30000 }); // the panel refreshes its list by itself
+    await expect(row).toContainText('sim-notebook');
+    await expect(row).toContainText(`(another process, pid ${cli.pid})`);
+    await expect(row.locator('.jp-Ranktable-forwardUrl')).toHaveText(url);
+    await expect(row.getByRole('link', { name: 'Open' })).toHaveAttribute(
+      'href',
+      url
+    );
+    const listed = (await (await request.get('/ranktable/forwards')).json())
+      .forwards;
+    expect(listed).toHaveLength(1);
+    expect(listed[0]).toMatchObject({
+      profile: 'sim-notebook',
+      remote_port: remotePort,
+      url,
+      owner: 'another process',
+      pid: cli.pid
+    });
+    expect(listed[0].id).toMatch(new RegExp(`^fwd-\\d+@${cli.pid}$`));
+    await expect(row).toHaveAttribute('data-forward', listed[0].id);
+    await expectLaidOut(s);
+
+    // Close asks the owning process: it stops forwarding (and, being the CLI, exits) and the row goes
+    const exited = new Promise<number | null>(resolve =>
+      cli!.exitCode !== null
+        ? resolve(cli!.exitCode)
+        : cli!.once('exit', code => resolve(code))
+    );
+    await row.getByRole('button', { name: 'Close' }).click();
+    await expect(row).toHaveCount(0);
+    expect(await exited).toBe(0);
+    expect(started.output()).toContain('forward closed from another process');
+    await expect(get(url)).rejects.toThrow(/ECONNREFUSED/);
+    expect(
+      (await (await request.get('/ranktable/forwards')).json()).forwards
+    ).toEqual([]);
+  } finally {
+    if (cli && cli.exitCode === null) {
+      cli.kill('SIGTERM');
+    }
     app.close();
   }
 });
