@@ -120,7 +120,7 @@ class Pool:
             delete=self.kubelet.delete_hook,
             admit=[volcano_admitter(self.store)],
         )
-        self.api = ApiServer(self.store, self.token, hooks, cfg.limits)
+        self.api = ApiServer(self.store, self.token, hooks, cfg.limits, nodes=len(nodes))
         cert, key = ensure_certificate(self.state_dir)
         self.port = self.api.bind(cfg.port or int(saved.get("port") or 0), cert, key)
         write_kubeconfig(self.kubeconfig, self.url, self.token, cert.read_bytes(), self.context)

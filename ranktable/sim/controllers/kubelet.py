@@ -22,7 +22,15 @@ from typing import Any
 
 from ranktable.sim.controllers.api import ObjectStore
 from ranktable.sim.controllers.common import Obj, record_event
-from ranktable.sim.controllers.logs import DEFAULT_LIMIT_BYTES, LogPump, ensure_dir, parse_ts, read_log
+from ranktable.sim.controllers.logs import (
+    DEFAULT_LIMIT_BYTES,
+    LogPump,
+    SyntheticLog,
+    ensure_dir,
+    parse_ts,
+    read_log,
+    read_synthetic,
+)
 from ranktable.sim.controllers.sandbox import Sandboxes, expand
 from ranktable.sim.k8s import errors
 from ranktable.sim.k8s.resources import BY_KEY, ResourceType
@@ -55,6 +63,7 @@ class Run:
     drained: bool = False
     kill_deadline: float | None = None
     message: str = ""
+    synthetic: SyntheticLog | None = None  # a log the kubelet makes up (no process): see logs.SyntheticLog
 
     @property
     def exit_file(self) -> Path:
@@ -167,7 +176,14 @@ class Kubelet:
         started = now_rfc3339()
         message = ""
         proc: subprocess.Popen[bytes] | None = None
-        if not argv:
+        synthetic: SyntheticLog | None = None
+        try:
+            synthetic = SyntheticLog.from_argv(argv, time.time_ns())
+        except ValueError as exc:
+            message = f"failed to start: {exc}"
+        if message or synthetic is not None:
+            pass  # a bad synthetic-log command fails to start; a good one needs no process
+        elif not argv:
             message = "the simulated pool runs commands on the host and ignores images: set command/args"
         else:
             workdir = container.get("workingDir")
@@ -203,14 +219,25 @@ class Kubelet:
             pump,
             started,
             message=message,
+            synthetic=synthetic,
         )
-        if proc is None:
+        if proc is None and synthetic is None:
             run.exit_code = 128
             raw.write_text(message + "\n")
-        (run_dir / f"{restart}.run.json").write_text(json.dumps({"pid": run.pid, "startedAt": started}))
+        self._save_run(run)
         with self._lock:
             self.runs[(run.uid, name, str(restart))] = run
         self._set_running(pod, run)
+
+    @staticmethod
+    def _save_run(run: Run) -> None:
+        """What adoption after a pool restart needs: the pid, the start, a synthetic log's description."""
+        info: dict[str, Any] = {"pid": run.pid, "startedAt": run.started_at}
+        if run.synthetic is not None:
+            info["synthetic"] = run.synthetic.to_json()
+        tmp = run.dir / f"{run.restart}.run.json.tmp"
+        tmp.write_text(json.dumps(info))
+        tmp.replace(run.dir / f"{run.restart}.run.json")
 
     def _set_running(self, pod: Obj, run: Run) -> None:
         host_ip, pod_ip = self._addresses(pod)
@@ -376,6 +403,11 @@ class Kubelet:
 
     @staticmethod
     def _signal(run: Run, sig: int) -> None:
+        if run.synthetic is not None:  # no process: the log stops here, the exit code as a signal's
+            if run.synthetic.exit_code is None:
+                run.synthetic.end_ns = time.time_ns()
+                run.synthetic.exit_code = 128 + sig
+            return
         if run.pid <= 0 or run.exit_code is not None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -404,7 +436,10 @@ class Kubelet:
                 ):
                     self._signal(run, signal.SIGKILL)
             finished = run.exit_code is not None
-            moved |= run.pump.pump(final=finished)
+            if run.synthetic is None:
+                moved |= run.pump.pump(final=finished)
+            elif finished:
+                self._save_run(run)  # its end, for reading its log after a pool restart
             if finished:
                 run.drained = True
                 moved = True
@@ -413,6 +448,12 @@ class Kubelet:
 
     @staticmethod
     def _poll_exit(run: Run) -> int | None:
+        synthetic = run.synthetic
+        if synthetic is not None:
+            done_at = synthetic.done_at()
+            if synthetic.exit_code is None and done_at is not None and time.time_ns() >= done_at:
+                synthetic.end_ns, synthetic.exit_code = done_at, 0
+            return synthetic.exit_code
         if run.proc is not None:
             code = run.proc.poll()
             if code is None:
@@ -535,6 +576,7 @@ class Kubelet:
                     None,
                     pump,
                     str(info.get("startedAt") or now_rfc3339()),
+                    synthetic=SyntheticLog.from_json(info["synthetic"]) if info.get("synthetic") else None,
                 )
                 self.runs[(uid, st["name"], str(restart))] = run
 
@@ -578,6 +620,14 @@ class Kubelet:
                 run = self.runs.get((uid, container, str(restart)))
             return run is None or run.drained
 
+        with self._lock:
+            run = self.runs.get((uid, container, str(restart)))
+        synthetic = run.synthetic if run is not None else None
+        info_file = box.root / "logs" / container / f"{restart}.run.json"
+        if run is None and info_file.is_file():  # ended before a pool restart: its description is on disk
+            saved = json.loads(info_file.read_text()).get("synthetic")
+            synthetic = SyntheticLog.from_json(saved) if saved else None
+
         def wait(timeout: float) -> None:
             with self._cond:
                 self._cond.wait(timeout)
@@ -592,6 +642,20 @@ class Kubelet:
             since_ns = time.time_ns() - int(query["sinceSeconds"]) * 1_000_000_000
         tail = int(query["tailLines"]) if query.get("tailLines") else None
         limit = int(query["limitBytes"]) if query.get("limitBytes") else None
+        if synthetic is not None:
+            live = run
+            return read_synthetic(
+                synthetic,
+                follow=query.get("follow") in ("1", "true", "True"),
+                # its own run's flag, without the kubelet's lock: 1,024 followers check it 10 times a second
+                finished=lambda: live is None or live.drained,
+                wait=self._stop.wait,  # not the pump's condition: process output must not wake these
+                timestamps=query.get("timestamps") in ("1", "true", "True"),
+                since_ns=since_ns,
+                tail=tail,
+                limit_bytes=limit,
+                stopping=self._stop.is_set,
+            )
         return read_log(
             path,
             follow=query.get("follow") in ("1", "true", "True"),

@@ -10,9 +10,10 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 DEFAULT_LIMIT_BYTES = 64 * 2**20
 READ_BLOCK = 1 << 20
@@ -247,3 +248,137 @@ def ensure_dir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     os.chmod(path, 0o700)
     return path
+
+
+# -- the synthetic log source ----------------------------------------------------------------------------
+SYNTHETIC_COMMAND = "ranktable-sim-synthetic-log"
+SYNTHETIC_WAIT = 0.1  # a follower's sleep between batches (also how soon it sees the run end)
+SYNTHETIC_BATCH = 4096  # lines per yielded chunk
+
+
+@dataclass
+class SyntheticLog:
+    """A container log the simulated kubelet makes up itself: no process, no file.
+
+    Line i is stamped ``start_ns + i * period`` and reads ``step i loss 1/(i+1) throughput ...`` (every
+    `error_every`-th line adds an HCCL error), so a log is a pure function of its start, rate and the
+    clock: tailLines, sinceTime and follow are computed, not scanned. Opt-in through the container's
+    command: ``["ranktable-sim-synthetic-log", "--rate=100", "--lines=N", "--error-every=500"]``
+    (`--lines`: the container exits 0 after that many lines; without it the log runs until the pod is
+    deleted). Used by `bench/bench_logview.py` to feed 1,024 pods x 100 lines/s through the whole server
+    path, which one process per pod cannot on a small machine.
+    """
+
+    start_ns: int
+    rate: float = 100.0
+    lines: int | None = None
+    error_every: int = 500
+    end_ns: int | None = None  # stopped (signalled) at this time: no line after it
+    exit_code: int | None = None
+
+    @classmethod
+    def from_argv(cls, argv: list[str], start_ns: int) -> SyntheticLog | None:
+        """The generator the command asks for, None when it is an ordinary command; ValueError on bad args."""
+        if not argv or argv[0] != SYNTHETIC_COMMAND:
+            return None
+        opts = {"rate": "100", "lines": "", "error-every": "500"}
+        for arg in argv[1:]:
+            key, sep, value = arg.removeprefix("--").partition("=")
+            if not arg.startswith("--") or not sep or key not in opts:
+                usage = "use --rate=R, --lines=N, --error-every=K"
+                raise ValueError(f"{SYNTHETIC_COMMAND}: unknown argument {arg!r} ({usage})")
+            opts[key] = value
+        try:
+            rate = float(opts["rate"])
+            lines = int(opts["lines"]) if opts["lines"] else None
+            error_every = int(opts["error-every"])
+        except ValueError as exc:
+            raise ValueError(
+                f"{SYNTHETIC_COMMAND}: {exc} (use --rate=R, --lines=N, --error-every=K)"
+            ) from exc
+        if not 0 < rate <= 1e6:
+            raise ValueError(f"{SYNTHETIC_COMMAND}: --rate must be in (0, 1000000] lines/s, not {rate:g}")
+        if lines is not None and lines < 0:
+            raise ValueError(f"{SYNTHETIC_COMMAND}: --lines must be >= 0")
+        return cls(start_ns, rate, lines, max(0, error_every))
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SyntheticLog:
+        return cls(**data)
+
+    @property
+    def period_ns(self) -> int:
+        return max(1, round(1e9 / self.rate))
+
+    def stamp(self, i: int) -> int:
+        return self.start_ns + i * self.period_ns
+
+    def count(self, now_ns: int) -> int:
+        """How many lines exist at `now_ns` (stamped at or before it, not after a stop, at most `lines`)."""
+        upto = now_ns if self.end_ns is None else min(now_ns, self.end_ns)
+        n = 0 if upto < self.start_ns else (upto - self.start_ns) // self.period_ns + 1
+        return n if self.lines is None else min(n, self.lines)
+
+    def done_at(self) -> int | None:
+        """When the last line is due (`lines` given), else None."""
+        return None if self.lines is None else self.stamp(max(self.lines - 1, 0))
+
+    def index_since(self, since_ns: int) -> int:
+        """The first line stamped at or after `since_ns`."""
+        return max(0, -((self.start_ns - since_ns) // self.period_ns))
+
+    def text(self, i: int) -> str:
+        line = f"step {i} loss {1.0 / (i + 1):.6f} throughput 1234.5 samples/s"
+        if self.error_every and i % self.error_every == self.error_every - 1:
+            line += "  RuntimeError: HCCL timeout"
+        return line
+
+    def render(self, first: int, stop: int, timestamps: bool) -> bytes:
+        """Lines first..stop-1 as the log endpoint sends them."""
+        if not timestamps:
+            return "".join(f"{self.text(i)}\n" for i in range(first, stop)).encode()
+        period, start = self.period_ns, self.start_ns
+        text = self.text
+        return "".join(f"{format_ts(start + i * period)} {text(i)}\n" for i in range(first, stop)).encode()
+
+
+def read_synthetic(
+    log: SyntheticLog,
+    *,
+    follow: bool,
+    finished: Callable[[], bool],
+    wait: Callable[[float], object],
+    timestamps: bool = False,
+    since_ns: int | None = None,
+    tail: int | None = None,
+    limit_bytes: int | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+    clock: Callable[[], int] = time.time_ns,
+) -> Iterator[bytes]:
+    """`read_log` for a `SyntheticLog`: the same tailLines / sinceTime / timestamps / limitBytes / follow
+    (tail first, then the since filter, as the kubelet applies them)."""
+    first = 0
+    if tail is not None:
+        first = max(0, log.count(clock()) - max(tail, 0))
+    if since_ns is not None:
+        first = max(first, log.index_since(since_ns))
+    sent = 0
+    while True:
+        done = finished()  # before counting: the lines up to the end are all counted after it
+        have = log.count(clock())
+        if first < have:
+            stop = min(have, first + SYNTHETIC_BATCH)
+            out = log.render(first, stop, timestamps)
+            first = stop
+            if limit_bytes is not None and sent + len(out) >= limit_bytes:
+                yield out[: limit_bytes - sent]
+                return
+            sent += len(out)
+            yield out
+            continue
+        if not follow or done or stopping():
+            return
+        wait(SYNTHETIC_WAIT)  # batches of 0.1 s of lines: 1,024 followers do not wake per line

@@ -42,7 +42,14 @@ class Limits:
 
     max_body_bytes: int = 3 * 1024 * 1024
     request_seconds: float = 30.0  # the TLS handshake, the request line and headers, the body: each
-    max_connections: int = 256  # one thread each; more are closed at once
+    max_connections: int | None = None  # one thread each; more are closed at once (None: `connections_for`)
+
+    def connections_for(self, nodes: int) -> int:
+        """The connection cap: `max_connections`, or by default 256 and, on pools over 96 nodes, 2 per node
+        + 64 (a log follower per pod, as `kubectl logs -f -l ...` or the Job view open, plus watches)."""
+        if self.max_connections is not None:
+            return self.max_connections
+        return max(256, 2 * nodes + 64)
 
 
 class _YamlLoader(yaml.SafeLoader):
@@ -110,12 +117,18 @@ class ApiServer:
     """State shared by all request threads: the store, the token, the hooks."""
 
     def __init__(
-        self, store: Store, token: str, hooks: Hooks | None = None, limits: Limits | None = None
+        self,
+        store: Store,
+        token: str,
+        hooks: Hooks | None = None,
+        limits: Limits | None = None,
+        nodes: int = 0,
     ) -> None:
         self.store = store
         self.token = token
         self.hooks = hooks or Hooks()
         self.limits = limits or Limits()
+        self.nodes = nodes  # the pool's size: the default connection cap grows with it
         self.stopping = threading.Event()
         self.httpd: ThreadingHTTPServer | None = None
         self.connections: set[Any] = set()
@@ -128,7 +141,7 @@ class ApiServer:
         class Handler(RequestHandler):
             server_api = api
 
-        self.httpd = _BoundedServer(("127.0.0.1", port), Handler, self.limits.max_connections)
+        self.httpd = _BoundedServer(("127.0.0.1", port), Handler, self.limits.connections_for(self.nodes))
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(cert, key)
         # the handshake runs in the request thread (see RequestHandler.setup), not in the accept loop
