@@ -46,16 +46,30 @@ class LogLine:
         return f"[{self.node_rank} {self.pod}] {self.text}"
 
 
+_HEADS: set[str] = set()  # recent stamps' seconds parts already matched by _STAMP (a line's fast path)
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
 
 
 def timestamp_key(stamp: str) -> tuple[str, int]:
     """Sortable key of an RFC 3339 timestamp with up to nanosecond precision (UTC seconds, nanoseconds)."""
+    if (  # the kubelet's own form, 2026-12-02T07:41:11.123456789Z, its seconds already matched: no regex
+        len(stamp) == 30
+        and stamp[29] == "Z"
+        and stamp[19] == "."
+        and stamp[:19] in _HEADS
+        and stamp[20:29].isdigit()
+        and stamp.isascii()
+    ):
+        return stamp[:19], int(stamp[20:29])
     match = _STAMP.match(stamp)
     if match is None:
         raise ValueError(f"not an RFC 3339 timestamp: {stamp!r}")
     base, frac, zone = match.groups()
-    if zone != "Z":  # an explicit offset: normalise to UTC
+    if zone == "Z":
+        if len(_HEADS) > 4096:
+            _HEADS.clear()
+        _HEADS.add(base)
+    else:  # an explicit offset: normalise to UTC
         moment = datetime.fromisoformat(base + zone).astimezone(timezone.utc)
         base = moment.strftime("%Y-%m-%dT%H:%M:%S")
     return base, int((frac or "").ljust(9, "0"))
@@ -167,6 +181,12 @@ class LogStream:
             if self._stop.wait(delay):
                 return
             delay = min(delay * 2, 5.0)
+
+    @property
+    def readers_started(self) -> int:
+        """How many per-pod readers have started so far (they start in the background, OPENING at a time)."""
+        with self._lock:
+            return len(self._threads)
 
     def node_rank(self, pod: str) -> int | None:
         """The node rank lines of `pod` carry now (None while a routed job's plan is computed)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -120,6 +121,7 @@ class JobsService:
         uid = msg.get("uid")
         if uid is not None and not isinstance(uid, str):
             raise InputError("must be the run's uid (a string)", where="uid")
+        opened = time.monotonic()  # the steps to the first lines are logged (bench_logview reads them)
         client = await self.services.run_blocking(self.usecases.client, str(namespace))
         try:  # one read of the job for the run check and the pods
             job = await self.services.run_blocking(client.get_job, name)
@@ -129,14 +131,16 @@ class JobsService:
             raise
         if uid and str((job.get("metadata") or {}).get("uid") or "") != uid:
             return  # that run ended: its pods (same names) now belong to another run
+        job_read = time.monotonic()
         stream = await self.services.run_blocking(
             partial(client.logs, name, follow, job=job, plan_later=True)
         )
+        started = time.monotonic()
 
         def close_stream() -> None:  # joins the per-pod readers: off the event loop
             threading.Thread(target=stream.close, name="ranktable-log-close", daemon=True).start()
 
-        def lines(stop: StopEvent) -> Iterator[dict[str, Any]]:
+        def lines(stop: StopEvent) -> Iterator[list[dict[str, Any]]]:
             stop.on_set(close_stream)
             if uid:  # a resubmit reuses the pod names: end this run's follow when the run is gone
                 threading.Thread(
@@ -145,16 +149,34 @@ class JobsService:
                     name="ranktable-run-watch",
                     daemon=True,
                 ).start()
+            first = True
             try:
-                for line in stream:
-                    start = since.get(line.pod)
-                    if start is not None and timestamp_key(line.timestamp) < start:
-                        continue  # already shown before the reconnect
-                    yield {"pod": line.pod, "rank": line.node_rank, "ts": line.timestamp, "text": line.text}
+                for got in stream.batches():  # one pod's batch at a time: one hand-over to the loop each
+                    if first:
+                        first = False
+                        self.services.log.info(
+                            "ranktable: logs of %s: job read %.3f s, readers starting %.3f s, first lines "
+                            "%.3f s after the subscribe (%d readers started, %d pods)",
+                            name,
+                            job_read - opened,
+                            started - opened,
+                            time.monotonic() - opened,
+                            stream.readers_started,
+                            len(stream.pods),
+                        )
+                    out = [
+                        {"pod": line.pod, "rank": line.node_rank, "ts": line.timestamp, "text": line.text}
+                        for line in got
+                        if line.pod not in since or timestamp_key(line.timestamp) >= since[line.pod]
+                    ]  # a line before the pod's `since` was shown before the reconnect
+                    if out:
+                        yield out
             finally:
                 stop.set()
 
-        async for batch in self.services.hub.iterate(lines, batch_seconds=self.config.log_batch_seconds):
+        async for batch in self.services.hub.iterate(
+            lines, batch_seconds=self.config.log_batch_seconds, lists=True
+        ):
             yield {"lines": batch}
 
     async def jobs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
