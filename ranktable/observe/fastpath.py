@@ -162,10 +162,11 @@ def _read(
     starts_at = np.flatnonzero(gaps)
     if len(starts_at) != count * found.runs:
         return None
+    starts = where[starts_at]
     if found.runs:
         # the digit-less lines are equal, so the runs must sit at the shape's places in them: a run's place
         # is the number of other characters before it (its position minus the digits before it)
-        places = where[starts_at] - starts_at
+        places = starts - starts_at
         expected = found.places + np.arange(count, dtype=np.int64)[:, None] * found.width
         if not np.array_equal(places, expected.ravel()):
             return None
@@ -176,10 +177,9 @@ def _read(
     lengths[-1:] = len(where) - starts_at[-1:]
     if int(lengths.max()) > MAX_RUN:
         return None
-    ends = where[starts_at] + lengths
+    ends = starts + lengths
     runs = _values(data, buf, where, starts_at, ends, lengths).reshape(count, found.runs)
     sizes = lengths.reshape(count, found.runs)
-    starts = where[starts_at]
     tag = None
     if found.tagged:
         if int(sizes[:, 0].max()) > TAG_DIGITS:
@@ -211,14 +211,25 @@ def _values(
         return np.add.reduceat(weighted, starts_at)
     # at most 8 digits: the 8 bytes ending with the run, as one little-endian word (the first digit in the
     # lowest byte), other bytes cleared, read with the usual SWAR steps (8 digits -> 4 x 2 -> 2 x 4 -> 1)
+    # (in place where it can: the same steps with fewer temporary arrays)
     padded = bytes(SWAR) + data
-    words = np.ndarray(shape=(len(padded) - SWAR + 1,), dtype="<u8", buffer=padded, strides=(1,))[ends]
-    keep = _SWAR_KEEP[lengths]
-    value = (words & keep) - (_SWAR_ZEROS & keep)
-    value = value * np.uint64(10) + (value >> np.uint64(8))
-    low, high = value & _SWAR_PAIRS, (value >> np.uint64(16)) & _SWAR_PAIRS
-    value = (low * _SWAR_LOW + high * _SWAR_HIGH) >> np.uint64(32)
-    return value.astype(np.int64)
+    words = np.ndarray(shape=(len(padded) - SWAR + 1,), dtype="<u8", buffer=padded, strides=(1,))
+    keep = _SWAR_KEEP.take(lengths)
+    value = words.take(ends)
+    value &= keep
+    keep &= _SWAR_ZEROS
+    value -= keep
+    high = value >> np.uint64(8)
+    value *= np.uint64(10)
+    value += high  # pairs of digits
+    np.right_shift(value, np.uint64(16), out=high)
+    high &= _SWAR_PAIRS
+    high *= _SWAR_HIGH
+    value &= _SWAR_PAIRS
+    value *= _SWAR_LOW
+    value += high
+    value >>= np.uint64(32)
+    return value.view(np.int64)
 
 
 def _parts(token: Token, runs: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -267,20 +278,31 @@ def _slow(
     return out
 
 
-def _plain(texts: list[str], joined: str) -> bool:
-    """Whether the lines can be read in bulk at all: ASCII, no tqdm/ANSI clean-up, no newline inside."""
-    return not (
-        "\r" in joined or "\x1b" in joined or not joined.isascii() or joined.count("\n") != len(texts) - 1
-    )
+def _plain(joined: str) -> bool:
+    """Whether the lines can be read in bulk at all: ASCII, no tqdm/ANSI clean-up (a newline inside a text
+    is found by _keys)."""
+    return not ("\r" in joined or "\x1b" in joined or not joined.isascii())
+
+
+def _keys(data: bytes, count: int) -> list[bytes] | None:
+    """Each line's digit-less text (`data`: the `count` lines, each ending in a newline); None when a text
+    holds a newline."""
+    keys = data.translate(None, DIGITS).split(b"\n")
+    if len(keys) != count + 1:
+        return None
+    keys.pop()
+    return keys
 
 
 def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group] | None:
     """The batch's template lines grouped by shape, each proved and read; None when the line path must
     decide."""
-    if not _plain(texts, joined):
+    if not _plain(joined):
         return None
-    data = joined.encode() + b"\n"
-    keys = data.translate(None, DIGITS).split(b"\n")[:-1]
+    data = (joined + "\n").encode()
+    keys = _keys(data, len(texts))
+    if keys is None:
+        return None
     numbers = np.array(list(map(shapes.numbers.get, keys, repeat(-1))), dtype=np.int64)
     counts = np.bincount(numbers + 1, minlength=1)
     if counts[0]:
@@ -311,10 +333,12 @@ def match_pods(
     shapes: list[PodShapes], owner: list[int], texts: list[str], joined: str
 ) -> list[Group] | None:
     """match_batch of lines from several pods (owner: each line's index in `shapes`)."""
-    if not _plain(texts, joined):
+    if not _plain(joined):
         return None
-    data = joined.encode() + b"\n"
-    keys = data.translate(None, DIGITS).split(b"\n")[:-1]
+    data = (joined + "\n").encode()
+    keys = _keys(data, len(texts))
+    if keys is None:
+        return None
     lookups = [pod.by_key.get for pod in shapes]
     return _groups([lookups[o](key) for o, key in zip(owner, keys, strict=True)], texts, data)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from operator import itemgetter
 from typing import Any
 
@@ -178,15 +178,22 @@ class RunObserver:
 
     def _read_together(self, pod: str, node_rank: int, batches: list[Sequence[tuple[str, str]]]) -> bool:
         """Several batches of one pod read at once on the bulk path (False: nothing changed)."""
-        lines = [line for batch in batches for line in batch]
-        return self._read(pod, node_rank, lines, list(accumulate(map(len, batches))))
+        stamps = [stamp for batch in batches for stamp, _ in batch]
+        texts = [text for batch in batches for _, text in batch]
+        return self._read(pod, node_rank, (), list(accumulate(map(len, batches))), (stamps, texts))
 
     def _read(
-        self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]], bounds: list[int] | None = None
+        self,
+        pod: str,
+        node_rank: int,
+        lines: Sequence[tuple[str, str]],
+        bounds: list[int] | None = None,
+        columns: tuple[list[str], list[str]] | None = None,
     ) -> bool:
         """Read one batch, or with `bounds` (where each fed batch ends) several batches only if the bulk
-        path takes them all (False when it did not)."""
-        stamps, texts = list(map(_first, lines)), list(map(_second, lines))
+        path takes them all (False when it did not; `lines` is then not used, `columns` holds the stamps
+        and the texts)."""
+        stamps, texts = columns or (list(map(_first, lines)), list(map(_second, lines)))
         joined = "\n".join(texts)
         times = kube_time_array(stamps)
         ends = bounds or [len(texts)]
@@ -196,17 +203,17 @@ class RunObserver:
             has_errors = self.catalogue.any_error(joined)
             self._merge()
             self._feed_lines(pod, node_rank, lines, has_errors)
-        self._advance_clock(times, lines)
+        self._advance_clock(times, texts)
         return True
 
-    def _advance_clock(self, times: np.ndarray, lines: Sequence[tuple[str, str]]) -> None:
+    def _advance_clock(self, times: np.ndarray, texts: Sequence[str]) -> None:
         """The newest time of any line (out-of-order lines too), as if they came one by one (times: each
         line's stamp time, NaN: none)."""
         missing = np.isnan(times)
         known = [float(times[~missing].max())] if not missing.all() else []
         if missing.any():
             known += [
-                t for at in np.flatnonzero(missing).tolist() if (t := inline_time(lines[at][1])) is not None
+                t for at in np.flatnonzero(missing).tolist() if (t := inline_time(texts[at])) is not None
             ]
         if known and (self._clock is None or max(known) > self._clock):
             self._clock = max(known)
@@ -404,7 +411,7 @@ class RunObserver:
             for name, values in rows.items():
                 self._held[name].append(values)
             self._held_rows += len(rows["rank"])
-        self._advance_clock(times, lines)
+        self._advance_clock(times, texts)
         if self._held_rows >= FLUSH_ROWS:
             self._merge()
         return True
@@ -521,13 +528,15 @@ class RunObserver:
             self._replay(rows, np.arange(len(ranks)))  # which alerts fit under the cap depends on the order
             return
         few = []
-        for part in np.split(order, bounds):
-            if len(part) < FEW_ROWS:  # array steps cost more than they save
-                few.append(part)
+        by_rank = {name: values[order] for name, values in rows.items()}  # each rank's rows: one slice
+        edges = [0, *bounds.tolist(), len(order)]
+        for start, end in pairwise(edges):
+            if end - start < FEW_ROWS:  # array steps cost more than they save
+                few.append(np.arange(start, end))
             else:
-                self._extend(int(ranks[part[0]]), rows, part)
+                self._extend(int(by_rank["rank"][start]), by_rank, slice(start, end))
         if few:  # ranks do not share state (the alert cap cannot be reached): one pass, rank by rank
-            self._replay(rows, np.concatenate(few))
+            self._replay(by_rank, np.concatenate(few))
 
     def _may_alert(self, loss: np.ndarray, ranks: np.ndarray, bounds: np.ndarray) -> int:
         """How many ranks (rows sorted by rank, split at `bounds`) may raise an alert: a non-finite loss,
@@ -547,7 +556,7 @@ class RunObserver:
             calm = (floor > 0) & (high < self.settings.spike_factor * floor * (1 - 1e-9))
         return int(np.count_nonzero(~calm | ~np.logical_and.reduceat(finite, starts)))
 
-    def _extend(self, rank: int, rows: dict[str, np.ndarray], part: np.ndarray) -> None:
+    def _extend(self, rank: int, rows: dict[str, np.ndarray], part: slice) -> None:
         series = self._series.get(rank)
         if series is None:
             series = self._series[rank] = RankSeries(self.settings.max_points)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import math
 from array import array
 from collections import deque
-from itertools import accumulate
 from statistics import median
 from typing import Any
 
@@ -330,8 +329,24 @@ class RankSeries:
         return out
 
 
-def _moved(mean: float, loss: float) -> float:
-    return mean + LOSS_WEIGHT * (loss - mean)
+def moved_mean(mean: float, losses: list[float]) -> float:
+    """The last of moving_means(mean, losses)."""
+    weight = LOSS_WEIGHT
+    for loss in losses:
+        mean = mean + weight * (loss - mean)
+    return mean
+
+
+def moving_means(mean: float, losses: list[float]) -> np.ndarray:
+    """`mean`, then the loss moving mean after each of `losses` in turn: check()'s update, the same float
+    operations in the same order (a plain loop: cheaper than accumulate() with a function per step)."""
+    weight = LOSS_WEIGHT
+    out = [mean]
+    append = out.append
+    for loss in losses:
+        mean = mean + weight * (loss - mean)
+        append(mean)
+    return np.array(out)
 
 
 def _next_turn(seen: int, stride: int) -> int:
@@ -408,8 +423,12 @@ class Alerts:
                 self.check(rank, series, values[at], int(steps[at]), None if moment != moment else moment)
                 at += 1
                 continue
-            means = np.array(list(accumulate(values[at:], _moved, initial=series.loss_mean)))
             rest = loss[at:]
+            if self._calm(series.loss_mean, rest):  # no alert possible: only the last mean is needed
+                series.loss_mean = moved_mean(series.loss_mean, values[at:])
+                series.loss_count += len(rest)
+                return
+            means = moving_means(series.loss_mean, values[at:])
             before = means[:-1]
             hit = np.flatnonzero(~np.isfinite(rest) | ((before > 0) & (rest > self.spike_factor * before)))
             if not len(hit):
@@ -424,6 +443,14 @@ class Alerts:
             moment = float(when[at])
             self.check(rank, series, values[at], int(steps[at]), None if moment != moment else moment)
             at += 1
+
+    def _calm(self, mean: float, losses: np.ndarray) -> bool:
+        """Whether none of `losses` can raise an alert after a moving mean `mean`: all are finite and below
+        spike_factor x the lowest the moving mean can be (it stays between `mean` and the losses)."""
+        if not len(losses) or not np.isfinite(losses).all():
+            return False
+        floor = min(mean, float(losses.min()))
+        return floor > 0 and float(losses.max()) < self.spike_factor * floor * (1 - 1e-9)
 
     def _raise(
         self, rank: int, kind: str, step: int | None, when: float | None, value: Any, message: str

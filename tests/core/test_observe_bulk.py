@@ -5,17 +5,19 @@ Inf and spikes, thinning (small max_points), and any batch size."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ranktable.observe import ObserveSettings, RankLayout, RunObserver, text
 from ranktable.observe import observer as observing
 from ranktable.observe.fastpath import PodShapes, match_batch
-from ranktable.observe.series import MAX_ALERTS, RankSeries
+from ranktable.observe.series import LOSS_WEIGHT, MAX_ALERTS, Alerts, RankSeries, moved_mean, moving_means
 
 NPUS = 4
 
@@ -350,3 +352,77 @@ def test_add_row_is_add_of_a_template_row() -> None:
     for name in RankSeries.__slots__:
         if name not in ("columns", "step_times"):
             assert exact(getattr(fast, name)) == exact(getattr(slow, name)), name
+
+
+def _check_row_by_row(alerts: Alerts, rank: int, series: RankSeries, rows: list[tuple[float, int]]) -> None:
+    for loss, step in rows:
+        alerts.check(rank, series, loss, step, 1_790_000_000.0 + step)
+
+
+LOSS_RUNS = {
+    "calm": lambda rng, n: [2.0 + rng.random() * 0.1 for _ in range(n)],
+    "decaying": lambda rng, n: [2.5 / (1 + s / 500) for s in range(n)],
+    "near the factor": lambda rng, n: (
+        [1.0] * 10 + [rng.choice([2.99999999, 3.0, 3.0000001, 1.0]) for _ in range(n)]
+    ),
+    "spikes and non-finite": lambda rng, n: [
+        rng.choice([1.0 + rng.random(), 40.0, math.nan, math.inf, -math.inf]) for _ in range(n)
+    ],
+    "negative and zero": lambda rng, n: [rng.choice([-1.0, 0.0, 1e-300, 0.5, 2.0]) for _ in range(n)],
+    "huge": lambda rng, n: [rng.choice([1e308, 1.7e308, 1e300]) for _ in range(n)],
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LOSS_RUNS))
+@pytest.mark.parametrize("seed", range(3))
+def test_check_many_is_check_row_by_row(kind: str, seed: int) -> None:
+    """Alerts.check_many (the moving mean as one loop, or only its last value when no alert can be raised)
+    keeps exactly what check() of each row in turn keeps: alerts, mean and count, split anywhere."""
+    rng = random.Random(seed)
+    losses = LOSS_RUNS[kind](rng, 400)
+    rows = [(loss, step) for step, loss in enumerate(losses)]
+    slow_alerts, slow = Alerts(3.0), RankSeries(16)
+    _check_row_by_row(slow_alerts, 0, slow, rows)
+    fast_alerts, fast = Alerts(3.0), RankSeries(16)
+    cuts = sorted({0, len(rows), *(rng.randrange(len(rows)) for _ in range(4))})
+    for start, end in itertools.pairwise(cuts):
+        part = rows[start:end]
+        loss = np.array([row[0] for row in part])
+        steps = np.array([row[1] for row in part])
+        fast_alerts.check_many(0, fast, loss, steps, 1_790_000_000.0 + steps.astype(float))
+    assert exact(fast_alerts.to_json()) == exact(slow_alerts.to_json())
+    assert exact((fast.loss_mean, fast.loss_count)) == exact((slow.loss_mean, slow.loss_count))
+
+
+def test_moving_means_are_the_row_by_row_means() -> None:
+    rng = random.Random(5)
+    losses = [rng.choice([rng.random() * 3, 1e308, -2.0, math.inf, math.nan, 0.0]) for _ in range(500)]
+    expected = [0.7]
+    for loss in losses:
+        expected.append(expected[-1] + LOSS_WEIGHT * (loss - expected[-1]))
+    assert exact(moving_means(0.7, losses).tolist()) == exact(expected)
+    assert exact(moved_mean(0.7, losses)) == exact(expected[-1])
+    assert exact(moved_mean(0.7, [])) == exact(0.7)
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        "step {step} loss 1.5\nstep 99 loss 9.5",  # a newline inside a text
+        "step {step} loss 1.5\r",  # CRLF
+        "step {step} loss 1.5 \u00e9\u4e2d",  # multibyte UTF-8
+        "step {step} loss 1.5 lr 1.0e-04 grad_norm 0.93",  # another template, learned late
+        "INFO step {step} done",  # a keyword in a line no template fits
+    ],
+)
+def test_odd_lines_in_a_read_of_many_batches_agree(odd: str) -> None:
+    """A coalesced read (several batches of one pod) with one odd line goes to the line path batch by batch
+    and agrees with reading each line alone, whatever the batch size."""
+    lines = []
+    for step in range(1, 900):
+        tag = f"[rank{step % NPUS}]:"
+        text = odd.format(step=step) if step == 450 else f"step {step} loss {2.5 / (1 + step / 50):.5f}"
+        lines.append((stamp(1_790_000_000 + step * 0.5), tag + text))
+    logs = {"job-worker-0": lines}
+    for size in (7, 200):
+        same(batched(logs, size), line_by_line(logs))
