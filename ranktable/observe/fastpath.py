@@ -250,12 +250,44 @@ def _parts(token: Token, runs: np.ndarray, sizes: np.ndarray) -> tuple[np.ndarra
 
 
 def _number(token: Token, runs: np.ndarray, sizes: np.ndarray) -> np.ndarray | None:
+    same = _uniform(token, runs, sizes)
+    if same is not None:
+        return same
     digits, mantissa, power = _parts(token, runs, sizes)
     if not ((digits <= MAX_RUN).all() and (mantissa <= _EXACT).all() and (np.abs(power) <= 22).all()):
         return None
     exact = mantissa.astype(np.float64)
     scale = _POW10[np.abs(power)]
     return np.where(power < 0, exact / scale, exact * scale)
+
+
+def _uniform(token: Token, runs: np.ndarray, sizes: np.ndarray) -> np.ndarray | None:
+    """_number when every row's fraction has as many digits and its exponent the same value (a logger's
+    fixed format): the same operations with one power of ten for all rows; None when not so."""
+    if not len(runs):
+        return None
+    fraction = 0
+    if token.fraction >= 0:
+        column = sizes[:, token.fraction]
+        fraction = int(column[0])
+        if int(column.min()) != fraction or int(column.max()) != fraction:
+            return None
+    power = -fraction
+    if token.exponent >= 0:
+        column = runs[:, token.exponent]
+        exponent = int(column[0])
+        if int(column.min()) != exponent or int(column.max()) != exponent:
+            return None
+        power += -exponent if token.negative else exponent
+    if abs(power) > 22 or int(sizes[:, token.whole].max()) + fraction > MAX_RUN:
+        return None
+    mantissa = runs[:, token.whole]
+    if token.fraction >= 0:
+        mantissa = mantissa * _POW10_INT[fraction] + runs[:, token.fraction]
+    if int(mantissa.max()) > _EXACT:
+        return None
+    exact = mantissa.astype(np.float64)
+    return exact / _POW10[-power] if power < 0 else exact * _POW10[power]
 
 
 def _slow(
@@ -303,7 +335,7 @@ def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group]
     keys = _keys(data, len(texts))
     if keys is None:
         return None
-    numbers = np.array(list(map(shapes.numbers.get, keys, repeat(-1))), dtype=np.int64)
+    numbers = np.fromiter(map(shapes.numbers.get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
     counts = np.bincount(numbers + 1, minlength=1)
     if counts[0]:
         rest = "\n".join([texts[i] for i in np.flatnonzero(numbers < 0).tolist()])

@@ -445,12 +445,16 @@ class Alerts:
             at += 1
 
     def _calm(self, mean: float, losses: np.ndarray) -> bool:
-        """Whether none of `losses` can raise an alert after a moving mean `mean`: all are finite and below
-        spike_factor x the lowest the moving mean can be (it stays between `mean` and the losses)."""
+        """Whether none of `losses` can raise an alert after a moving mean `mean`: all are finite and each
+        is below spike_factor x the lowest the moving mean can be before it (the mean stays at or above the
+        lowest of `mean` and the losses so far)."""
         if not len(losses) or not np.isfinite(losses).all():
             return False
-        floor = min(mean, float(losses.min()))
-        return floor > 0 and float(losses.max()) < self.spike_factor * floor * (1 - 1e-9)
+        lowest = np.empty(len(losses))
+        lowest[0] = mean
+        np.minimum(np.minimum.accumulate(losses[:-1]), mean, out=lowest[1:])
+        with np.errstate(over="ignore"):
+            return bool((lowest > 0).all() and (losses < self.spike_factor * lowest * (1 - 1e-9)).all())
 
     def _raise(
         self, rank: int, kind: str, step: int | None, when: float | None, value: Any, message: str

@@ -74,6 +74,9 @@ _STAMP_FIXED = np.frombuffer(_STAMP, dtype=np.uint8) != ord("0")
 _STAMP_CHARS = np.frombuffer(_STAMP, dtype=np.uint8)
 _STAMP_LINE_FIXED = np.append(_STAMP_FIXED, True)  # the stamp, then its newline
 _STAMP_LINE_CHARS = np.append(_STAMP_CHARS, np.uint8(10))
+# a byte is as expected when byte - LOW <= SPAN (uint8, wrapping): its fixed character, or a digit
+_STAMP_SPAN = np.where(_STAMP_FIXED, 0, 9).astype(np.uint8)
+_STAMP_LINE_SPAN = np.where(_STAMP_LINE_FIXED, 0, 9).astype(np.uint8)
 _SECOND_DIGITS = [17, 18, *range(20, 29)]  # SS.fffffffff as one 11-digit integer, over 1e9
 _SECOND_WEIGHTS = 10 ** np.arange(10, -1, -1, dtype=np.int64)
 
@@ -113,10 +116,10 @@ def kube_time_array(stamps: Sequence[str]) -> np.ndarray:
 
 def _usual_rows(stamps: Sequence[str], rows: np.ndarray, index: np.ndarray, out: np.ndarray) -> None:
     """Fill out[index] from the stamps' bytes (one row each: len(_STAMP) bytes, maybe then a newline)."""
-    chars, fixed = _STAMP_CHARS, _STAMP_FIXED
+    chars, span = _STAMP_CHARS, _STAMP_SPAN
     if rows.shape[1] > len(_STAMP):
-        chars, fixed = _STAMP_LINE_CHARS, _STAMP_LINE_FIXED
-    bad = ~((rows == chars) | (~fixed & ((rows - np.uint8(48)) < 10)))  # elementwise: fast
+        chars, span = _STAMP_LINE_CHARS, _STAMP_LINE_SPAN
+    bad = (rows - chars) > span  # elementwise: fast (a digit place's character is "0")
     good = ~bad.any(axis=1) if bad.any() else np.ones(len(rows), dtype=bool)
     for at in index[~good].tolist():
         value = kube_time(stamps[at])

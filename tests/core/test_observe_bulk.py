@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ranktable.observe import ObserveSettings, RankLayout, RunObserver, text
+from ranktable.observe import ObserveSettings, RankLayout, RunObserver, fastpath, text
 from ranktable.observe import observer as observing
 from ranktable.observe.fastpath import PodShapes, match_batch
 from ranktable.observe.series import LOSS_WEIGHT, MAX_ALERTS, Alerts, RankSeries, moved_mean, moving_means
@@ -362,6 +362,8 @@ def _check_row_by_row(alerts: Alerts, rank: int, series: RankSeries, rows: list[
 LOSS_RUNS = {
     "calm": lambda rng, n: [2.0 + rng.random() * 0.1 for _ in range(n)],
     "decaying": lambda rng, n: [2.5 / (1 + s / 500) for s in range(n)],
+    "decaying 20x": lambda rng, n: [2.5 / (1 + s / 20) * (1 + 0.2 * rng.random()) for s in range(n)],
+    "rising": lambda rng, n: [1.0 + s / 50 for s in range(n)],
     "near the factor": lambda rng, n: (
         [1.0] * 10 + [rng.choice([2.99999999, 3.0, 3.0000001, 1.0]) for _ in range(n)]
     ),
@@ -426,3 +428,60 @@ def test_odd_lines_in_a_read_of_many_batches_agree(odd: str) -> None:
     logs = {"job-worker-0": lines}
     for size in (7, 200):
         same(batched(logs, size), line_by_line(logs))
+
+
+NUMBER_FORMS = {
+    "fixed fraction": lambda rng: f"{rng.random() * 10:.5f}",
+    "fixed exponent": lambda rng: f"{rng.randrange(1, 10)}.{rng.randrange(10)}e-04",
+    "mixed fractions": lambda rng: rng.choice(
+        [f"{rng.random():.3f}", f"{rng.random():.7f}", f"{rng.randrange(10**6)}.{rng.randrange(10**9)}"]
+    ),
+    "mixed exponents": lambda rng: f"{rng.randrange(1, 10)}.{rng.randrange(10)}e-{rng.randrange(1, 30):02d}",
+    "edges": lambda rng: rng.choice(
+        [
+            "9007199254740.993",  # mantissa over 2**53
+            "9007199254740.992",
+            "123456789012345678.0",  # 19 digits
+            "1.0000000000000000000001",  # 22 fraction digits
+            "99999999.99999999",
+            "0.00000",
+        ]
+    ),
+}
+
+
+@pytest.mark.parametrize("form", sorted(NUMBER_FORMS))
+def test_numbers_read_in_bulk_are_floats_of_their_text(form: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A number read in bulk (one power of ten for all rows when every row has as many fraction digits
+    and the same exponent, else row by row) is exactly float() of its text, as on the line path."""
+    uniform = []
+    original = fastpath._uniform
+
+    def spy(*args: Any) -> Any:
+        found = original(*args)
+        uniform.append(found is not None)
+        return found
+
+    monkeypatch.setattr(fastpath, "_uniform", spy)
+    rng = random.Random(9)
+    lines = [
+        (
+            stamp(1_790_000_000 + step),
+            f"[rank{step % NPUS}]:step {step} loss {NUMBER_FORMS[form](rng)} lr {NUMBER_FORMS[form](rng)}",
+        )
+        for step in range(1, 1200)
+    ]
+    logs = {"job-worker-0": lines}
+    same(batched(logs, 200), line_by_line(logs))
+    if form.startswith("fixed"):
+        assert any(uniform)
+
+
+def test_stamps_with_any_character_at_any_place_equal_kube_time() -> None:
+    """The array steps check each byte against its place (a fixed character or a digit): every character
+    0-255 at every place of a usual stamp reads as kube_time reads it."""
+    usual = "2026-09-21T10:11:12.123456789Z"
+    stamps = [usual[:at] + chr(code) + usual[at + 1 :] for at in range(len(usual)) for code in range(256)]
+    assert exact(text.kube_times(stamps)) == exact([text.kube_time(s) for s in stamps])
+    plain = [s for s in stamps if s.isascii() and "\n" not in s]  # all of the usual length: one matrix
+    assert exact(text.kube_times(plain)) == exact([text.kube_time(s) for s in plain])
