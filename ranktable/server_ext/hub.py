@@ -202,6 +202,7 @@ class Hub:
                         loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
 
         threading.Thread(target=pump, name="ranktable-stream", daemon=True).start()
+        first = True
         try:
             while True:
                 kind, value = await queue.get()
@@ -210,8 +211,9 @@ class Hub:
                 if kind == "error":
                     raise value
                 batch = list(value) if kind == "items" else [value]
-                if batch_seconds:
+                if batch_seconds and not first:  # the first batch goes at once (a Job view's first lines)
                     await asyncio.sleep(batch_seconds)
+                first = False
                 ended: tuple[str, Any] | None = None
                 while len(batch) < max_batch and not queue.empty():
                     kind, value = queue.get_nowait()
