@@ -3,9 +3,12 @@
 Runs bench/bench_logview.spec.ts through Playwright (ui-tests' node_modules): it starts a simulated pool
 of BENCH_PODS nodes, the simulated Notebook instance and JupyterLab, submits the job, follows its logs in
 its Job view and measures frame times and the JS heap. Prints the figures. Not a test: numbers, no verdict.
-Environment: BENCH_PODS, BENCH_RATE, BENCH_SECONDS override 64, 2000, 60. BENCH_FEED=socket: the pods
-print one line each and the benchmark sends the lines to the page over its stream websocket (the 1,024
-pods x 100 lines/s case: `BENCH_PODS=1024 BENCH_RATE=102400 BENCH_FEED=socket`).
+Environment: BENCH_PODS, BENCH_RATE, BENCH_SECONDS override 64, 2000, 60. BENCH_FEED: `pods` (the default
+up to 64 pods) runs one printing process per pod; `pool` (the default above 64 pods, e.g. the 1,024 pods x
+100 lines/s case `BENCH_PODS=1024 BENCH_RATE=102400`) has the simulated kubelet make the lines up itself
+(`ranktable-sim-synthetic-log`, no process per pod), so they still take the whole server path; `socket`: the
+pods print one line each and the benchmark sends the lines to the page over its stream websocket (the
+browser alone).
 """
 
 from __future__ import annotations
@@ -49,12 +52,23 @@ def main() -> int:
         sys.stdout.write(proc.stdout[-4000:] + proc.stderr[-2000:])
         return proc.returncode or 1
     data = json.loads(figures[-1])
+    # the server's steps from the logs subscribe to its first batch (jobs_service logs them)
+    server_steps = [
+        line.split("ranktable: ", 1)[1]
+        for line in (proc.stdout + proc.stderr).splitlines()
+        if "ranktable: logs of" in line
+    ]
+    data["server_steps"] = server_steps[-1] if server_steps else None
     print(
         f"log view: {data['pods']} pods, target {data['target_lines_per_second']} lines/s "
         f"for {data['seconds']} s ({data['feed']} feed)"
     )
     print(f"  delivered to the browser: {data['lines_per_second_delivered']} lines/s ({data['view_status']})")
-    print(f"  Job view opened -> first lines shown: {data['first_lines_ms']} ms")
+    print(
+        f"  Job view opened -> first lines shown: {data['first_lines_ms']} ms (logs subscribe sent at "
+        f"{data['subscribe_ms']} ms, first batch received at {data['first_batch_ms']} ms)"
+    )
+    print(f"  server: {data['server_steps']}")
     print(
         f"  frames: {data['fps']} fps (median {data['fps_median']}), "
         f"frame time p50 {data['frame_ms_p50']} ms, "

@@ -5,8 +5,12 @@
  * websocket; prints one JSON line of figures. Run through `python bench/bench_logview.py` (it starts the
  * stack and prints the summary).
  *
- * BENCH_FEED=pods (default): every pod prints its share of the lines and they travel the whole way
- * (process -> simulated kubelet -> API server -> Jupyter server -> websocket). BENCH_FEED=socket: the pods
+ * BENCH_FEED=pods (default up to 64 pods): every pod prints its share of the lines and they travel the whole
+ * way (process -> simulated kubelet -> API server -> Jupyter server -> websocket). BENCH_FEED=pool (default
+ * above 64 pods): the pods run the simulated kubelet's synthetic log source (`ranktable-sim-synthetic-log
+ * --rate=R`, no process per pod: the kubelet's log endpoint makes up the same lines at the pod's rate) and
+ * the lines travel the same whole way (API server -> Kubernetes client log streams -> Jupyter server ->
+ * websocket -> Job view). BENCH_FEED=socket: the pods
  * print one line each and sleep; once their first lines show, a feeder inside the page delivers the lines
  * on the page's own stream websocket as messages of the server's `logs` channel (a batch every 100 ms), so
  * the browser gets the full rate where the Python pool on this machine cannot produce it (1,024 pods x
@@ -18,7 +22,7 @@ import { expect, test } from '@jupyterlab/galata';
 const PODS = Number(process.env.BENCH_PODS ?? 64);
 const RATE = Number(process.env.BENCH_RATE ?? 2000); // lines per second, all pods together
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 60);
-const FEED = process.env.BENCH_FEED ?? 'pods';
+const FEED = process.env.BENCH_FEED ?? (PODS > 64 ? 'pool' : 'pods');
 const JOB = 'logbench';
 const BATCH_MS = 100;
 
@@ -36,14 +40,20 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
     '    print(f"step {i} loss {1.0 / (i + 1):.6f} throughput 1234.5 samples/s" + ("  RuntimeError: HCCL timeout" if i % 500 == 499 else ""), flush=True)',
     '    time.sleep(max(0.0, start + (i + 1) * dt - time.monotonic()))'
   ].join('\n');
-  const command =
-    FEED === 'socket'
-      ? [
-          '/bin/sh',
-          '-c',
-          'echo "[rank 0] started on $(hostname)"; exec sleep 100000'
-        ]
-      : ['python3', '-c', printer];
+  const commands: Record<string, string[]> = {
+    socket: [
+      '/bin/sh',
+      '-c',
+      'echo "[rank 0] started on $(hostname)"; exec sleep 100000'
+    ],
+    pool: ['ranktable-sim-synthetic-log', `--rate=${perPod}`],
+    pods: ['python3', '-c', printer]
+  };
+  const command = commands[FEED];
+  expect(
+    command,
+    `BENCH_FEED must be one of ${Object.keys(commands)}`
+  ).toBeTruthy();
   const spec = {
     name: JOB,
     image: 'bench:v1',
@@ -80,6 +90,7 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
             if (typeof e.data === 'string' && e.data.includes('"lines"')) {
               try {
                 w.__rtLines += JSON.parse(e.data).data.lines.length;
+                w.__rtFirstBatchAt ??= performance.now();
               } catch {
                 /* not a log batch */
               }
@@ -88,6 +99,9 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
         }
         send(data: string) {
           super.send(data);
+          if (typeof data === 'string' && data.includes('"logs"')) {
+            w.__rtSubscribeAt ??= performance.now();
+          }
           if (!cfg.feed || typeof data !== 'string') {
             return;
           }
@@ -150,12 +164,24 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
     timeout: 180000
   });
   const opened = Date.now();
+  const openedAt: number = await page.evaluate(() => performance.now());
   await row.click();
   const view = page.locator('.jp-Ranktable-jobView').last();
   await expect(view.locator('.jp-Ranktable-logLine').first()).toBeVisible({
     timeout: 120000
   });
   const firstLinesMs = Date.now() - opened;
+  // the steps in the page: the logs subscribe sent, the first batch of lines received (then the render)
+  const steps: { subscribe: number; batch: number } = await page.evaluate(
+    at => {
+      const w = window as any;
+      return {
+        subscribe: Math.round(w.__rtSubscribeAt - at),
+        batch: Math.round(w.__rtFirstBatchAt - at)
+      };
+    },
+    openedAt
+  );
   const status = view.locator('.jp-Ranktable-logStatus');
   if (FEED === 'socket') {
     // the fed lines carry the job's real pod names (the first line shown names one: JOB-TASK-INDEX)
@@ -230,6 +256,8 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
     fps: Math.round(frames.length / SECONDS),
     fps_median: Number((1000 / pct(0.5)).toFixed(1)),
     first_lines_ms: firstLinesMs,
+    subscribe_ms: steps.subscribe,
+    first_batch_ms: steps.batch,
     frame_ms_p50: Number(pct(0.5).toFixed(1)),
     frame_ms_p95: Number(pct(0.95).toFixed(1)),
     frame_ms_p99: Number(pct(0.99).toFixed(1)),
