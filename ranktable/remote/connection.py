@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, overload
 
 import paramiko
 
@@ -352,8 +352,10 @@ class Connection:
             return transport
 
     # -- channels -----------------------------------------------------------------------------------
-    def _acquire(self) -> threading.BoundedSemaphore:
+    def _acquire(self, wait: bool = True) -> threading.BoundedSemaphore | None:
         slots = self._slots
+        if not wait:
+            return slots if slots.acquire(blocking=False) else None
         if not slots.acquire(timeout=self.channel_wait):
             raise TooManyConnections(
                 f"all {self.max_channels} SSH channels of profile {self.name} stayed busy for "
@@ -364,10 +366,18 @@ class Connection:
             )
         return slots
 
-    def _open(self, kind: str, dest: tuple[str, int] | None = None) -> ChannelLease:
+    @overload
+    def _open(self, kind: str, dest: tuple[str, int] | None = None) -> ChannelLease: ...
+    @overload
+    def _open(self, kind: str, dest: tuple[str, int] | None = None, *, wait: bool) -> ChannelLease | None: ...
+    def _open(
+        self, kind: str, dest: tuple[str, int] | None = None, *, wait: bool = True
+    ) -> ChannelLease | None:
         for attempt in (1, 2):
             transport = self.transport()
-            slots = self._acquire()
+            slots = self._acquire(wait)
+            if slots is None:
+                return None
             try:
                 if kind == "session":
                     channel = transport.open_session(timeout=self.connect_timeout)
@@ -404,6 +414,11 @@ class Connection:
     def open_session(self) -> ChannelLease:
         """A session channel (exec / subsystem). Close the lease when done."""
         return self._open("session")
+
+    def spare_session(self) -> ChannelLease | None:
+        """A session channel if one of the profile's slots is free right now, else None (never waits:
+        for optional extra channels, such as a sync's second upload stream)."""
+        return self._open("session", wait=False)
 
     def open_forward(self, host: str, port: int) -> ChannelLease:
         """A ``direct-tcpip`` channel to ``host:port`` as the remote side sees it (forwards, jumps)."""

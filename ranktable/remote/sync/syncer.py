@@ -15,6 +15,7 @@ import os
 import posixpath
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -34,7 +35,15 @@ from ranktable.remote.sync.relocate import relocate_folder
 from ranktable.remote.sync.remote_tree import MAX_LISTED_PATHS, RemoteFile, Survey
 from ranktable.remote.sync.scan import LocalFile, scan, scan_paths, sha256_file
 from ranktable.remote.sync.session import RemoteSession
-from ranktable.remote.sync.transfer import FEW_FILES, UploadItem, few_names, upload_sftp
+from ranktable.remote.sync.transfer import (
+    FEW_FILES,
+    OnDone,
+    UploadItem,
+    few_names,
+    split_upload,
+    upload_sftp,
+    upload_tar,
+)
 
 SAME_SIZE_AND_TIME = "changed remotely since the last upload (same size and time, other content)"
 BULK_DELETE_MIN_FILES = 10  # deleting this many files or fewer never needs confirmation
@@ -431,7 +440,8 @@ class Syncer:
                         result.conflicts += [Conflict(r, SAME_SIZE_AND_TIME) for r in sorted(changed)]
                         result.conflicts.sort(key=lambda c: c.path)
                 elif use_tar:
-                    session.upload(root, items, plan.deletes, meter, record, python=caps.python3 and not few)
+                    python = caps.python3 and not few
+                    self._upload_streams(session, root, items, plan, meter, record, python=python)
                 else:
                     session.finish()
                     upload_sftp(self.conn, root, items, plan.deletes, meter, record, self.workers)
@@ -453,6 +463,47 @@ class Syncer:
             result.seconds = time.monotonic() - started
             meter.emit(phase="done")
             return result
+
+    def _upload_streams(
+        self,
+        session: RemoteSession,
+        root: str,
+        items: list[UploadItem],
+        plan: _Plan,
+        meter: Meter,
+        record: OnDone,
+        *,
+        python: bool,
+    ) -> None:
+        """The session's tar upload; a big one is split in two streams, the second on its own channel
+        (if a slot is free) extracted by a second ``tar`` at the same time. Each stream is applied only
+        when it arrived complete, so an interruption still leaves no file half-written; the deletions
+        go with the first."""
+        split = split_upload(items, [plan.local[i.rel].size for i in items]) if python else None
+        lease = self.conn.spare_session() if split else None
+        if split is None or lease is None:
+            session.upload(root, items, plan.deletes, meter, record, python=python)
+            return
+        first, second = split
+        failed: list[BaseException] = []
+
+        def other() -> None:
+            try:
+                upload_tar(self.conn, root, second, [], meter, record, python=True, lease=lease)
+            except BaseException as exc:  # re-raised below, after the first stream ended
+                failed.append(exc)
+
+        thread = threading.Thread(target=other, name="ranktable-tar-2", daemon=True)
+        thread.start()
+        try:
+            session.upload(root, first, plan.deletes, meter, record, python=True)
+        except BaseException:
+            lease.close()  # the first stream failed: end the second one too
+            raise
+        finally:
+            thread.join()
+        if failed:
+            raise failed[0]
 
     # -- downloading --------------------------------------------------------------------------------
     def download(
