@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import compress, repeat
-from operator import is_
+from operator import is_, itemgetter
 from typing import Any
 
 import numpy as np
@@ -147,7 +147,7 @@ class Group:
 
 
 def _read(
-    found: Shape, texts: list[str], data: bytes | None = None
+    found: Shape, texts: Sequence[str], data: bytes | None = None
 ) -> tuple[np.ndarray | None, dict[str, np.ndarray]] | None:
     """Prove every line of `texts` (whose digit-less text is the shape's) fits the shape and read its tag
     rank and fields; None if one does not. `data`: the lines joined and encoded, each ending in a newline."""
@@ -155,30 +155,28 @@ def _read(
     if data is None:
         data = ("\n".join(texts) + "\n").encode()
     buf = np.frombuffer(data, dtype=np.uint8)
-    where = np.flatnonzero((buf - np.uint8(48)) < 10)  # digit positions
-    gaps = np.empty(len(where), dtype=bool)  # each run's first digit (index in where)
-    gaps[:1] = True
-    np.not_equal(where[1:] - where[:-1], 1, out=gaps[1:])
-    starts_at = np.flatnonzero(gaps)
-    if len(starts_at) != count * found.runs:
+    digit = (buf - np.uint8(48)) < 10
+    # where a digit run starts or ends: every run ends before the last byte (a newline)
+    flips = np.flatnonzero(digit[1:] != digit[:-1]) + 1
+    if digit[0]:
+        flips = np.concatenate([[0], flips])
+    starts, ends = flips[0::2], flips[1::2]
+    if len(starts) != count * found.runs:
         return None
-    starts = where[starts_at]
+    lengths = ends - starts
+    before = np.cumsum(lengths) - lengths  # digits before each run
     if found.runs:
         # the digit-less lines are equal, so the runs must sit at the shape's places in them: a run's place
         # is the number of other characters before it (its position minus the digits before it)
-        places = starts - starts_at
+        places = starts - before
         expected = found.places + np.arange(count, dtype=np.int64)[:, None] * found.width
         if not np.array_equal(places, expected.ravel()):
             return None
     if not (found.tagged or found.tokens):
         return None, {}
-    lengths = np.empty(len(starts_at), dtype=np.int64)
-    np.subtract(starts_at[1:], starts_at[:-1], out=lengths[:-1])
-    lengths[-1:] = len(where) - starts_at[-1:]
     if int(lengths.max()) > MAX_RUN:
         return None
-    ends = starts + lengths
-    runs = _values(data, buf, where, starts_at, ends, lengths).reshape(count, found.runs)
+    runs = _values(data, buf, digit, before, ends, lengths).reshape(count, found.runs)
     sizes = lengths.reshape(count, found.runs)
     tag = None
     if found.tagged:
@@ -200,15 +198,17 @@ def _read(
 def _values(
     data: bytes,
     buf: np.ndarray,
-    where: np.ndarray,
-    starts_at: np.ndarray,
+    digit: np.ndarray,
+    before: np.ndarray,
     ends: np.ndarray,
     lengths: np.ndarray,
 ) -> np.ndarray:
-    """Each digit run's value (int64; runs of at most MAX_RUN digits)."""
+    """Each digit run's value (int64; runs of at most MAX_RUN digits; digit: which bytes are digits,
+    before: the digits before each run)."""
     if int(lengths.max(initial=0)) > SWAR:
+        where = np.flatnonzero(digit)  # digit positions
         weighted = (buf[where].astype(np.int64) - 48) * _POW10_INT[np.repeat(ends, lengths) - where - 1]
-        return np.add.reduceat(weighted, starts_at)
+        return np.add.reduceat(weighted, before)
     # at most 8 digits: the 8 bytes ending with the run, as one little-endian word (the first digit in the
     # lowest byte), other bytes cleared, read with the usual SWAR steps (8 digits -> 4 x 2 -> 2 x 4 -> 1)
     # (in place where it can: the same steps with fewer temporary arrays)
@@ -356,7 +356,9 @@ def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group]
 def _group(candidate: Shape, lines: np.ndarray, texts: list[str], whole: bytes | None) -> Group | None:
     """The group of `lines` read through `candidate` (`whole`: the batch's bytes when it takes every line);
     None when a line does not read back exactly."""
-    picked = texts if whole is not None else list(map(texts.__getitem__, lines.tolist()))
+    picked: Sequence[str] = texts
+    if whole is None:
+        picked = [texts[int(lines[0])]] if len(lines) == 1 else itemgetter(*lines.tolist())(texts)
     read: Any = _read(candidate, picked, whole)
     return None if read is None else Group(candidate, lines, *read)
 

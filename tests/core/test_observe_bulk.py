@@ -485,3 +485,21 @@ def test_stamps_with_any_character_at_any_place_equal_kube_time() -> None:
     assert exact(text.kube_times(stamps)) == exact([text.kube_time(s) for s in stamps])
     plain = [s for s in stamps if s.isascii() and "\n" not in s]  # all of the usual length: one matrix
     assert exact(text.kube_times(plain)) == exact([text.kube_time(s) for s in plain])
+
+
+def test_lines_starting_with_a_number_are_read_in_bulk_and_agree() -> None:
+    """A template whose line starts with a digit run (the batch's first byte is a digit)."""
+    rng = random.Random(4)
+    lines = [
+        (stamp(1_790_000_000 + step), f"{step} loss {rng.random() * 3:.4f} lr 1.0e-04 step {step}")
+        for step in range(1, 600)
+    ]
+    fast = observer(1)
+    fast.feed("job-worker-0", 0, lines[:50])
+    fast._drain()
+    shapes = fast._shapes.get("job-worker-0") or PodShapes()
+    shapes.update(fast._templates["job-worker-0"] if fast._templates else [])
+    texts = [text for _, text in lines[50:250]]
+    assert match_batch(shapes, texts, "\n".join(texts)) is not None
+    logs = {"job-worker-0": lines}
+    same(batched(logs, 200), line_by_line(logs))
