@@ -433,3 +433,60 @@ def oom_kill(core: Any, job: str, index: int) -> None:
         ]
     }
     core.patch_namespaced_pod_status(pod, "default", {"status": status})
+
+
+async def test_logs_take_the_job_from_the_live_job_list_without_reading_it(
+    jp_fetch: Any, jp_ws_fetch: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#8: opening a Job view's logs while the job list is followed reads the job from the list's watch, not
+    the API (under load that read was most of the time to the first lines)."""
+    from ranktable.cluster.client import ClusterClient
+
+    submitted = await call(
+        jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec("watched", 1)}, expect=201
+    )
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        ws.write_message(json.dumps({"op": "subscribe", "id": "jobs", "channel": "jobs"}))
+        while True:  # the list's watches hold the job
+            msg = await read(ws, 60)
+            if msg["id"] == "jobs" and any(j["name"] == "watched" for j in msg["data"]["jobs"]):
+                break
+        reads: list[str] = []
+        real_get_job = ClusterClient.get_job
+
+        def counting(self: ClusterClient, name: str) -> Any:
+            reads.append(name)
+            return real_get_job(self, name)
+
+        monkeypatch.setattr(ClusterClient, "get_job", counting)
+        monkeypatch.setattr("ranktable.server_ext.jobs_service.RUN_CHECK_SECONDS", 60.0)  # no run check now
+        ws.write_message(
+            json.dumps(
+                {
+                    "op": "subscribe",
+                    "id": "logs",
+                    "channel": "logs",
+                    "job": "watched",
+                    "uid": submitted["uid"],
+                }
+            )
+        )
+        msg = await read(ws, 60)
+        while msg["id"] != "logs":
+            msg = await read(ws, 60)
+        assert msg["type"] == "data" and msg["data"]["lines"]
+        assert reads == []  # the open took the job from the watch
+        # a uid the list does not hold (another run) is read from the API and ends the follow
+        ws.write_message(
+            json.dumps(
+                {"op": "subscribe", "id": "other", "channel": "logs", "job": "watched", "uid": "not-it"}
+            )
+        )
+        msg = await read(ws, 30)
+        while msg["id"] != "other":
+            msg = await read(ws, 30)
+        assert msg["type"] == "end" and "watched" in reads
+    finally:
+        ws.close()
+        await call(jp_fetch, "ranktable", "jobs", "default", "watched", method="DELETE")
