@@ -54,6 +54,14 @@ HELD = ("rank", "step", "when", "loss", "step_time", "unit", *OPTIONAL)
 (NaN: none), unit (an index into the observer's unit names; 0: none)."""
 
 
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """np.argsort(values, kind="stable"), as a radix sort when the values fit 16 bits (ranks, a read's
+    line numbers): the same order, faster than the timsort numpy uses for int64."""
+    if len(values) and int(values.min()) >= 0 and int(values.max()) < 1 << 15:
+        return np.argsort(values.astype(np.int16), kind="stable")
+    return np.argsort(values, kind="stable")
+
+
 def line_time(stamp: str, text: str) -> float | None:
     """Wall time of a line: the kubelet's RFC 3339 stamp, else a date-time printed in the line."""
     when = kube_time(stamp) if stamp else None
@@ -439,7 +447,7 @@ class RunObserver:
         rows = parts[0]
         if len(parts) > 1:
             rows = {name: np.concatenate([part[name] for part in parts]) for name in rows}
-            order = np.argsort(rows["line"], kind="stable")
+            order = stable_order(rows["line"])
             rows = {name: values[order] for name, values in rows.items()}
         return rows
 
@@ -519,7 +527,7 @@ class RunObserver:
         names = np.array(sorted(self._units, key=self._units.__getitem__), dtype=object)
         rows["unit"] = names[rows["unit"]]
         ranks = rows["rank"]
-        order = np.argsort(ranks, kind="stable")
+        order = stable_order(ranks)
         bounds = np.flatnonzero(np.diff(ranks[order])) + 1
         if (
             len(self._alerts.items) + 3 * self._may_alert(rows["loss"][order], ranks[order], bounds)

@@ -503,3 +503,15 @@ def test_lines_starting_with_a_number_are_read_in_bulk_and_agree() -> None:
     assert match_batch(shapes, texts, "\n".join(texts)) is not None
     logs = {"job-worker-0": lines}
     same(batched(logs, 200), line_by_line(logs))
+
+
+def test_stable_order_is_a_stable_argsort() -> None:
+    rng = np.random.default_rng(2)
+    for values in (
+        rng.integers(0, 8, 5000),
+        rng.integers(0, 1 << 15, 5000),
+        rng.integers(-3, 1 << 16, 5000),
+        np.array([], dtype=np.int64),
+        np.array([(1 << 15) - 1, 0, (1 << 15) - 1, 0]),
+    ):
+        assert np.array_equal(observing.stable_order(values), np.argsort(values, kind="stable"))
