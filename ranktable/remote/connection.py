@@ -93,6 +93,39 @@ def _transport_factory(
     return transport
 
 
+_TCP_QUICKACK: int = getattr(socket, "TCP_QUICKACK", 0)  # Linux only
+
+
+class _QuickAckSocket(socket.socket):
+    """A TCP socket that acknowledges what it receives at once (Linux ``TCP_QUICKACK``, re-armed after
+    every ``recv``: the kernel drops it by itself).
+
+    Without it, an exchange where sshd answers with two small writes waited ~40 ms for our delayed ACK
+    (sshd's Nagle holds the second write until the first is acknowledged): the first channel after a
+    login took 0.044 s, 0.001 s with it. With ``TCP_NODELAY`` as well, a fresh login + first channel
+    went from 0.105 s to 0.02 s here (the authentication alone 0.048 s -> 0.008 s).
+    """
+
+    def recv(self, bufsize: int, flags: int = 0, /) -> bytes:
+        data = super().recv(bufsize, flags)
+        with contextlib.suppress(OSError):
+            self.setsockopt(socket.IPPROTO_TCP, _TCP_QUICKACK, 1)
+        return data
+
+
+def _low_latency(sock: socket.socket) -> socket.socket:
+    """``TCP_NODELAY`` (each SSH packet leaves at once: Nagle cost a login 40 ms of waiting for sshd's
+    delayed ACK of the previous packet) and, on Linux, immediate ACKs (``_QuickAckSocket``)."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if not _TCP_QUICKACK or sock.family not in (socket.AF_INET, socket.AF_INET6):
+        return sock
+    timeout = sock.gettimeout()
+    quick = _QuickAckSocket(sock.family, sock.type, sock.proto, fileno=sock.detach())
+    quick.settimeout(timeout)
+    return quick
+
+
 def open_socket(endpoint: Endpoint, timeout: float) -> socket.socket:
     where = f"{endpoint.host}:{endpoint.port}"
     try:
@@ -109,7 +142,7 @@ def open_socket(endpoint: Endpoint, timeout: float) -> socket.socket:
         sock.settimeout(timeout)
         try:
             sock.connect(addr)
-            return sock
+            return _low_latency(sock)
         except ConnectionRefusedError as exc:
             sock.close()
             last = exc

@@ -305,3 +305,30 @@ def test_ssh_config_proxyjump_is_followed(sshd: SshServer, ranktable_home: Path,
     assert conn.run("echo hop").text() == "hop\n"
     assert conn.jump is not None and conn.jump.is_connected
     manager.close()
+
+
+def test_connections_send_at_once_and_acknowledge_at_once(sshd_profile: SshdProfile) -> None:
+    """TCP_NODELAY and (Linux) TCP_QUICKACK re-armed after every recv: without them a fresh login and
+    its first channel waited ~40 ms twice for delayed ACKs (0.105 s -> 0.02 s when measured)."""
+    from ranktable.remote.connection import open_socket
+    from ranktable.remote.profiles import Endpoint
+
+    conn = sshd_profile.connection()
+    sock = conn.transport().sock
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    assert type(sock).__name__ == "_QuickAckSocket"
+    with conn.open_session() as channel:  # the connection works through it
+        channel.exec_command("echo ok")
+        assert channel.makefile("rb").read() == b"ok\n"
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        endpoint = Endpoint("t", "127.0.0.1", "t", port, "u", None, None, "~")
+        client = open_socket(endpoint, 5.0)
+        peer, _ = server.accept()
+        with client, peer:
+            assert client.gettimeout() == 5.0  # kept across the re-wrapping
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 0)
+            peer.sendall(b"x")
+            assert client.recv(1) == b"x"
+            assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK) == 1  # re-armed by recv
