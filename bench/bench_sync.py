@@ -1,7 +1,8 @@
 """Sync benchmark against a local OpenSSH sshd: ranktable sync vs ``rsync -a -e ssh`` and ``scp -r``.
 
 A tree of 5,000 files / 200 MB (random, incompressible bytes: 4,900 small "source" files and 100 larger
-"data" files). Measured in one run, interleaved: first sync, no-op sync, one-file change, for
+"data" files). Measured in one run, interleaved (the first syncs' order turns every round, each after an
+``os.sync()``): first sync, no-op sync, one-file change, for
 * ``ranktable`` in-process with a fresh connection each time (connect + sync: what a CLI run cost before
   the connection agent), and
 * ``ranktable CLI``: the real ``ranktable sync`` command, a new process each time, going through the
@@ -67,7 +68,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--mb", type=int, default=200)
-    parser.add_argument("--repeat", type=int, default=3, help="interleaved runs per case (median reported)")
+    parser.add_argument("--repeat", type=int, default=4, help="interleaved runs per case (median reported)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ranktable-bench-"))
     server: SshServer | None = None
@@ -129,16 +130,19 @@ def main() -> None:
             times.setdefault(case, []).append(seconds)
 
         changed = local / "pkg3" / "sub3" / "file3.py"
-        for _ in range(args.repeat):
+        first_syncs = [("ranktable", ours), ("cli", cli), ("rsync", rsync), ("scp", scp)]
+        for round_no in range(args.repeat):
             for d in dests.values():  # a fresh remote side (and no manifest) for every first sync
                 shutil.rmtree(d)
                 d.mkdir()
             shutil.rmtree(home / "sync", ignore_errors=True)
             shutil.rmtree(cli_home / "sync", ignore_errors=True)
-            note("first/ranktable", timed(ours))
-            note("first/cli", timed(cli))
-            note("first/rsync", timed(rsync))
-            note("first/scp", timed(scp))
+            # Fair to each side: the order turns every round (no side always runs right after the
+            # deletes), and the disk's pending write-back is flushed before each clock starts.
+            shift = round_no % len(first_syncs)
+            for name, fn in first_syncs[shift:] + first_syncs[:shift]:
+                os.sync()
+                note(f"first/{name}", timed(fn))
             for _small in range(2):  # the small cases are cheap: twice per round
                 note("noop/ranktable", timed(ours))
                 note("noop/cli", timed(cli))
