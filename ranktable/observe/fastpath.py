@@ -21,6 +21,7 @@ whole batch.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ MAX_RUN = 18  # digits of a run read as int64
 _POW10_INT = 10 ** np.arange(MAX_RUN + 1, dtype=np.int64)
 _POW10 = np.array([10.0**k for k in range(23)])  # exact doubles
 _EXACT = 2**53
+EXPECTED_KEPT = 1 << 17  # see Shape.expected (1 MB)
 SWAR = 8  # digits of a run read as one 8-byte word
 _SWAR_KEEP = np.array(
     [0] + [((1 << 8 * k) - 1) << 8 * (SWAR - k) for k in range(1, SWAR + 1)], dtype=np.uint64
@@ -72,6 +74,20 @@ class Shape:
     places: np.ndarray  # each digit run's place: the number of other characters before it
     runs: int  # digit runs per line
     tokens: tuple[Token, ...]
+    _expected: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, dtype=np.int64), repr=False)
+
+    def expected(self, count: int) -> np.ndarray:
+        """The digit runs' places in `count` lines of this shape read as one text (each line's `places`
+        plus the other characters of the lines before it); the longest asked for is kept (up to
+        EXPECTED_KEPT places), as every read of the shape asks for them."""
+        size = count * self.runs
+        have = self._expected
+        if len(have) >= size:
+            return have[:size]
+        made = (self.places + np.arange(count, dtype=np.int64)[:, None] * self.width).ravel()
+        if size <= EXPECTED_KEPT:
+            self._expected = made
+        return made
 
 
 def shape(template: Template, prefix: str) -> Shape | None:
@@ -157,26 +173,25 @@ def _read(
     buf = np.frombuffer(data, dtype=np.uint8)
     digit = (buf - np.uint8(48)) < 10
     # where a digit run starts or ends: every run ends before the last byte (a newline)
-    flips = np.flatnonzero(digit[1:] != digit[:-1]) + 1
+    flips = np.flatnonzero(digit[1:] != digit[:-1])
+    flips += 1
     if digit[0]:
         flips = np.concatenate([[0], flips])
     starts, ends = flips[0::2], flips[1::2]
     if len(starts) != count * found.runs:
         return None
     lengths = ends - starts
-    before = np.cumsum(lengths) - lengths  # digits before each run
-    if found.runs:
-        # the digit-less lines are equal, so the runs must sit at the shape's places in them: a run's place
-        # is the number of other characters before it (its position minus the digits before it)
-        places = starts - before
-        expected = found.places + np.arange(count, dtype=np.int64)[:, None] * found.width
-        if not np.array_equal(places, expected.ravel()):
-            return None
+    through = np.cumsum(lengths)  # digits up to each run's end
+    # the digit-less lines are equal, so the runs must sit at the shape's places in them: a run's place is
+    # the number of other characters before it (its position minus the digits before it, which is its end
+    # minus the digits up to its end)
+    if found.runs and not np.array_equal(ends - through, found.expected(count)):
+        return None
     if not (found.tagged or found.tokens):
         return None, {}
     if int(lengths.max()) > MAX_RUN:
         return None
-    runs = _values(data, buf, digit, before, ends, lengths).reshape(count, found.runs)
+    runs = _values(data, buf, digit, through, ends, lengths).reshape(count, found.runs)
     sizes = lengths.reshape(count, found.runs)
     tag = None
     if found.tagged:
@@ -199,23 +214,23 @@ def _values(
     data: bytes,
     buf: np.ndarray,
     digit: np.ndarray,
-    before: np.ndarray,
+    through: np.ndarray,
     ends: np.ndarray,
     lengths: np.ndarray,
 ) -> np.ndarray:
     """Each digit run's value (int64; runs of at most MAX_RUN digits; digit: which bytes are digits,
-    before: the digits before each run)."""
+    through: the digits up to each run's end)."""
     if int(lengths.max(initial=0)) > SWAR:
         where = np.flatnonzero(digit)  # digit positions
         weighted = (buf[where].astype(np.int64) - 48) * _POW10_INT[np.repeat(ends, lengths) - where - 1]
-        return np.add.reduceat(weighted, before)
+        return np.add.reduceat(weighted, through - lengths)
     # at most 8 digits: the 8 bytes ending with the run, as one little-endian word (the first digit in the
     # lowest byte), other bytes cleared, read with the usual SWAR steps (8 digits -> 4 x 2 -> 2 x 4 -> 1)
     # (in place where it can: the same steps with fewer temporary arrays)
     padded = bytes(SWAR) + data
     words = np.ndarray(shape=(len(padded) - SWAR + 1,), dtype="<u8", buffer=padded, strides=(1,))
     keep = _SWAR_KEEP.take(lengths)
-    value = words.take(ends)
+    value = words[ends]  # a gather by index: faster than take() on this unaligned view
     value &= keep
     keep &= _SWAR_ZEROS
     value -= keep

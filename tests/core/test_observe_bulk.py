@@ -515,3 +515,42 @@ def test_stable_order_is_a_stable_argsort() -> None:
         np.array([(1 << 15) - 1, 0, (1 << 15) - 1, 0]),
     ):
         assert np.array_equal(observing.stable_order(values), np.argsort(values, kind="stable"))
+
+
+def _learned_shape(line: str) -> fastpath.Shape:
+    """The untagged bulk reader of the template learned from `line`."""
+    fast = observer(1)
+    fast.feed("job-worker-0", 0, [(stamp(1_790_000_000), line)] * 3)
+    fast._drain()
+    shapes = PodShapes()
+    shapes.update(fast._templates["job-worker-0"] if fast._templates else [])
+    return shapes.by_key[line.encode().translate(None, b"0123456789")]
+
+
+@pytest.mark.parametrize("kept", [0, 30, fastpath.EXPECTED_KEPT])
+def test_expected_places_kept_per_shape_serve_reads_of_any_size(
+    kept: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shape.expected keeps the longest places array asked for (up to EXPECTED_KEPT): any size after any
+    other gives the places of that many lines, a line whose runs sit elsewhere is still refused after a
+    longer read, and whole runs read with the array kept or not agree with the line path."""
+    monkeypatch.setattr(fastpath, "EXPECTED_KEPT", kept)
+    found = _learned_shape("step 5 loss 2.5")
+    for count in (5, 2, 9, 1, 30, 3, 12):
+        places = (found.places + np.arange(count)[:, None] * found.width).ravel()
+        assert np.array_equal(found.expected(count), places)
+    good = [f"step {n} loss {n % 7}.{n}" for n in range(1, 40)]
+    assert fastpath._read(found, good) is not None
+    # same digit-less text and as many runs in all, but the runs are not at the template's places
+    assert fastpath._read(found, ["s1tep 5 loss 2.5", "step  loss 2.5"]) is None
+    rng = random.Random(5)
+    lines = [
+        (
+            stamp(1_790_000_000 + step * 0.5),
+            f"[rank{step % NPUS}]:step {step} loss {rng.random() * 3:.{rng.choice([3, 5])}f} lr 1.0e-04",
+        )
+        for step in range(1, 2500)
+    ]
+    logs = {"job-worker-0": lines}
+    for size in (13, 200, 1000):
+        same(batched(logs, size), line_by_line(logs))
