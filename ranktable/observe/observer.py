@@ -524,8 +524,8 @@ class RunObserver:
         held, self._held_rows = self._held, 0
         self._held = {name: [] for name in HELD}
         rows = {name: np.concatenate(held[name]) for name in HELD}
+        # units stay indices into their names (a name per row costs more than the rest of the merge)
         names = np.array(sorted(self._units, key=self._units.__getitem__), dtype=object)
-        rows["unit"] = names[rows["unit"]]
         ranks = rows["rank"]
         order = stable_order(ranks)
         bounds = np.flatnonzero(np.diff(ranks[order])) + 1
@@ -533,7 +533,8 @@ class RunObserver:
             len(self._alerts.items) + 3 * self._may_alert(rows["loss"][order], ranks[order], bounds)
             > MAX_ALERTS
         ):
-            self._replay(rows, np.arange(len(ranks)))  # which alerts fit under the cap depends on the order
+            # which alerts fit under the cap depends on the order
+            self._replay(rows, np.arange(len(ranks)), names)
             return
         few = []
         by_rank = {name: values[order] for name, values in rows.items()}  # each rank's rows: one slice
@@ -542,9 +543,9 @@ class RunObserver:
             if end - start < FEW_ROWS:  # array steps cost more than they save
                 few.append(np.arange(start, end))
             else:
-                self._extend(int(by_rank["rank"][start]), by_rank, slice(start, end))
+                self._extend(int(by_rank["rank"][start]), by_rank, slice(start, end), names)
         if few:  # ranks do not share state (the alert cap cannot be reached): one pass, rank by rank
-            self._replay(by_rank, np.concatenate(few))
+            self._replay(by_rank, np.concatenate(few), names)
 
     def _may_alert(self, loss: np.ndarray, ranks: np.ndarray, bounds: np.ndarray) -> int:
         """How many ranks (rows sorted by rank, split at `bounds`) may raise an alert: a non-finite loss,
@@ -564,7 +565,7 @@ class RunObserver:
             calm = (floor > 0) & (high < self.settings.spike_factor * floor * (1 - 1e-9))
         return int(np.count_nonzero(~calm | ~np.logical_and.reduceat(finite, starts)))
 
-    def _extend(self, rank: int, rows: dict[str, np.ndarray], part: slice) -> None:
+    def _extend(self, rank: int, rows: dict[str, np.ndarray], part: slice, units: np.ndarray) -> None:
         series = self._series.get(rank)
         if series is None:
             series = self._series[rank] = RankSeries(self.settings.max_points)
@@ -573,6 +574,7 @@ class RunObserver:
             rows["when"][part],
             {name: rows[name][part] for name in ("loss", "step_time", *OPTIONAL)},
             rows["unit"][part],
+            units,
         )
         steps = series.extend(picked)
         self._alerts.check_many(rank, series, picked.loss, steps, picked.when)
@@ -580,10 +582,13 @@ class RunObserver:
         if len(timed):
             self._progress[rank] = (float(picked.when[timed[-1]]), int(steps[timed[-1]]))
 
-    def _replay(self, rows: dict[str, np.ndarray], part: np.ndarray) -> None:
-        """Held rows one by one, in the order given, as _metric would take them (RankSeries.add_row)."""
+    def _replay(self, rows: dict[str, np.ndarray], part: np.ndarray, units: np.ndarray) -> None:
+        """Held rows one by one, in the order given, as _metric would take them (RankSeries.add_row;
+        units: the unit names of the rows' unit indices)."""
         names = ("rank", "step", "when", "loss", "step_time", "unit", *OPTIONAL)
-        columns = [rows[name][part].tolist() for name in names]
+        columns = [
+            (units[rows[name][part]] if name == "unit" else rows[name][part]).tolist() for name in names
+        ]
         check, progress, known = self._alerts.check, self._progress, self._series
         for rank, step, when, loss, took, unit, throughput, lr, norm in zip(*columns, strict=True):
             series = known.get(rank)

@@ -195,9 +195,9 @@ class RankSeries:
         if appended.any():
             values = np.where(explicit, rows.step_time, derived)[appended]
             self.step_times.extend(values[-STEP_WINDOW:].tolist())
-        units = np.flatnonzero(rows.unit.astype(bool))  # a unit name (None or "": none)
+        units = np.flatnonzero(rows.names.astype(bool)[rows.unit])  # a unit name (None or "": none)
         if len(units):
-            self.throughput_unit = rows.unit[units[-1]]
+            self.throughput_unit = rows.names[rows.unit[units[-1]]]
         starts = np.flatnonzero(new)
         if self._pending:
             self._overwrite(rows, 0, int(starts[0]) - 1 if len(starts) else n - 1)
@@ -358,12 +358,18 @@ def _next_turn(seen: int, stride: int) -> int:
 class Rows:
     """Rows of one rank read through plain templates, in log order (see RankSeries.extend)."""
 
-    __slots__ = ("grad_norm", "loss", "lr", "step", "step_time", "throughput", "unit", "when")
+    __slots__ = ("grad_norm", "loss", "lr", "names", "step", "step_time", "throughput", "unit", "when")
 
     def __init__(
-        self, step: np.ndarray, when: np.ndarray, values: dict[str, np.ndarray], unit: np.ndarray
+        self,
+        step: np.ndarray,
+        when: np.ndarray,
+        values: dict[str, np.ndarray],
+        unit: np.ndarray,
+        names: np.ndarray,
     ) -> None:
-        self.step, self.when, self.unit = step, when, unit
+        """unit: each row's throughput unit as an index into `names` (None or "": none)."""
+        self.step, self.when, self.unit, self.names = step, when, unit, names
         self.loss, self.step_time = values["loss"], values["step_time"]
         self.throughput, self.lr, self.grad_norm = values["throughput"], values["lr"], values["grad_norm"]
 

@@ -554,3 +554,35 @@ def test_expected_places_kept_per_shape_serve_reads_of_any_size(
     logs = {"job-worker-0": lines}
     for size in (13, 200, 1000):
         same(batched(logs, size), line_by_line(logs))
+
+
+@pytest.mark.parametrize("few", [1, observing.FEW_ROWS])
+def test_throughput_units_merged_as_indices_agree(few: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Held rows keep their throughput unit as an index into the observer's unit names through the merge
+    (array steps and row by row): each rank's last unit is the line path's."""
+    monkeypatch.setattr(observing, "FEW_ROWS", few)
+    merged = []
+    extend = RankSeries.extend
+
+    def spy(self: RankSeries, rows: Any) -> Any:
+        merged.append(len(rows.unit))
+        return extend(self, rows)
+
+    monkeypatch.setattr(RankSeries, "extend", spy)
+    rng = random.Random(8)
+    lines = []
+    for step in range(1, 1500):
+        unit = rng.choice(["tokens/s", "samples/s", ""])
+        tail = f" step_time {rng.randint(400, 600)} ms, {rng.random() * 3000:.1f} {unit}" if unit else ""
+        text = f"[rank{rng.randrange(NPUS)}]:step {step} loss {rng.random() * 3:.4f}{tail}"
+        lines.append((stamp(1_790_000_000 + step * 0.5), text.rstrip()))
+    logs = {"job-worker-0": lines}
+    for size in (7, 200):
+        fast, slow = batched(logs, size), line_by_line(logs)
+        same(fast, slow)
+        units = {s.throughput_unit for s in fast.series.values()}
+        assert units == {s.throughput_unit for s in slow.series.values()} and units & {
+            "tokens/s",
+            "samples/s",
+        }
+    assert merged or few != 1  # the array steps took rows
