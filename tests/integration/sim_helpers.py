@@ -104,14 +104,19 @@ def eventually(fn: Callable[[], T | None], timeout: float = 15.0, what: str = "c
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
-def shell_pod(name: str, script: str, restart: str = "Never") -> dict[str, Any]:
-    """A bare pod running `sh -c script` (the image is ignored by the simulated kubelet)."""
+def command_pod(name: str, command: list[str], restart: str = "Never") -> dict[str, Any]:
+    """A bare pod running `command` (the image is ignored by the simulated kubelet)."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name},
         "spec": {
             "restartPolicy": restart,
-            "containers": [{"name": "main", "image": "ignored", "command": ["sh", "-c", script]}],
+            "containers": [{"name": "main", "image": "ignored", "command": command}],
         },
     }
+
+
+def shell_pod(name: str, script: str, restart: str = "Never") -> dict[str, Any]:
+    """A bare pod running `sh -c script`."""
+    return command_pod(name, ["sh", "-c", script], restart)

@@ -13,22 +13,14 @@ from kubernetes import client
 from ranktable.observe.parsers import plain
 from ranktable.sim.controllers.logs import SYNTHETIC_COMMAND, SyntheticLog, parse_ts
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.sim_helpers import eventually
+from tests.integration.sim_helpers import command_pod, eventually
 from tests.integration.test_sim_kubelet import _raw_log
 
 TIMEOUT = (5, 30)
 
 
 def _pod(name: str, *args: str, restart: str = "Never") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": restart,
-            "containers": [{"name": "main", "image": "ignored", "command": [SYNTHETIC_COMMAND, *args]}],
-        },
-    }
+    return command_pod(name, [SYNTHETIC_COMMAND, *args], restart)
 
 
 def _expected(i: int) -> str:
