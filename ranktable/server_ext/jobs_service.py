@@ -63,10 +63,14 @@ class JobsService:
     def describe(self, namespace: str, name: str) -> dict[str, Any]:
         """The job, its pods and events; the job and pods come from the namespace's live `JobTable` when the
         job list is open (its watches hold them), else from the API."""
+        return self.usecases.describe(namespace, name, self._watched(namespace, name))
+
+    def _watched(self, namespace: str, name: str) -> Any:
+        """(job, pods) of `name` from the namespace's live `JobTable` (the job list's watches), or None
+        when no job list is open or it does not hold the job."""
         with self._tables_lock:
             table = self._tables.get(namespace)
-        known = table.job_and_pods(name) if table is not None else None
-        return self.usecases.describe(namespace, name, known)
+        return table.job_and_pods(name) if table is not None else None
 
     def stop(self, namespace: str, name: str) -> dict[str, Any]:
         self.services.observe.live.release(namespace, name)  # the stop archives the rest itself
@@ -108,6 +112,7 @@ class JobsService:
     # -- streams ------------------------------------------------------------------------------------------
     async def logs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
         from ranktable.cluster.logs import timestamp_key
+        from ranktable.cluster.observing import job_uid
 
         name = msg.get("job")
         if not isinstance(name, str) or not name:
@@ -123,11 +128,9 @@ class JobsService:
             raise InputError("must be the run's uid (a string)", where="uid")
         opened = time.monotonic()  # the steps to the first lines are logged (bench_logview reads them)
         client = await self.services.run_blocking(self.usecases.client, str(namespace))
-        with self._tables_lock:
-            table = self._tables.get(str(namespace))
-        known = table.job_and_pods(name) if table is not None else None
+        known = self._watched(str(namespace), name)
         watched = known[0] if known is not None else None
-        if watched is not None and (not uid or str((watched.get("metadata") or {}).get("uid") or "") == uid):
+        if watched is not None and (not uid or job_uid(watched) == uid):
             # the job list's watch holds the run: no API read (under load that read took ~0.9 s of the
             # Job view's first 1.1 s; the API server is busy with the overview and 1,024 log streams)
             job = watched
@@ -138,7 +141,7 @@ class JobsService:
                 if uid:
                     return  # that run was stopped
                 raise
-        if uid and str((job.get("metadata") or {}).get("uid") or "") != uid:
+        if uid and job_uid(job) != uid:
             return  # that run ended: its pods (same names) now belong to another run
         job_read = time.monotonic()
         stream = await self.services.run_blocking(
@@ -240,13 +243,13 @@ RUN_CHECK_SECONDS = 1.0
 
 def _is_run(client: Any, name: str, uid: str) -> bool:
     """Whether the job called `name` is still the run `uid` (not stopped, not resubmitted)."""
-    from ranktable.errors import NotFoundError
+    from ranktable.cluster.observing import job_uid
 
     try:
         job = client.get_job(name)
     except NotFoundError:
         return False
-    return str((job.get("metadata") or {}).get("uid") or "") == uid
+    return job_uid(job) == uid
 
 
 def _end_with_run(client: Any, name: str, uid: str, stop: StopEvent) -> None:
