@@ -21,6 +21,7 @@ from ranktable.errors import NotFoundError
 from ranktable.server_ext.errors import body_for
 
 Emit = Callable[[dict[str, Any]], None]
+HANDOVER_SLOTS = 64  # a producer thread's yields waiting for the event loop (Hub.iterate), at most
 OpFunction = Callable[[Emit, threading.Event], Any]
 
 
@@ -176,8 +177,14 @@ class Hub:
     ) -> AsyncIterator[list[Any]]:
         """Drive a blocking iterator in its own thread; yield what it produced, in batches.
 
-        ``lists``: the iterator yields lists of items (e.g. one pod's batch of log lines), handed to the
-        event loop whole: one wake-up per list, not per item (per line it cost ~100,000 a second).
+        ``lists``: the iterator yields lists of items (e.g. a round of every pod's new log lines), handed
+        to the event loop whole: one wake-up per list, not per item (per line it cost ~100,000 a second).
+
+        At most ``HANDOVER_SLOTS`` yields wait for the event loop: past that the thread waits too, so a
+        subscriber slower than its producer holds the producer back (a log stream then stops reading its
+        sockets) instead of queueing without bound. A batch is at most ``max_batch`` items; while a
+        backlog fills them, they go without the ``batch_seconds`` wait (else the wait would cap the rate
+        at max_batch / batch_seconds: 50,000 log lines a second).
 
         Stopping early (the subscriber went away) sets the iterator's stop event; producers check it
         between items and register interrupters for blocking reads (`StopEvent.on_set`), so the thread
@@ -188,10 +195,15 @@ class Hub:
         stop = StopEvent()
         self._stops.add(stop)
 
+        slots = threading.Semaphore(HANDOVER_SLOTS)
+
         def pump() -> None:
             try:
                 kind = "items" if lists else "item"
                 for item in make(stop):
+                    while not slots.acquire(timeout=0.5):
+                        if stop.is_set():
+                            break
                     if stop.is_set():
                         break
                     loop.call_soon_threadsafe(queue.put_nowait, (kind, item))
@@ -202,7 +214,7 @@ class Hub:
                         loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
 
         threading.Thread(target=pump, name="ranktable-stream", daemon=True).start()
-        first = True
+        full = True  # the first batch goes at once (a Job view's first lines), as does a backlog's
         try:
             while True:
                 kind, value = await queue.get()
@@ -210,13 +222,15 @@ class Hub:
                     return
                 if kind == "error":
                     raise value
+                slots.release()
                 batch = list(value) if kind == "items" else [value]
-                if batch_seconds and not first:  # the first batch goes at once (a Job view's first lines)
+                if batch_seconds and not full:
                     await asyncio.sleep(batch_seconds)
-                first = False
                 ended: tuple[str, Any] | None = None
                 while len(batch) < max_batch and not queue.empty():
                     kind, value = queue.get_nowait()
+                    if kind in ("items", "item"):
+                        slots.release()
                     if kind == "items":
                         batch.extend(value)
                     elif kind == "item":
@@ -224,6 +238,7 @@ class Hub:
                     else:
                         ended = (kind, value)
                         break
+                full = len(batch) >= max_batch
                 yield batch
                 if ended is not None:
                     if ended[0] == "error":

@@ -163,7 +163,7 @@ class JobsService:
                 ).start()
             first = True
             try:
-                for got in stream.batches():  # one pod's batch at a time: one hand-over to the loop each
+                for got in stream.rounds():  # every pod's new lines of a read round: one hand-over each
                     if first:
                         first = False
                         self.services.log.info(
@@ -178,7 +178,8 @@ class JobsService:
                         )
                     out = [
                         {"pod": line.pod, "rank": line.node_rank, "ts": line.timestamp, "text": line.text}
-                        for line in got
+                        for lines in got
+                        for line in lines
                         if line.pod not in since or timestamp_key(line.timestamp) >= since[line.pod]
                     ]  # a line before the pod's `since` was shown before the reconnect
                     if out:

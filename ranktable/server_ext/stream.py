@@ -80,8 +80,8 @@ class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
     async def _pump(self, sub_id: str, msg: dict[str, Any]) -> None:
         try:
             source: AsyncIterator[Any] = self.services.open_stream(msg)
-            async for data in source:
-                self._send({"id": sub_id, "type": "data", "data": data})
+            async for data in source:  # each sent before the next is taken: a slow browser holds back
+                await self._deliver({"id": sub_id, "type": "data", "data": data})
             self._send({"id": sub_id, "type": "end"})
         except asyncio.CancelledError:
             raise
@@ -91,6 +91,13 @@ class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
             self._send({"id": sub_id, "type": "error", "error": body_for(exc)})
         finally:
             self.subscriptions.pop(sub_id, None)
+
+    async def _deliver(self, payload: dict[str, Any]) -> None:
+        """Send and wait until tornado handed it to the socket (its buffer would grow without bound)."""
+        if self.ws_connection is None:
+            return
+        with contextlib.suppress(websocket.WebSocketClosedError):
+            await self.write_message(json.dumps(payload))
 
     def _send(self, payload: dict[str, Any]) -> None:
         if self.ws_connection is None:

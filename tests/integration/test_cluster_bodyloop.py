@@ -1,0 +1,403 @@
+"""The log reader loop: one thread reads every pod's log response (HTTP chunked framing decoded by us, TLS
+included) with no line lost, repeated or reordered, a dropped connection's cut line resumed whole,
+`close()` and the read timeout ending reads at once. Against a scripted HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import random
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import urllib3
+from urllib3.exceptions import ProtocolError
+
+from ranktable.cluster import logs as logs_module
+from ranktable.cluster.bodyloop import Body, BodyLoop, ChunkDecoder
+from ranktable.cluster.logs import LogStream
+from ranktable.sim.tls import ensure_certificate
+
+HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+END = b"0\r\n\r\n"
+
+# -- the decoder ---------------------------------------------------------------------------------------
+
+
+def test_chunked_body_split_at_every_byte_boundary_decodes_the_same() -> None:
+    sized_with_extension = b"1A;ext=1\r\n" + b"x" * 26 + b"\r\n"
+    body = chunk(b"first line\n") + sized_with_extension + chunk(b"last\n") + b"0\r\nT: v\r\n\r\n"
+    want = b"first line\n" + b"x" * 26 + b"last\n"
+    for cut in range(len(body) + 1):
+        for cut2 in (cut, min(len(body), cut + 3)):
+            decoder = ChunkDecoder(chunked=True)
+            got = decoder.feed(body[:cut]) + decoder.feed(body[cut:cut2]) + decoder.feed(body[cut2:])
+            assert got == want and decoder.done, (cut, cut2)
+    decoder = ChunkDecoder(chunked=True)
+    assert b"".join(decoder.feed(body[i : i + 1]) for i in range(len(body))) == want and decoder.done
+
+
+def test_decoder_refuses_bad_framing_and_an_early_end() -> None:
+    with pytest.raises(ProtocolError, match="chunk size"):
+        ChunkDecoder(chunked=True).feed(b"zz\r\nabc")
+    with pytest.raises(ProtocolError, match="CRLF"):
+        ChunkDecoder(chunked=True).feed(b"3\r\nabcXY\r\n")
+    decoder = ChunkDecoder(chunked=True)
+    assert decoder.feed(b"5\r\nab") == b"ab"
+    with pytest.raises(ProtocolError, match="dropped"):
+        decoder.eof()
+    sized = ChunkDecoder(chunked=False, length=4)
+    assert sized.feed(b"ab") == b"ab" and not sized.done
+    assert sized.feed(b"cdEXTRA") == b"cd" and sized.done
+    until_close = ChunkDecoder(chunked=False)
+    assert until_close.feed(b"abc") == b"abc"
+    until_close.eof()
+    assert until_close.done
+
+
+# -- a scripted server ---------------------------------------------------------------------------------
+
+
+class Server:
+    """Accepts connections; `script(conn, path, query)` writes the whole raw response (TLS optional)."""
+
+    def __init__(self, script: Callable[[socket.socket, str, dict[str, list[str]]], None], tls: Path | None):
+        self.script = script
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.context: ssl.SSLContext | None = None
+        if tls is not None:
+            cert, key = ensure_certificate(tls)
+            self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.context.load_cert_chain(cert, key)
+            self.ca = str(cert)
+        self.requests: list[str] = []
+        self.closing = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.context else 'http'}://127.0.0.1:{self.port}"
+
+    def _accept(self) -> None:
+        while not self.closing.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            if self.context is not None:
+                conn = self.context.wrap_socket(conn, server_side=True)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                got = conn.recv(4096)
+                if not got:
+                    return
+                head += got
+            target = head.split(b" ", 2)[1].decode()
+            self.requests.append(target)
+            parts = urlsplit(target)
+            self.script(conn, parts.path, parse_qs(parts.query))
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.closing.set()
+        self.listener.close()
+
+
+@pytest.fixture(params=["plain", "tls"])
+def tls_dir(request: pytest.FixtureRequest, tmp_path: Path) -> Path | None:
+    return tmp_path if request.param == "tls" else None
+
+
+def pool_for(server: Server) -> urllib3.PoolManager:
+    if server.context is None:
+        return urllib3.PoolManager(maxsize=256)
+    return urllib3.PoolManager(maxsize=256, cert_reqs="CERT_REQUIRED", ca_certs=server.ca)
+
+
+def open_response(server: Server, path: str = "/log") -> Any:
+    return pool_for(server).request(
+        "GET", server.url + path, preload_content=False, timeout=urllib3.Timeout(connect=5, read=5)
+    )
+
+
+def collecting_loop() -> tuple[BodyLoop, list[list[Any]], threading.Event]:
+    rounds: list[list[Any]] = []
+    stop = threading.Event()
+    return BodyLoop(rounds.append, stop, name="test-body-loop"), rounds, stop
+
+
+# -- the loop ------------------------------------------------------------------------------------------
+
+
+def test_loop_reads_a_chunked_body_to_its_end_split_anywhere(tls_dir: Path | None) -> None:
+    """Bytes sent with the headers (in http.client's buffer), a size line and a chunk's data split across
+    packets, many chunks: the body comes whole and ends at the 0-chunk (plain and TLS)."""
+    pieces = [f"line {i}\n".encode() for i in range(200)]
+
+    def script(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        conn.sendall(HEAD + chunk(pieces[0]) + b"1")  # the next size line starts in the headers' packet
+        time.sleep(0.05)
+        rest = b"".join(chunk(p) for p in pieces[1:]) + END
+        rest = rest[1:]  # its first byte went above
+        for at in range(0, len(rest), 37):
+            conn.sendall(rest[at : at + 37])
+            time.sleep(0.001)
+
+    pieces[1] = b"1" * 16 + b"\n"  # a chunk of 0x11 bytes: its size line "11" was split by the packets
+    server = Server(script, tls_dir)
+    loop, rounds, _ = collecting_loop()
+    try:
+        body = Body(open_response(server), lambda data: data, read_timeout=10)
+        assert body.sock is not None
+        loop.add(body)
+        assert body.done.wait(10)
+        assert body.error is None and not body.stopped
+        assert b"".join(b"".join(r) for r in rounds) == b"".join(pieces)
+    finally:
+        loop.close()
+        server.close()
+
+
+def test_a_connection_dropped_mid_chunk_is_a_protocol_error(tls_dir: Path | None) -> None:
+    def script(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        conn.sendall(HEAD + chunk(b"whole\n") + b"10\r\ncut li")
+        time.sleep(0.1)
+
+    server = Server(script, tls_dir)
+    loop, rounds, _ = collecting_loop()
+    try:
+        body = Body(open_response(server), lambda data: data, read_timeout=10)
+        loop.add(body)
+        assert body.done.wait(10)
+        assert isinstance(body.error, ProtocolError)
+        assert b"".join(b"".join(r) for r in rounds) == b"whole\ncut li"  # the line layer drops the cut
+    finally:
+        loop.close()
+        server.close()
+
+
+def test_close_ends_blocked_reads_at_once_and_the_read_timeout_a_silent_one(tls_dir: Path | None) -> None:
+    hold = threading.Event()
+
+    def script(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        conn.sendall(HEAD + chunk(b"hello\n"))
+        hold.wait(30)
+
+    server = Server(script, tls_dir)
+    loop, _, _ = collecting_loop()
+    try:
+        silent = Body(open_response(server), lambda data: data, read_timeout=0.5)
+        loop.add(silent)
+        assert silent.done.wait(5), "the read timeout did not end a silent body"
+        assert isinstance(silent.error, TimeoutError)
+        blocked = [Body(open_response(server), lambda data: data, read_timeout=60) for _ in range(5)]
+        for body in blocked:
+            loop.add(body)
+        time.sleep(0.3)
+        assert not any(b.done.is_set() for b in blocked)
+        started = time.monotonic()
+        loop.close()
+        assert all(b.done.wait(1) for b in blocked)
+        assert time.monotonic() - started < 1.0
+        assert all(b.stopped and b.error is None for b in blocked)
+        late = Body(open_response(server), lambda data: data, read_timeout=60)
+        loop.add(late)  # added after close: ends at once
+        assert late.done.is_set() and late.stopped
+    finally:
+        hold.set()
+        server.close()
+
+
+# -- LogStream through the loop --------------------------------------------------------------------------
+
+
+def stamp(i: int) -> str:
+    return f"2026-12-02T10:{i // 6000 % 60:02d}:{i // 100 % 60:02d}.{i % 100:02d}0000000Z"
+
+
+class FakeKube:
+    """What LogStream asks of `Kube`, the log requests going to a scripted server through urllib3."""
+
+    def __init__(self, server: Server, phases: Callable[[str], str] | None = None) -> None:
+        self.server = server
+        self.pool = pool_for(server)
+        self.timeout = (5.0, 5.0)
+        self.phases = phases or (lambda pod: "Running")
+        self.core = self
+        self.custom = self
+
+    def call(self, fn: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    def read_namespaced_pod(self, pod: str, namespace: str) -> dict[str, Any]:
+        phase = self.phases(pod)
+        state = {"running": {}} if phase == "Running" else {"terminated": {"exitCode": 0}}
+        return {
+            "metadata": {"uid": f"uid-{pod}"},
+            "status": {"phase": phase, "containerStatuses": [{"state": state, "restartCount": 0}]},
+        }
+
+    def get_namespaced_custom_object(self, *args: Any) -> dict[str, Any]:
+        return {"status": {"state": {"phase": "Running"}}}
+
+    def get_raw(self, path: str, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Any:
+        q = "&".join(f"{k}={v}" for k, v in query)
+        return self.pool.request(
+            "GET",
+            f"{self.server.url}{path}?{q}",
+            preload_content=False,
+            timeout=urllib3.Timeout(connect=timeout[0], read=timeout[1]),
+        )
+
+
+def pod_of(path: str) -> str:
+    return path.split("/")[-2]
+
+
+def lines_of(stream: LogStream) -> Iterator[tuple[str, str, str]]:
+    for line in stream:
+        yield line.pod, line.timestamp, line.text
+
+
+def test_many_pods_interleaved_arrive_whole_in_order_once(tls_dir: Path | None) -> None:
+    """200 pods, each response sent in random pieces (lines split anywhere) interleaved with the others':
+    every pod's lines exactly once, in order, tagged with the pod's rank; one reader thread, not 200."""
+    pods, per_pod = 200, 60
+
+    def script(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        pod = pod_of(path)
+        rng = random.Random(pod)
+        text = "".join(f"{stamp(i)} {pod} step {i} é\n" for i in range(per_pod)).encode()
+        conn.sendall(HEAD)
+        at = 0
+        while at < len(text):
+            n = rng.randint(1, 300)
+            conn.sendall(chunk(text[at : at + n]))
+            at += n
+            time.sleep(rng.random() * 0.004)
+        conn.sendall(END)
+
+    server = Server(script, tls_dir)
+    names = [(f"job-w-{i}", i) for i in range(pods)]
+    stream = LogStream(FakeKube(server), "default", "job", names, follow=False)  # type: ignore[arg-type]
+    try:
+        stream.start()
+        got = list(stream)
+    finally:
+        stream.close()
+        server.close()
+    by_pod: dict[str, list[tuple[str, str]]] = {}
+    for line in got:
+        by_pod.setdefault(line.pod, []).append((line.timestamp, line.text))
+        assert line.node_rank == int(line.pod.rsplit("-", 1)[1])
+    assert len(by_pod) == pods
+    for pod, _ in names:
+        assert by_pod[pod] == [(stamp(i), f"{pod} step {i} é") for i in range(per_pod)], pod
+    assert stream.stats.lines == pods * per_pod and not stream.stats.problems
+    assert not any(t.name.startswith("log-read-") for t in threading.enumerate() if t.is_alive())
+
+
+def test_a_dropped_connection_s_cut_line_comes_whole_on_resume(tls_dir: Path | None) -> None:
+    """The first response drops mid-line: the cut line is not delivered; the stream resumes with sinceTime
+    and delivers it whole, and nothing twice (lines at the resume stamp are counted off)."""
+    served: dict[str, int] = {}
+    lines = [f"{stamp(i // 2)} step {i}\n".encode() for i in range(10)]  # two lines per stamp
+
+    def script(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        pod = pod_of(path)
+        served[pod] = served.get(pod, 0) + 1
+        since = query.get("sinceTime", [""])[0]
+        start = next(i for i in range(10) if not since or stamp(i // 2) >= since)
+        conn.sendall(HEAD)
+        if served[pod] == 1:
+            conn.sendall(chunk(b"".join(lines[:5])) + b"20\r\n" + lines[5][:7])  # line 5 cut mid-chunk
+            time.sleep(0.05)
+            return  # the connection drops
+        conn.sendall(chunk(b"".join(lines[start:])) + END)
+
+    server = Server(script, tls_dir)
+    kube = FakeKube(server, phases=lambda pod: "Running" if served.get(pod, 0) < 2 else "Succeeded")
+    stream = LogStream(kube, "default", "job", [("job-d-0", 0)], follow=True)  # type: ignore[arg-type]
+    try:
+        stream.start()
+        got = [text for _, _, text in lines_of(stream)]
+    finally:
+        stream.close()
+        server.close()
+    assert got == [f"step {i}" for i in range(10)]
+    assert stream.stats.reconnects >= 1 and stream.stats.duplicates_dropped >= 1
+    assert any("sinceTime" in r for r in server.requests[1:])
+
+
+def test_log_stream_close_ends_followed_pods_at_once(tls_dir: Path | None) -> None:
+    hold = threading.Event()
+
+    def script(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        conn.sendall(HEAD + chunk(f"{stamp(0)} hello\n".encode()))
+        hold.wait(30)
+
+    server = Server(script, tls_dir)
+    names = [(f"job-c-{i}", i) for i in range(20)]
+    stream = LogStream(FakeKube(server), "default", "job", names, follow=True)  # type: ignore[arg-type]
+    got: list[Any] = []
+    reader = threading.Thread(target=lambda: got.extend(stream), daemon=True)
+    try:
+        stream.start()
+        reader.start()
+        deadline = time.monotonic() + 10
+        while len(got) < 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(got) == 20
+        started = time.monotonic()
+        stream.close()
+        reader.join(2)
+        assert not reader.is_alive() and time.monotonic() - started < 2.0
+    finally:
+        hold.set()
+        server.close()
+
+
+def test_a_silent_stream_times_out_and_resumes(tls_dir: Path | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(logs_module, "LOG_READ_TIMEOUT", 0.5)
+    served: list[int] = []
+
+    def script(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        served.append(1)
+        if len(served) == 1:
+            conn.sendall(HEAD + chunk(f"{stamp(0)} before\n".encode()))
+            time.sleep(5)  # silent past the read timeout
+            return
+        conn.sendall(HEAD + chunk(f"{stamp(0)} before\n{stamp(1)} after\n".encode()) + END)
+
+    server = Server(script, tls_dir)
+    kube = FakeKube(server, phases=lambda pod: "Running" if len(served) < 2 else "Succeeded")
+    stream = LogStream(kube, "default", "job", [("job-t-0", 0)], follow=True)  # type: ignore[arg-type]
+    try:
+        stream.start()
+        started = time.monotonic()
+        got = [text for _, _, text in lines_of(stream)]
+        took = time.monotonic() - started
+    finally:
+        stream.close()
+        server.close()
+    assert got == ["before", "after"]
+    assert stream.stats.reconnects >= 1 and took < 4.5
