@@ -50,10 +50,10 @@ class LogLine(NamedTuple):  # a tuple: built ~3x faster than a frozen dataclass,
 
 _HEADS: set[str] = set()  # recent stamps' seconds parts already matched by _STAMP (a line's fast path)
 _STAMP = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d)$")
-# the kubelet's lines, `2026-12-02T07:41:11.123456789Z text`: fixed width, so the stamps order as strings
-_KUBELET_LINE = re.compile(
-    r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z) ([^\r\n]*)$", re.MULTILINE
-)
+# the kubelet's stamps, `2026-12-02T07:41:11.123456789Z`: fixed width, so they order as strings; matched
+# all at once, joined (a regex over each whole line cost a third of the server's time at 100,000 lines/s)
+_KUBELET_STAMPS = re.compile(r"(?:[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{9}Z)+")
+_new_line = tuple.__new__  # LogLine's own __new__ is a Python function: ~4x slower
 
 
 def timestamp_key(stamp: str) -> tuple[str, int]:
@@ -474,21 +474,28 @@ class _Reading:
     def _kubelet_lines(self, text: str) -> list[LogLine] | None:
         """The fast path, a chunk at a time: every line has the kubelet's fixed-width stamp and all are past
         the resume point; None otherwise (then `_each_line` decides line by line)."""
-        pairs = _KUBELET_LINE.findall(text)
-        if len(pairs) != text.count("\n") + 1 or min(pairs)[0] <= self.resumed:
+        if "\r" in text:
             return None
-        last = pairs[-1][0]
+        lines = text.split("\n")
+        stamps = [line[:30] for line in lines]
+        if (
+            "".join([line[30:31] for line in lines]) != " " * len(lines)
+            or _KUBELET_STAMPS.fullmatch("".join(stamps)) is None
+            or min(stamps) <= self.resumed
+        ):
+            return None
+        last = stamps[-1]
         run = 1  # the lines carrying the last stamp, at the end
-        while run < len(pairs) and pairs[-1 - run][0] == last:
+        while run < len(stamps) and stamps[-1 - run] == last:
             run += 1
         key = (last[:19], int(last[20:29]))
         cursor = self.cursor
-        if run == len(pairs) and cursor.key == key:
+        if run == len(stamps) and cursor.key == key:
             cursor.count += run
         else:
             cursor.key, cursor.stamp, cursor.count = key, last, run
-        pod, rank = self.pod, self.rank
-        return [LogLine(pod, rank, stamp, line) for stamp, line in pairs]
+        pod, rank, new = self.pod, self.rank, _new_line
+        return [new(LogLine, (pod, rank, s, line[31:])) for s, line in zip(stamps, lines, strict=True)]
 
     def _each_line(self, lines: list[str]) -> list[LogLine]:
         """The exact path: each line's stamp parsed, the resume window's duplicates counted off."""
