@@ -263,13 +263,21 @@ class BodyLoop:
         select says: it does not see bytes already in http.client's or TLS's buffer)."""
         with self._lock:
             added, self._added = self._added, []
+        taken: list[Body] = []
         for body in added:
             assert body.sock is not None
-            body.sock.setblocking(False)
-            body.fd = body.sock.fileno()
+            try:
+                body.sock.setblocking(False)
+                body.fd = body.sock.fileno()
+                selector.register(body.sock, selectors.EVENT_READ, body)
+            except (OSError, ValueError) as exc:  # closed under us (a reset): this body fails, not the loop
+                body._ended = True
+                body._finish(exc)
+                body.done.set()
+                continue
             self._bodies[body.fd] = body
-            selector.register(body.sock, selectors.EVENT_READ, body)
-        return added
+            taken.append(body)
+        return taken
 
     def _round(self, selector: selectors.BaseSelector, fresh: list[Body], ready: list[Body]) -> None:
         out: list[Any] = []
