@@ -59,6 +59,12 @@ def main() -> int:
         if "ranktable: logs of" in line
     ]
     data["server_steps"] = server_steps[-1] if server_steps else None
+    ended = [  # the stream's own count at its end (reconnects, duplicates dropped), when logged in time
+        line.split("ranktable: ", 1)[1]
+        for line in (proc.stdout + proc.stderr).splitlines()
+        if "ranktable: log stream of" in line
+    ]
+    data["server_end"] = ended[-1] if ended else None
     print(
         f"log view: {data['pods']} pods, target {data['target_lines_per_second']} lines/s "
         f"for {data['seconds']} s ({data['feed']} feed)"
@@ -69,6 +75,7 @@ def main() -> int:
         f"{data['subscribe_ms']} ms, first batch received at {data['first_batch_ms']} ms)"
     )
     print(f"  server: {data['server_steps']}")
+    print(f"  server at the end: {data['server_end']}")
     print(
         f"  frames: {data['fps']} fps (median {data['fps_median']}), "
         f"frame time p50 {data['frame_ms_p50']} ms, "

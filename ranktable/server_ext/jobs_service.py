@@ -186,6 +186,17 @@ class JobsService:
                         yield out
             finally:
                 stop.set()
+                stats = stream.stats
+                self.services.log.info(
+                    "ranktable: log stream of %s ended: %d lines, %d reconnects, %d duplicates dropped, "
+                    "%d problems %s",
+                    name,
+                    stats.lines,
+                    stats.reconnects,
+                    stats.duplicates_dropped,
+                    len(stats.problems),
+                    stats.problems[:3],
+                )
 
         async for batch in self.services.hub.iterate(
             lines, batch_seconds=self.config.log_batch_seconds, lists=True
