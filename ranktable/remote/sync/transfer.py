@@ -208,6 +208,7 @@ def real_parent(rel):
     checked.add(parent)
     return True
 refused = 0
+made = set()  # folders known to exist: one mkdir per folder, not a failing one per file
 with open(os.path.join(staging, b".ranktable-apply.list"), "rb") as fh:
     records = fh.read().split(b"\\0")
 for record in records:
@@ -216,8 +217,9 @@ for record in records:
         refused += 1
     elif kind == b"U":
         parent = os.path.dirname(rel)
-        if parent:
+        if parent and parent not in made:
             os.makedirs(parent, exist_ok=True)
+            made.add(parent)
         os.replace(os.path.join(staging, rel), rel)
     elif kind == b"D":
         try:
