@@ -74,6 +74,11 @@ def main() -> int:
         f"  Job view opened -> first lines shown: {data['first_lines_ms']} ms (logs subscribe sent at "
         f"{data['subscribe_ms']} ms, first batch received at {data['first_batch_ms']} ms)"
     )
+    print(
+        f"  in the page's clock (ms after Playwright's click began): click event {data['click_ms']}, "
+        f"subscribe {data['subscribe_ms']}, first batch {data['first_batch_ms']}, first line in the DOM "
+        f"{data['first_line_in_dom_ms']}, painted {data['first_line_painted_ms']}"
+    )
     print(f"  server: {data['server_steps']}")
     print(f"  server at the end: {data['server_end']}")
     print(

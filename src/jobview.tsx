@@ -27,6 +27,9 @@ import { StreamClient } from './stream';
 
 export type JobViewTab = 'overview' | 'logs' | 'metrics' | 'layout' | 'events';
 
+/** A Job view opened on its logs reads its overview once the first lines came, or after this long. */
+export const FIRST_LINES_FIRST_MS = 1000;
+
 function useSignal(signal: { connect: any; disconnect: any }): void {
   const [, setTick] = React.useState(0);
   React.useEffect(() => {
@@ -386,11 +389,31 @@ export class JobViewContent extends ReactWidget {
     this.tab = tab;
     this.runModel = new RunModel(run);
     this.logs = new LogsModel(run, stream);
-    this.runModel.start();
-    this.logs.start();
+    this.logs.start(); // first lines first: the subscribe leaves before any other request
+    if (tab === 'logs') {
+      // the overview is not on screen: its first read waits for the first lines (at most 1 s), so the
+      // server works for them alone
+      const startRun = () => {
+        if (this.logs.buffer.size || this.logs.status !== 'connecting…') {
+          this.logs.changed.disconnect(startRun);
+          clearTimeout(this._runTimer);
+          this.runModel.start();
+        }
+      };
+      this.logs.changed.connect(startRun);
+      this._runTimer = setTimeout(() => {
+        this.logs.changed.disconnect(startRun);
+        this.runModel.start();
+      }, FIRST_LINES_FIRST_MS);
+    } else {
+      this.runModel.start();
+    }
   }
 
+  private _runTimer: ReturnType<typeof setTimeout> | undefined;
+
   dispose(): void {
+    clearTimeout(this._runTimer);
     this.runModel.dispose();
     this.logs.dispose();
     super.dispose();
@@ -406,6 +429,7 @@ export class JobViewContent extends ReactWidget {
         tab={this.tab}
         onTab={tab => {
           this.tab = tab;
+          this.runModel.start(); // no-op once started
           this.update();
         }}
         openRun={this._openRun}

@@ -20,13 +20,44 @@ export async function requestAPI<T>(
   init: RequestInit = {},
   settings: ServerConnection.ISettings = ServerConnection.makeSettings()
 ): Promise<T> {
+  return parseReply<T>(await send(endPoint, init, settings));
+}
+
+/**
+ * GET `/ranktable/<endPoint>` again: `null` while the server says it is unchanged since `etag` (304), else
+ * the body with its new ETag ('' when the server gave none).
+ */
+export async function requestChanged<T>(
+  endPoint: string,
+  etag: string,
+  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+): Promise<{ data: T; etag: string } | null> {
+  const response = await send(
+    endPoint,
+    { cache: 'no-store', headers: etag ? { 'If-None-Match': etag } : {} },
+    settings
+  );
+  if (response.status === 304) {
+    return null;
+  }
+  const data = await parseReply<T>(response);
+  return { data, etag: response.headers.get('ETag') ?? '' };
+}
+
+async function send(
+  endPoint: string,
+  init: RequestInit,
+  settings: ServerConnection.ISettings
+): Promise<Response> {
   const url = URLExt.join(settings.baseUrl, 'ranktable', endPoint);
-  let response: Response;
   try {
-    response = await ServerConnection.makeRequest(url, init, settings);
+    return await ServerConnection.makeRequest(url, init, settings);
   } catch (error) {
     throw new ServerConnection.NetworkError(error as TypeError);
   }
+}
+
+async function parseReply<T>(response: Response): Promise<T> {
   const text = await response.text();
   let data: any = null;
   if (text) {

@@ -262,69 +262,16 @@ class ClusterClient:
         """``known``: the job and its pods as a live watch holds them (`JobTable.job_and_pods`), so a Job view
         refreshing its overview does not list a 1,024-pod job's pods each time."""
         job, pods = known if known is not None else (self.get_job(name), self.job_pods(name))
-        pods = sorted(pods, key=pod_index)
-        summary = JobSummary.from_job(job, pods)
         node_leaf = self.node_leaves()
-        healths = [pod_health(p) for p in pods]
-        pod_infos = [
-            PodInfo(
-                name=str(p["metadata"]["name"]),
-                index=pod_index(p),
-                node=(p.get("spec") or {}).get("nodeName"),
-                host_ip=(p.get("status") or {}).get("hostIP"),
-                leaf=node_leaf.get(str((p.get("spec") or {}).get("nodeName"))),
-                phase=str((p.get("status") or {}).get("phase") or "Pending"),
-                restarts=sum(
-                    int(c.get("restartCount") or 0)
-                    for c in (p.get("status") or {}).get("containerStatuses") or []
-                ),
-                has_devices=DEVICE_ANNOTATION in ((p.get("metadata") or {}).get("annotations") or {}),
-                state=h.state,
-                reason=h.reason,
-                exit_code=h.exit_code,
-                last_reason=h.last_reason,
-                last_exit_code=h.last_exit_code,
-                ready=h.ready,
-            )
-            for p, h in zip(pods, healths, strict=True)
-        ]
-        names = {name, *(p.name for p in pod_infos)}
-        events = [
-            e
-            for e in self._call(self.kube.core.list_namespaced_event, self.namespace, what="events").get(
-                "items"
-            )
-            or []
-            if str((e.get("involvedObject") or {}).get("name")) in names
-            or str((e.get("involvedObject") or {}).get("name", "")).startswith(f"{name}-")
-        ]
-        template = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
-        npus = int(str(((template.get("resources") or {}).get("requests") or {}).get(NPU_RESOURCE, 0)))
-        capacity = None
-        if any("Insufficient" in str(e.get("message")) for e in events):
-            capacity = self.npu_capacity(node_leaf)
-        event_infos = [
-            EventInfo(
-                type=str(e.get("type") or "Normal"),
-                reason=str(e.get("reason") or ""),
-                object="{kind}/{name}".format(**{"kind": "", "name": "", **(e.get("involvedObject") or {})}),
-                message=str(e.get("message") or ""),
-                count=int(e.get("count") or 1),
-                last_seen=e.get("lastTimestamp")
-                or e.get("eventTime")
-                or (e.get("metadata") or {}).get("creationTimestamp"),
-                hint=event_hint(
-                    e,
-                    nodes=summary.nodes,
-                    npus_per_pod=npus,
-                    capacity=capacity,
-                    image=str(template.get("image", "")),
-                ),
-            )
-            for e in events
-        ]
-        event_infos.sort(key=lambda e: str(e.last_seen or ""))
-        return JobDescription(summary, pod_infos, event_infos, self.rank_table_status(name), capacity)
+        events = self._call(self.kube.core.list_namespaced_event, self.namespace, what="events").get("items")
+        return describe_job(
+            job,
+            pods,
+            job_events(name, pods, events or []),
+            node_leaf,
+            self.rank_table_status(name),
+            lambda: self.npu_capacity(node_leaf),
+        )
 
     def rank_table_status(self, name: str) -> str:
         try:
@@ -343,22 +290,7 @@ class ClusterClient:
 
     def node_leaves(self) -> dict[str, str]:
         """Node name -> leaf switch, from whatever topology the cluster publishes ({} if none)."""
-        from ranktable.cluster.topology_source import cluster_topology
-
-        nodes = self.list_nodes()
-        try:
-            topo = cluster_topology(self.kube, nodes)
-        except RanktableError:
-            return {}
-        out: dict[str, str] = {}
-        for node in nodes:
-            meta = node.get("metadata") or {}
-            addresses = [a.get("address") for a in (node.get("status") or {}).get("addresses") or []]
-            server = topo.resolve(str(meta.get("name")), *addresses)
-            leaf = topo.leaf_of(server) if server else None
-            if leaf:
-                out[str(meta.get("name"))] = leaf
-        return out
+        return node_leaves(self.kube, self.list_nodes())
 
     def npu_capacity(self, node_leaf: dict[str, str] | None = None) -> NpuCapacity:
         pods = self._call(self.kube.core.list_pod_for_all_namespaces, what="pods").get("items") or []
@@ -527,3 +459,97 @@ class ClusterClient:
             str(p["metadata"]["name"]): (p.get("status") or {}).get("hostIP") for p in self.job_pods(name)
         }
         return {pod: plan.node_rank[ip] for pod, ip in hosts.items() if ip in plan.node_rank}
+
+
+def node_leaves(kube: Kube, nodes: list[dict[str, Any]]) -> dict[str, str]:
+    """Node name -> leaf switch of `nodes`, from whatever topology the cluster publishes ({} if none)."""
+    from ranktable.cluster.topology_source import cluster_topology
+
+    try:
+        topo = cluster_topology(kube, nodes)
+    except RanktableError:
+        return {}
+    out: dict[str, str] = {}
+    for node in nodes:
+        meta = node.get("metadata") or {}
+        addresses = [a.get("address") for a in (node.get("status") or {}).get("addresses") or []]
+        server = topo.resolve(str(meta.get("name")), *addresses)
+        leaf = topo.leaf_of(server) if server else None
+        if leaf:
+            out[str(meta.get("name"))] = leaf
+    return out
+
+
+def job_events(name: str, pods: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The namespace's events about job `name` or its pods."""
+    names = {name, *(str((p.get("metadata") or {}).get("name")) for p in pods)}
+    prefix = f"{name}-"
+    out = []
+    for e in events:
+        involved = str((e.get("involvedObject") or {}).get("name", ""))
+        if involved in names or involved.startswith(prefix):
+            out.append(e)
+    return out
+
+
+def describe_job(
+    job: dict[str, Any],
+    pods: list[dict[str, Any]],
+    events: list[dict[str, Any]],
+    node_leaf: dict[str, str],
+    rank_table_status: str,
+    capacity: Callable[[], NpuCapacity],
+) -> JobDescription:
+    """The job's description from what was read (the API, or a live table's watches); `capacity` is
+    called only when an event says NPUs were short."""
+    pods = sorted(pods, key=pod_index)
+    summary = JobSummary.from_job(job, pods)
+    healths = [pod_health(p) for p in pods]
+    pod_infos = [
+        PodInfo(
+            name=str(p["metadata"]["name"]),
+            index=pod_index(p),
+            node=(p.get("spec") or {}).get("nodeName"),
+            host_ip=(p.get("status") or {}).get("hostIP"),
+            leaf=node_leaf.get(str((p.get("spec") or {}).get("nodeName"))),
+            phase=str((p.get("status") or {}).get("phase") or "Pending"),
+            restarts=sum(
+                int(c.get("restartCount") or 0)
+                for c in (p.get("status") or {}).get("containerStatuses") or []
+            ),
+            has_devices=DEVICE_ANNOTATION in ((p.get("metadata") or {}).get("annotations") or {}),
+            state=h.state,
+            reason=h.reason,
+            exit_code=h.exit_code,
+            last_reason=h.last_reason,
+            last_exit_code=h.last_exit_code,
+            ready=h.ready,
+        )
+        for p, h in zip(pods, healths, strict=True)
+    ]
+    template = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
+    npus = int(str(((template.get("resources") or {}).get("requests") or {}).get(NPU_RESOURCE, 0)))
+    short = any("Insufficient" in str(e.get("message")) for e in events)
+    found = capacity() if short else None
+    event_infos = [
+        EventInfo(
+            type=str(e.get("type") or "Normal"),
+            reason=str(e.get("reason") or ""),
+            object="{kind}/{name}".format(**{"kind": "", "name": "", **(e.get("involvedObject") or {})}),
+            message=str(e.get("message") or ""),
+            count=int(e.get("count") or 1),
+            last_seen=e.get("lastTimestamp")
+            or e.get("eventTime")
+            or (e.get("metadata") or {}).get("creationTimestamp"),
+            hint=event_hint(
+                e,
+                nodes=summary.nodes,
+                npus_per_pod=npus,
+                capacity=found,
+                image=str(template.get("image", "")),
+            ),
+        )
+        for e in events
+    ]
+    event_infos.sort(key=lambda e: str(e.last_seen or ""))
+    return JobDescription(summary, pod_infos, event_infos, rank_table_status, found)

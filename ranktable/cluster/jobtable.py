@@ -5,11 +5,17 @@ A row joins three resources: the Volcano job, its pods (health, ready/total) and
 after a dropped stream, relisted after 410 Gone or a reconnect), so the API server sends only what changed;
 a row is recomputed only when one of its three inputs changed. A 1,024-pod job costs one pod list when the
 table starts, then one small event per pod change.
+
+A Job view's overview (`describe`) is answered from the same table: the first one asked starts two more
+watches, the namespace's events and the nodes (their leaf switches read again when a node changes), and
+each job's description is built once per change of its inputs (`describe` returns it with a version: the
+same version means the same description), not from a list of every node and event every 2 s.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -25,6 +31,9 @@ if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
 
 JOB_LABEL = "volcano.sh/job-name"
+ROW_KINDS = frozenset({"jobs", "pods", "configmaps"})  # the row watches (the overview's two come on demand)
+# the switch tree may come from objects no watch follows (HyperNodes, a ConfigMap): read again this often
+LEAVES_SECONDS = 10.0
 # events arriving together (1,024 pods starting) become one recomputation: well inside the 2 s promise
 SETTLE_SECONDS = 0.15
 
@@ -43,6 +52,19 @@ def rank_table_state(configmap: dict[str, Any] | None) -> str:
 
 def _name(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name") or "")
+
+
+def _version(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
+
+
+def _stale(leaves: tuple[int, float, dict[str, str], int], nodes_version: int) -> bool:
+    return leaves[0] != nodes_version or time.monotonic() - leaves[1] > LEAVES_SECONDS
 
 
 def _job_of_pod(pod: dict[str, Any]) -> str:
@@ -75,6 +97,24 @@ class JobTable:
         self._listed: set[str] = set()  # which of the three watches have their first list
         self._responses: set[Any] = set()
         self.recomputed: Counter[str] = Counter()  # rows computed per job: only what changed is recomputed
+        # the overview's watches (started by the first `describe`): events of the namespace, the nodes
+        self._overview_started = False
+        self.overview_error: BaseException | None = None
+        self._events: dict[str, dict[str, Any]] = {}
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._events_version = 0
+        self._nodes_version = 0
+        self._leaves: tuple[int, float, dict[str, str], int] = (
+            -1,
+            0.0,
+            {},
+            0,
+        )  # (nodes version, when, leaves, hash)
+        self._described: dict[
+            str, tuple[tuple[Any, ...], int, dict[str, Any]]
+        ] = {}  # job -> (inputs, seq, it)
+        self._built = 0
+        self.described: Counter[str] = Counter()  # descriptions built per job: only when an input changed
 
     # -- the three watches --------------------------------------------------------------------------
     def start(self) -> None:
@@ -124,6 +164,7 @@ class JobTable:
         apply: Callable[[WatchEvent], None],
         list_fn: Callable[..., Any],
         *args: Any,
+        fail: Callable[[BaseException], None] | None = None,
         **kw: Any,
     ) -> None:
         def on_response(resp: Any) -> None:
@@ -150,7 +191,7 @@ class JobTable:
                     self._changed.set()
             except BaseException as exc:  # reported by snapshots(): the subscriber sees the reason
                 if not self.stop.is_set():
-                    self._fail(exc)
+                    (fail or self._fail)(exc)
 
         threading.Thread(target=run, name=f"ranktable-jobtable-{kind}", daemon=True).start()
 
@@ -162,6 +203,7 @@ class JobTable:
             self._dirty |= set(self._jobs)
         elif event.type == "DELETED":
             self._jobs.pop(_name(event.obj), None)
+            self._described.pop(_name(event.obj), None)
             self._dirty.add(_name(event.obj))
         else:
             self._jobs[_name(event.obj)] = event.obj
@@ -220,12 +262,102 @@ class JobTable:
         """The job and its pods as the watches hold them now; None unless the table is live and has the job
         (then the caller reads the API: a job not seen yet, or a failed table, is not answered from here)."""
         with self._lock:
-            if len(self._listed) < 3 or self.error is not None or self.stop.is_set():
+            if not self._live():
                 return None
             job = self._jobs.get(name)
             if job is None:
                 return None
             return job, list((self._pods.get(name) or {}).values())
+
+    def _live(self) -> bool:
+        return self._listed >= ROW_KINDS and self.error is None and not self.stop.is_set()
+
+    # -- the overview (a Job view's `describe`) --------------------------------------------------------
+    def _start_overview(self) -> None:
+        with self._lock:
+            if self._overview_started:
+                return
+            self._overview_started = True
+        kube, ns = self.client.kube, self.client.namespace
+        self._watch(
+            "events",
+            self._on_event,
+            kube.core.list_namespaced_event,
+            ns,
+            what=f"events in {ns}",
+            fail=self._fail_overview,
+        )
+        self._watch("nodes", self._on_node, kube.core.list_node, what="nodes", fail=self._fail_overview)
+
+    def _fail_overview(self, exc: BaseException) -> None:
+        """The overview's watches failed (e.g. nodes not readable): the job list goes on, `describe` reads
+        the API again."""
+        with self._lock:
+            self.overview_error = exc
+
+    def _on_event(self, event: WatchEvent) -> None:
+        self._events_version += 1
+        if event.type == "LIST":
+            self._events = {_key(e): e for e in event.obj.get("items") or []}
+        elif event.type == "DELETED":
+            self._events.pop(_key(event.obj), None)
+        else:
+            self._events[_key(event.obj)] = event.obj
+
+    def _on_node(self, event: WatchEvent) -> None:
+        self._nodes_version += 1
+        if event.type == "LIST":
+            self._nodes = {_name(n): n for n in event.obj.get("items") or []}
+        elif event.type == "DELETED":
+            self._nodes.pop(_name(event.obj), None)
+        else:
+            self._nodes[_name(event.obj)] = event.obj
+
+    def describe(self, name: str) -> tuple[str, dict[str, Any]] | None:
+        """(version, description) of job `name` from the watches, built again only when its job, pods, rank
+        table, the namespace's events or the nodes' leaves changed (the same version: the same description);
+        None when the table cannot answer (not live, the job not in it, the overview's watches not listed
+        yet or failed): the caller reads the API. The first call starts the overview's watches."""
+        from ranktable.cluster.client import describe_job, job_events, node_leaves
+
+        self._start_overview()
+        with self._lock:
+            if not self._live() or self.overview_error is not None or not {"events", "nodes"} <= self._listed:
+                return None
+            nodes_version = self._nodes_version
+            nodes = list(self._nodes.values()) if _stale(self._leaves, nodes_version) else None
+        if nodes is not None:  # the switch tree once per node change (or LEAVES_SECONDS), not per call
+            leaves = node_leaves(self.client.kube, nodes)
+            with self._lock:
+                self._leaves = (nodes_version, time.monotonic(), leaves, hash(frozenset(leaves.items())))
+        with self._lock:
+            job = self._jobs.get(name)
+            if job is None:
+                return None
+            pods = list((self._pods.get(name) or {}).values())
+            table = self._tables.get(name, "missing")
+            leaves, digest = self._leaves[2], self._leaves[3]
+            inputs = (_version(job), tuple(_version(p) for p in pods), table, self._events_version, digest)
+            cached = self._described.get(name)
+            events = list(self._events.values()) if cached is None or cached[0] != inputs else []
+        if cached is not None and cached[0] == inputs:
+            seq, out = cached[1], cached[2]
+        else:
+            out = describe_job(
+                job,
+                pods,
+                job_events(name, pods, events),
+                leaves,
+                table,
+                lambda: self.client.npu_capacity(leaves),
+            ).to_json()
+            with self._lock:
+                self._built += 1
+                seq = self._built
+                self._described[name] = (inputs, seq, out)
+            self.described[name] += 1
+        out = {**out, "job": {**out["job"], "age_seconds": _age(out["job"].get("created"))}}
+        return f"{id(self):x}-{seq}", out
 
     # -- rows --------------------------------------------------------------------------------------------
     def _fail(self, exc: BaseException) -> None:
@@ -248,7 +380,7 @@ class JobTable:
         while not self.stop.is_set() and self.error is None:
             self._changed.wait(0.5)
             with self._lock:
-                ready = len(self._listed) == 3
+                ready = self._listed >= ROW_KINDS
             if not ready or not self._changed.is_set():
                 continue
             self.stop.wait(self.settle)  # let a burst of events land: one recomputation for all of them

@@ -60,10 +60,18 @@ class JobsService:
             return self.usecases.submit(self.usecases.spec(body["spec"]))
         raise InputError("is required", where="spec", fix="send the job `spec` (or `yaml` manifests)")
 
-    def describe(self, namespace: str, name: str) -> dict[str, Any]:
-        """The job, its pods and events; the job and pods come from the namespace's live `JobTable` when the
-        job list is open (its watches hold them), else from the API."""
-        return self.usecases.describe(namespace, name, self._watched(namespace, name))
+    def describe(self, namespace: str, name: str) -> tuple[str | None, dict[str, Any]]:
+        """(version, the job with its pods and events). When the job list is open, its live `JobTable`
+        answers from its watches, built again only when an input changed, with a version (the same version:
+        the same description, so the Job view's 2 s refresh costs a comparison); else the API is read
+        (version None)."""
+        with self._tables_lock:
+            table = self._tables.get(namespace)
+        if table is not None:
+            got = table.describe(name)
+            if got is not None:
+                return got
+        return None, self.usecases.describe(namespace, name, self._watched(namespace, name))
 
     def _watched(self, namespace: str, name: str) -> Any:
         """(job, pods) of `name` from the namespace's live `JobTable` (the job list's watches), or None

@@ -72,7 +72,14 @@ class JobHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def get(self, namespace: str, name: str) -> None:
-        self.reply(await self.blocking(self.services.jobs.describe, namespace, name))
+        version, description = await self.blocking(self.services.jobs.describe, namespace, name)
+        if version is not None:  # a version from the job list's watches: 304 while it is the one the view has
+            self.set_header("ETag", f'"{version}"')
+            if self.check_etag_header():
+                self.set_status(304)
+                self.finish()
+                return
+        self.reply(description)
 
     @web.authenticated
     @authorized("write")

@@ -1,11 +1,13 @@
 import { JobsModel, healthIssue, ageSeconds } from '../models/jobs';
 import { LogsModel } from '../models/logs';
 import { ComposeModel } from '../models/compose';
-import { requestAPI, postJSON } from '../request';
+import { RunModel } from '../models/run';
+import { requestAPI, requestChanged, postJSON } from '../request';
 import { FakeStream } from './fakes';
 
 jest.mock('../request', () => ({
   requestAPI: jest.fn(),
+  requestChanged: jest.fn(),
   postJSON: jest.fn()
 }));
 
@@ -126,9 +128,16 @@ describe('LogsModel', () => {
         { pod: 'bert-1', rank: 1, ts: '2', text: 'no rank here' }
       ]
     });
-    expect(repaints.length).toBe(0); // throttled
+    expect(repaints.length).toBe(1); // the first lines show at once
+    stream.last().handlers.onData({
+      lines: [{ pod: 'bert-0', rank: 0, ts: '2', text: '[rank 3] step 2' }]
+    });
+    stream.last().handlers.onData({
+      lines: [{ pod: 'bert-0', rank: 0, ts: '3', text: '[rank 3] step 3' }]
+    });
+    expect(repaints.length).toBe(1); // the next ones are throttled: one repaint for both
     jest.advanceTimersByTime(200);
-    expect(repaints.length).toBe(1);
+    expect(repaints.length).toBe(2);
     logs.setRankIds('11');
     expect(logs.view.toArray().map(l => l.text)).toEqual(['[rank 11] step 1']);
     logs.setRankIds('');
@@ -136,11 +145,37 @@ describe('LogsModel', () => {
     expect(logs.view.size).toBe(2);
     // new lines land in the filtered view as they arrive
     stream.last().handlers.onData({
-      lines: [{ pod: 'bert-1', rank: 1, ts: '3', text: 'later' }]
+      lines: [{ pod: 'bert-1', rank: 1, ts: '4', text: 'later' }]
     });
     expect(logs.view.size).toBe(3);
     logs.dispose();
     expect(stream.last().disposed).toBe(true);
+  });
+});
+
+describe('RunModel', () => {
+  it('sends back the ETag of its description and keeps it while the server answers unchanged', async () => {
+    const run = new RunModel({ namespace: 'default', name: 'bert', uid: 'u1' });
+    const description = {
+      job: { uid: 'u1', phase: 'Running' },
+      pods: [],
+      events: [],
+      rank_table_status: 'completed'
+    };
+    const changed = requestChanged as jest.Mock;
+    changed.mockReset();
+    changed.mockResolvedValueOnce({ data: description, etag: '"t-1"' });
+    changed.mockResolvedValueOnce(null); // 304
+    const emits: number[] = [];
+    run.changed.connect(() => emits.push(1));
+    await run.refresh();
+    expect(changed).toHaveBeenLastCalledWith('jobs/default/bert', '');
+    expect(run.description).toBe(description);
+    await run.refresh();
+    expect(changed).toHaveBeenLastCalledWith('jobs/default/bert', '"t-1"');
+    expect(run.description).toBe(description);
+    expect(emits.length).toBe(1); // unchanged: no repaint
+    run.dispose();
   });
 });
 

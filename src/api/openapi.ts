@@ -293,11 +293,17 @@ export interface paths {
       };
       cookie?: never;
     };
-    /** Describe a job (pods with node and leaf, events with hints, rank-table status). */
+    /**
+     * Describe a job (pods with node and leaf, events with hints, rank-table status).
+     * @description While the job list is open the description comes from its watches with an ETag; a request whose If-None-Match names it gets 304 (no body) until the job, its pods, rank table, events or nodes change.
+     */
     get: {
       parameters: {
         query?: never;
-        header?: never;
+        header?: {
+          /** @description The ETag of the description the client has */
+          'If-None-Match'?: string;
+        };
         path: {
           namespace: components['parameters']['namespace'];
           name: components['parameters']['name'];
@@ -309,11 +315,20 @@ export interface paths {
         /** @description Description */
         200: {
           headers: {
+            /** @description The version of this description (absent when the API was read directly) */
+            ETag?: string;
             [name: string]: unknown;
           };
           content: {
             'application/json': components['schemas']['Describe'];
           };
+        };
+        /** @description Unchanged since the If-None-Match ETag */
+        304: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
         };
         default: components['responses']['Error'];
       };

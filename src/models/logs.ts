@@ -124,6 +124,7 @@ export class LogsModel extends Model {
 
   /** New lines from the stream (also called by tests and the benchmark). */
   accept(lines: ILogLine[]): void {
+    const first = this.buffer.size === 0;
     const fresh = this._merger.accept(lines);
     for (const l of fresh) {
       l.rankId = rankIdOf(l.text);
@@ -138,7 +139,11 @@ export class LogsModel extends Model {
       }
     }
     this.status = 'live';
-    this._emitSoon();
+    if (first && fresh.length && !this.paused) {
+      this.emit(); // the first lines show at once; the repaints after them are throttled
+    } else {
+      this._emitSoon();
+    }
   }
 
   setFilter(change: Partial<ILogFilter>): void {

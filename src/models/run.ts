@@ -1,5 +1,5 @@
 import { components } from '../api/openapi';
-import { requestAPI } from '../request';
+import { requestAPI, requestChanged } from '../request';
 import { ILayoutResult } from '../components/layoutfigure';
 import { Model } from './base';
 import { IRunRef, jobPath } from './jobs';
@@ -22,6 +22,8 @@ export class RunModel extends Model {
   layoutError = '';
   /** Set once the cluster's job of this name is no longer this run. */
   ended = '';
+  /** The description's version (ETag): the server answers 304 while it still holds. */
+  private _etag = '';
 
   constructor(readonly run: IRunRef) {
     super();
@@ -45,7 +47,19 @@ export class RunModel extends Model {
 
   async refresh(): Promise<void> {
     try {
-      const d = await requestAPI<IDescription>(jobPath(this.run));
+      const got = await requestChanged<IDescription>(
+        jobPath(this.run),
+        this.description ? this._etag : ''
+      );
+      if (!got) {
+        if (this.error) {
+          this.error = ''; // unchanged, and reachable again
+          this.emit();
+        }
+        return; // unchanged: nothing to parse or render
+      }
+      const d = got.data;
+      this._etag = got.etag;
       if (d.job.uid && this.run.uid && d.job.uid !== this.run.uid) {
         this.ended = 'a newer run of this job replaced it';
       } else {

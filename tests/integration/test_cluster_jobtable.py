@@ -162,3 +162,65 @@ def test_describe_from_the_table_matches_the_api_without_listing_pods(client: Cl
         stop.set()
         table.close()
         client.stop("seen")
+
+
+def described(table: JobTable, name: str, check: Callable[[dict[str, Any]], bool] = lambda d: True) -> Any:
+    """(version, description) from the table once it answers and `check` holds (within 2 s of a change)."""
+    deadline = time.monotonic() + 60
+    while True:
+        got = table.describe(name)
+        if got is not None and check(got[1]):
+            return got
+        assert time.monotonic() < deadline, f"timed out; last {got}"
+        time.sleep(0.02)
+
+
+def test_describe_from_the_watches_is_built_once_per_change_and_follows_the_cluster(
+    client: ClusterClient,
+) -> None:
+    """#8: the Job view's overview every 2 s: no node, event, pod or rank-table read once the table holds the
+    job, the same version (and no rebuild) while nothing changed, a new event in it within 2 s."""
+    client.submit(compose(job("told", "echo up; sleep 120")))
+    table = JobTable(client, settle=0.05)
+    stop = threading.Event()
+    table.start()
+    try:
+        rows_until(table.follow(stop), lambda r: r.get("told", {}).get("health", {}).get("ready") == 2)
+        version, first = described(table, "told", lambda d: d["rank_table_status"] == "completed")
+        assert table.describe("nope") is None  # not in the table: the caller reads the API
+        lists = count_calls(client)
+        built = table.described["told"]
+        for _ in range(5):
+            again_version, again = table.describe("told") or ("", {})
+            assert again_version == version and again["pods"] == first["pods"]
+        assert table.described["told"] == built and not lists  # no rebuild, no API read at all
+        from_api = client.describe("told").to_json()
+        assert {k: first[k] for k in ("pods", "rank_table_status")} == {
+            k: from_api[k] for k in ("pods", "rank_table_status")
+        }
+        assert [(e["reason"], e["object"]) for e in first["events"]] == [
+            (e["reason"], e["object"]) for e in from_api["events"]
+        ]
+        assert all(p["leaf"] for p in first["pods"])  # the nodes' leaves, from the watched nodes
+
+        pod = first["pods"][1]["name"]
+        client.kube.core.create_namespaced_event(
+            "default",
+            {
+                "metadata": {"name": f"{pod}.oom", "namespace": "default"},
+                "involvedObject": {"kind": "Pod", "name": pod, "namespace": "default"},
+                "reason": "OOMKilling",
+                "message": "Memory cgroup out of memory",
+                "type": "Warning",
+            },
+        )
+        seen = time.monotonic()
+        new_version, _ = described(
+            table, "told", lambda d: any(e["reason"] == "OOMKilling" for e in d["events"])
+        )
+        assert time.monotonic() - seen < 2.0 and new_version != version
+        assert table.describe("nope") is None and table.overview_error is None
+    finally:
+        stop.set()
+        table.close()
+        client.stop("told")

@@ -490,3 +490,47 @@ async def test_logs_take_the_job_from_the_live_job_list_without_reading_it(
     finally:
         ws.close()
         await call(jp_fetch, "ranktable", "jobs", "default", "watched", method="DELETE")
+
+
+async def test_describe_while_the_job_list_is_open_answers_304_until_the_job_changes(
+    jp_fetch: Any, jp_ws_fetch: Any
+) -> None:
+    """#8: the Job view's overview refresh (every 2 s) is a version check while nothing changed: the
+    description comes from the job list's watches with an ETag, 304 for that ETag, another after a change."""
+    await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec("tagged", 2)}, expect=201)
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        ws.write_message(json.dumps({"op": "subscribe", "id": "jobs", "channel": "jobs"}))
+
+        async def tagged() -> Any:
+            response = await jp_fetch("ranktable", "jobs", "default", "tagged", raise_error=False)
+            assert response.code == 200, response.body
+            body = json.loads(response.body)
+            ready = body["rank_table_status"] == "completed" and all(p["ready"] for p in body["pods"])
+            return (response, body) if ready and response.headers.get("ETag") else None
+
+        response, body = await until(tagged)
+        etag = response.headers["ETag"]
+        assert len(body["pods"]) == 2
+        for _ in range(20):  # a late event (the pods' start) may still change it: then the new ETag holds
+            again = await jp_fetch(
+                "ranktable", "jobs", "default", "tagged", headers={"If-None-Match": etag}, raise_error=False
+            )
+            if again.code != 200:
+                break
+            assert again.headers["ETag"] != etag  # a 200 only with another version
+            etag = again.headers["ETag"]
+            await asyncio.sleep(0.3)
+        assert again.code == 304 and not again.body
+        # the job changes (stopped): the old ETag no longer holds
+        await call(jp_fetch, "ranktable", "jobs", "default", "tagged", method="DELETE")
+
+        async def changed() -> bool:
+            r = await jp_fetch(
+                "ranktable", "jobs", "default", "tagged", headers={"If-None-Match": etag}, raise_error=False
+            )
+            return r.code != 304
+
+        await until(changed, 10)
+    finally:
+        ws.close()
