@@ -11,6 +11,7 @@ Content-Length or until close) decoded here, TLS included. Each round of reads i
 from __future__ import annotations
 
 import contextlib
+import operator
 import selectors
 import socket
 import ssl
@@ -22,6 +23,7 @@ from typing import Any
 from urllib3.exceptions import ProtocolError
 
 READ_BYTES = 65536  # per recv (a TLS socket returns at most one 16 KiB record per call)
+BUFFERED_BYTES = 65536  # more than http.client's read buffer (io.DEFAULT_BUFFER_SIZE, 8 KiB) can hold
 ROUND_BYTES = 262144  # a round stops reading more bodies past this: bounds one emitted round
 ROUND_SECONDS = 0.01  # at most one round per this: rounds gather ~100 pods' chunks, not one or two
 MAX_SIZE_LINE = 4096  # a chunk-size line (with extensions) longer than this is not HTTP
@@ -149,16 +151,10 @@ class Body:
         fp = getattr(getattr(self.resp, "_fp", None), "fp", None)
         if fp is None:
             return b""
-        parts: list[bytes] = []
-        while True:
-            try:
-                part = fp.read1(READ_BYTES)  # buffered bytes first; then one raw read, none blocking
-            except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
-                break
-            if not part:
-                break
-            parts.append(part)
-        return b"".join(parts)
+        try:  # what is buffered (8 KiB at most), or else one raw read: not the socket's whole backlog
+            return bytes(fp.read1(BUFFERED_BYTES) or b"")
+        except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+            return b""
 
 
 def body_socket(resp: Any) -> socket.socket | None:
@@ -172,6 +168,9 @@ def body_socket(resp: Any) -> socket.socket | None:
     if not isinstance(sock, socket.socket) or getattr(getattr(resp, "_fp", None), "fp", None) is None:
         return None
     return sock
+
+
+_last_read = operator.attrgetter("last_read")
 
 
 class BodyLoop:
@@ -283,6 +282,10 @@ class BodyLoop:
         out: list[Any] = []
         ended: list[Body] = []
         size = 0
+        # least recently read first: epoll returns level-triggered fds in the same order every time, so
+        # with the round's byte cap the first few bodies would be read again and again and the rest
+        # starve (the pool drops a stream it cannot write to for 30 s: 524 reconnects in one run)
+        ready.sort(key=_last_read)
         for i, body in enumerate(fresh + ready):
             if body._ended:
                 continue

@@ -18,6 +18,7 @@ import pytest
 import urllib3
 from urllib3.exceptions import ProtocolError
 
+from ranktable.cluster import bodyloop
 from ranktable.cluster import logs as logs_module
 from ranktable.cluster.bodyloop import Body, BodyLoop, ChunkDecoder
 from ranktable.cluster.logs import LogStream
@@ -224,6 +225,38 @@ def test_close_ends_blocked_reads_at_once_and_the_read_timeout_a_silent_one(tls_
         assert late.done.is_set() and late.stopped
     finally:
         hold.set()
+        server.close()
+
+
+def test_every_busy_body_gets_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """20 bodies with more ready than a round takes (one body a round here): each is read within the
+    first rounds, least recently read first, not the same few again and again."""
+    monkeypatch.setattr(bodyloop, "ROUND_BYTES", 0)
+    monkeypatch.setattr(bodyloop, "READ_BYTES", 1024)
+    hold = threading.Event()
+
+    def script(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        conn.sendall(HEAD + chunk(path.encode() + b"\n" + b"x" * 200_000))
+        hold.wait(30)
+
+    server = Server(script, None)
+    order: list[int] = []
+    loop, _, _ = collecting_loop()
+    try:
+        bodies = []
+        for n in range(20):
+            resp = open_response(server, f"/b{n}")
+            body = Body(resp, lambda data, n=n: order.append(n), read_timeout=60)
+            bodies.append(body)
+        for body in bodies:
+            loop.add(body)
+        deadline = time.monotonic() + 10
+        while len(order) < 80 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert set(order[20:60]) == set(range(20)), order[:80]
+    finally:
+        hold.set()
+        loop.close()
         server.close()
 
 
