@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import partial
@@ -114,6 +115,9 @@ class JobTable:
             str, tuple[tuple[Any, ...], int, dict[str, Any]]
         ] = {}  # job -> (inputs, seq, it)
         self._built = 0
+        # versions are this table's (a random prefix): a browser's ETag from before a server restart, or
+        # from another table, never matches a description built here
+        self._etag_prefix = uuid.uuid4().hex[:12]
         self.described: Counter[str] = Counter()  # descriptions built per job: only when an input changed
 
     # -- the three watches --------------------------------------------------------------------------
@@ -357,7 +361,7 @@ class JobTable:
                 self._described[name] = (inputs, seq, out)
             self.described[name] += 1
         out = {**out, "job": {**out["job"], "age_seconds": _age(out["job"].get("created"))}}
-        return f"{id(self):x}-{seq}", out
+        return f"{self._etag_prefix}-{seq}", out
 
     # -- rows --------------------------------------------------------------------------------------------
     def _fail(self, exc: BaseException) -> None:

@@ -220,6 +220,19 @@ def test_describe_from_the_watches_is_built_once_per_change_and_follows_the_clus
         )
         assert time.monotonic() - seen < 2.0 and new_version != version
         assert table.describe("nope") is None and table.overview_error is None
+
+        # another table (e.g. after a server restart) builds its first description as version 1 too: its
+        # versions must differ, or a browser's old ETag would get a 304 for a different description
+        other = JobTable(client, settle=0.05)
+        other_stop = threading.Event()
+        other.start()
+        try:
+            rows_until(other.follow(other_stop), lambda r: "told" in r)
+            other_version, _ = described(other, "told")
+            assert other_version.rsplit("-", 1)[1] == "1" and other_version not in (version, new_version)
+        finally:
+            other_stop.set()
+            other.close()
     finally:
         stop.set()
         table.close()
