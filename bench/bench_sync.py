@@ -9,6 +9,7 @@ A tree of 5,000 files / 200 MB (random, incompressible bytes: 4,900 small "sourc
   per-user connection agent (the first run starts it and connects, like OpenSSH's ControlMaster),
 against ``rsync -a -e ssh`` (a new ssh login each time) on the same sshd.
 Targets (ratio of medians to rsync): first sync <= 1.0x, one-file change < 0.8x, no-op < 0.8x.
+Each round deletes the remote trees, then waits ``--settle`` seconds (36) before its first syncs.
 
     .venv/bin/python bench/bench_sync.py [--files 5000] [--mb 200]
 """
@@ -32,6 +33,12 @@ sys.path.insert(0, str(ROOT))
 from ranktable.remote import ConnectionManager, ProfileStore  # noqa: E402
 from ranktable.remote.sync import Syncer  # noqa: E402
 from tests.integration.fixtures.sshd import SshServer, start_sshd  # noqa: E402
+
+# ext4 without a journal (this machine's disk) skips, and re-checks on every new inode, the inodes deleted
+# in the last 30-35 s: right after a round deletes four 5,000-file trees, that scan was 24-58% of the
+# extracting side's CPU, whichever side it was (docs/sync.md, "Fifth profile"), and it decided the
+# first-sync ratio more than the syncs did. The first syncs start after this wait instead.
+DELETE_SETTLE_S = 36.0
 
 
 def make_tree(root: Path, files: int, total_mb: int, seed: int = 7) -> int:
@@ -69,6 +76,12 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=5000)
     parser.add_argument("--mb", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=4, help="interleaved runs per case (median reported)")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=DELETE_SETTLE_S,
+        help="seconds between deleting the last round's trees and the first syncs (0: none)",
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="ranktable-bench-"))
     server: SshServer | None = None
@@ -137,6 +150,8 @@ def main() -> None:
                 d.mkdir()
             shutil.rmtree(home / "sync", ignore_errors=True)
             shutil.rmtree(cli_home / "sync", ignore_errors=True)
+            os.sync()
+            time.sleep(args.settle)  # past ext4's window for the deleted inodes (DELETE_SETTLE_S)
             # Fair to each side: the order turns every round (no side always runs right after the
             # deletes), and the disk's pending write-back is flushed before each clock starts.
             shift = round_no % len(first_syncs)
