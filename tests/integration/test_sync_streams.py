@@ -6,7 +6,9 @@ second stream was cut records only what the first applied (the next sync sends t
 from __future__ import annotations
 
 import os
+import posixpath
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,11 @@ from ranktable.remote.sync import Syncer
 from ranktable.remote.sync import syncer as syncer_module
 from ranktable.remote.sync.transfer import (
     FEW_FILES,
+    FILE_WEIGHT,
     PARALLEL_MIN_BYTES,
     PARALLEL_MIN_FILES,
     UploadItem,
+    apply_command,
     split_upload,
 )
 from tests.integration.fixtures.sshd import SshdProfile
@@ -32,13 +36,18 @@ def _items(n: int) -> list[UploadItem]:
 
 def test_split_upload_balances_bytes_and_files_and_keeps_the_order() -> None:
     items = _items(PARALLEL_MIN_FILES)
+    index = {item.rel: i for i, item in enumerate(items)}
     sizes = [1000] * (len(items) - 2) + [40 << 20, 40 << 20]  # two big files: one in each stream
     split = split_upload(items, sizes)
     assert split is not None
     first, second = split
     assert sorted(i.rel for i in first + second) == sorted(i.rel for i in items)
     assert items[-1] in first + second and (items[-1] in first) != (items[-2] in first)
-    assert abs(len(first) - len(second)) <= 2
+    folders = [{posixpath.dirname(i.rel) for i in group} for group in (first, second)]
+    assert not folders[0] & folders[1]  # no folder in both streams: the apply steps never share a folder
+    costs = [sum(sizes[index[i.rel]] + FILE_WEIGHT for i in group) for group in (first, second)]
+    largest = max(sum(sizes[j] + FILE_WEIGHT for j in range(k, len(items), 7)) for k in range(7))
+    assert abs(costs[0] - costs[1]) <= largest  # balanced to within one folder's cost
     order = {item.rel: index for index, item in enumerate(items)}
     for group in (first, second):  # each stream sends in the original (folder-grouped) order
         assert [order[i.rel] for i in group] == sorted(order[i.rel] for i in group)
@@ -47,6 +56,20 @@ def test_split_upload_balances_bytes_and_files_and_keeps_the_order() -> None:
     small = _items(PARALLEL_MIN_FILES - 1)
     assert split_upload(small, [10] * len(small)) is None  # too small: one stream
     assert split_upload(small[:20], [PARALLEL_MIN_BYTES // 10] * 20) is not None  # few, but big
+
+
+def test_split_upload_splits_a_folder_only_when_it_alone_outweighs_half() -> None:
+    items = [UploadItem(f"big/f{i}", Path(f"/x/{i}")) for i in range(PARALLEL_MIN_FILES)]
+    items += [UploadItem(f"small/f{i}", Path(f"/y/{i}")) for i in range(20)]
+    split = split_upload(items, [1000] * len(items))
+    assert split is not None  # one folder holds almost everything: its files go to both streams
+    first, second = split
+    assert {i.rel for i in first + second} == {i.rel for i in items}
+    assert abs(len(first) - len(second)) <= 1
+    small = [i for i in first + second if i.rel.startswith("small/")]
+    assert small == [i for i in first if i.rel.startswith("small/")] or small == [
+        i for i in second if i.rel.startswith("small/")
+    ]  # the small folder stays whole
 
 
 def test_spare_session_never_waits_for_a_slot(sshd_profile: SshdProfile) -> None:
@@ -156,3 +179,25 @@ def test_a_cut_second_stream_applies_nothing_of_its_own_and_the_next_sync_sends_
     assert sorted(result.uploaded) == sorted(second_stream) and result.unchanged == len(landed)
     assert not result.adopted  # the first stream's files were recorded as it applied them
     assert tree_files(remote) == tree  # the cut stream's staging folder removed by the next listing
+
+
+@pytest.mark.parametrize(
+    ("version", "option"), [("tar (GNU tar) 1.34", "-b256"), ("tar (busybox) 1.36.1", "-o"), ("", "-o")]
+)
+def test_gnu_tar_reads_the_stream_in_large_records_and_others_get_no_new_option(
+    tmp_path: Path, version: str, option: str
+) -> None:
+    """10 KiB records made sshd send a window adjustment per 10-20 KiB (our client's transport thread took
+    0.6-0.9 s of CPU per first sync on them); busybox tar has no ``-b``, so only GNU tar is given one."""
+    fake = tmp_path / "tar"
+    fake.write_text(
+        f"#!/bin/sh\n[ \"$1\" = --version ] && {{ printf '%s\\n' '{version}'; exit 0; }}\necho \"$1\"\n"
+    )
+    fake.chmod(0o755)
+    command = apply_command("staging", python=False).split("mkdir -- staging; ", 1)[1].split("; .", 1)[0]
+    done = subprocess.run(
+        ["sh", "-c", command],
+        env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"},
+        capture_output=True,
+    )
+    assert done.stdout.decode().strip() == option
