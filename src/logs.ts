@@ -12,6 +12,32 @@ export interface ILogLine {
   rankId?: number | null;
 }
 
+/**
+ * One pod's lines in a `logs` stream message (`data.pods`): `n` lines, their stamps and their texts each
+ * joined by newlines (no line holds one). Columns, not an object per line: the server's JSON of a line
+ * object cost ~8 µs, a third of its time at 100,000 lines/s, and the browser parses fewer objects.
+ */
+export interface ILogGroup {
+  pod: string;
+  rank: number | null;
+  n: number;
+  ts: string;
+  text: string;
+}
+
+/** The lines of a `logs` stream message's groups, in order. */
+export function linesOfGroups(groups: ILogGroup[]): ILogLine[] {
+  const out: ILogLine[] = [];
+  for (const g of groups) {
+    const stamps = g.ts.split('\n');
+    const texts = g.text.split('\n');
+    for (let i = 0; i < g.n; i++) {
+      out.push({ pod: g.pod, rank: g.rank, ts: stamps[i], text: texts[i] });
+    }
+  }
+  return out;
+}
+
 export interface ILogFilter {
   pods?: string[];
   /** node ranks (one per pod/server) */

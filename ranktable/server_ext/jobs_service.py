@@ -160,7 +160,7 @@ class JobsService:
         def close_stream() -> None:  # joins the per-pod readers: off the event loop
             threading.Thread(target=stream.close, name="ranktable-log-close", daemon=True).start()
 
-        def lines(stop: StopEvent) -> Iterator[list[dict[str, Any]]]:
+        def groups(stop: StopEvent) -> Iterator[list[dict[str, Any]]]:
             stop.on_set(close_stream)
             if uid:  # a resubmit reuses the pod names: end this run's follow when the run is gone
                 threading.Thread(
@@ -184,12 +184,13 @@ class JobsService:
                             stream.readers_started,
                             len(stream.pods),
                         )
-                    out = [
-                        {"pod": line.pod, "rank": line.node_rank, "ts": line.timestamp, "text": line.text}
-                        for lines in got
-                        for line in lines
-                        if line.pod not in since or timestamp_key(line.timestamp) >= since[line.pod]
-                    ]  # a line before the pod's `since` was shown before the reconnect
+                    out = []
+                    for lines in got:  # one pod's new lines each
+                        if lines and lines[0].pod in since:  # lines before it were shown before a reconnect
+                            cut = since[lines[0].pod]
+                            lines = [line for line in lines if timestamp_key(line.timestamp) >= cut]
+                        if lines:
+                            out.append(pod_group(lines))
                     if out:
                         yield out
             finally:
@@ -207,9 +208,9 @@ class JobsService:
                 )
 
         async for batch in self.services.hub.iterate(
-            lines, batch_seconds=self.config.log_batch_seconds, lists=True
+            groups, batch_seconds=self.config.log_batch_seconds, lists=True, weight=group_size
         ):
-            yield {"lines": batch}
+            yield {"pods": batch}
 
     async def jobs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
         """The job table, followed by watches on jobs, pods and rank-table ConfigMaps (`JobTable`, one per
@@ -259,6 +260,25 @@ class JobsService:
 
 
 RUN_CHECK_SECONDS = 1.0
+
+
+def pod_group(lines: list[Any]) -> dict[str, Any]:
+    """One pod's lines as the `logs` channel sends them: `{pod, rank, n, ts, text}`, the stamps and the
+    texts each joined by newlines (no line holds one). An object per line cost ~8 µs of JSON per line,
+    a third of the server's time at 100,000 lines/s; this is ~1 µs."""
+    first = lines[0]
+    return {
+        "pod": first.pod,
+        "rank": first.node_rank,
+        "n": len(lines),
+        "ts": "\n".join([line.timestamp for line in lines]),
+        "text": "\n".join([line.text for line in lines]),
+    }
+
+
+def group_size(group: dict[str, Any]) -> int:
+    """A group's weight in the hub's batch cap: its lines."""
+    return int(group["n"])
 
 
 def _is_run(client: Any, name: str, uid: str) -> bool:

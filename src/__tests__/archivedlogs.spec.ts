@@ -1,6 +1,6 @@
 import { LogsModel } from '../models/logs';
 import { RanktableAPIError, requestAPI } from '../request';
-import { FakeStream } from './fakes';
+import { FakeStream, logMessage } from './fakes';
 
 jest.mock('../request', () => {
   const actual = jest.requireActual('../request');
@@ -60,9 +60,11 @@ describe('LogsModel: an earlier run’s lines from the archive', () => {
     const stream = new FakeStream();
     const logs = new LogsModel(RUN, stream as any);
     logs.start();
-    stream.last().handlers.onData({
-      lines: [{ pod: 'bert-0', rank: 0, ts: '1', text: 'live line' }]
-    });
+    stream
+      .last()
+      .handlers.onData(
+        logMessage([{ pod: 'bert-0', rank: 0, ts: '1', text: 'live line' }])
+      );
     stream.last().handlers.onEnd();
     await settle();
     expect(request).not.toHaveBeenCalled();

@@ -41,3 +41,27 @@ export function type(input: HTMLInputElement, text: string): void {
     input.dispatchEvent(new Event('input', { bubbles: true }));
   });
 }
+
+/** A `logs` stream message's data for `lines` as the server sends them: a group per run of one pod's lines. */
+export function logMessage(
+  lines: { pod: string; rank: number | null; ts: string; text: string }[]
+) {
+  const pods: {
+    pod: string;
+    rank: number | null;
+    n: number;
+    ts: string;
+    text: string;
+  }[] = [];
+  for (const l of lines) {
+    const last = pods[pods.length - 1];
+    if (last && last.pod === l.pod) {
+      last.n += 1;
+      last.ts += `\n${l.ts}`;
+      last.text += `\n${l.text}`;
+    } else {
+      pods.push({ pod: l.pod, rank: l.rank, n: 1, ts: l.ts, text: l.text });
+    }
+  }
+  return { pods };
+}

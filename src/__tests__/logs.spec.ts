@@ -2,6 +2,7 @@ import {
   LogMerger,
   highlight,
   isErrorLine,
+  linesOfGroups,
   matchesFilter,
   parseRanks,
   rankIdOf
@@ -53,6 +54,21 @@ describe('logs', () => {
       { text: 'loss', match: true }
     ]);
     expect(highlight('abc', '')).toEqual([{ text: 'abc', match: false }]);
+  });
+  it('unpacks the stream’s per-pod groups in order, empty lines kept', () => {
+    // as the server sends them: each pod's stamps and texts joined by newlines
+    const lines = linesOfGroups([
+      { pod: 'a', rank: 0, n: 3, ts: 't1\nt2\nt3', text: 'x\n\nz' },
+      { pod: 'b', rank: null, n: 1, ts: 't1', text: '' },
+      { pod: 'a', rank: 0, n: 1, ts: 't4', text: 'w' }
+    ]);
+    expect(lines).toEqual([
+      { pod: 'a', rank: 0, ts: 't1', text: 'x' },
+      { pod: 'a', rank: 0, ts: 't2', text: '' },
+      { pod: 'a', rank: 0, ts: 't3', text: 'z' },
+      { pod: 'b', rank: null, ts: 't1', text: '' },
+      { pod: 'a', rank: 0, ts: 't4', text: 'w' }
+    ]);
   });
   it('parses rank lists', () => {
     expect(parseRanks('0, 2-4')).toEqual([0, 2, 3, 4]);

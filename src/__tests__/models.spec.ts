@@ -3,7 +3,7 @@ import { LogsModel } from '../models/logs';
 import { ComposeModel } from '../models/compose';
 import { RunModel } from '../models/run';
 import { requestAPI, requestChanged, postJSON } from '../request';
-import { FakeStream } from './fakes';
+import { FakeStream, logMessage } from './fakes';
 
 jest.mock('../request', () => ({
   requestAPI: jest.fn(),
@@ -121,20 +121,28 @@ describe('LogsModel', () => {
     expect(stream.last().params).toMatchObject({ job: 'bert', uid: 'u1' });
     const repaints: number[] = [];
     logs.changed.connect(() => repaints.push(1));
-    stream.last().handlers.onData({
-      lines: [
+    stream.last().handlers.onData(
+      logMessage([
         { pod: 'bert-0', rank: 0, ts: '1', text: '[rank 3] step 1' },
         { pod: 'bert-1', rank: 1, ts: '1', text: '[rank 11] step 1' },
         { pod: 'bert-1', rank: 1, ts: '2', text: 'no rank here' }
-      ]
-    });
+      ])
+    );
     expect(repaints.length).toBe(1); // the first lines show at once
-    stream.last().handlers.onData({
-      lines: [{ pod: 'bert-0', rank: 0, ts: '2', text: '[rank 3] step 2' }]
-    });
-    stream.last().handlers.onData({
-      lines: [{ pod: 'bert-0', rank: 0, ts: '3', text: '[rank 3] step 3' }]
-    });
+    stream
+      .last()
+      .handlers.onData(
+        logMessage([
+          { pod: 'bert-0', rank: 0, ts: '2', text: '[rank 3] step 2' }
+        ])
+      );
+    stream
+      .last()
+      .handlers.onData(
+        logMessage([
+          { pod: 'bert-0', rank: 0, ts: '3', text: '[rank 3] step 3' }
+        ])
+      );
     expect(repaints.length).toBe(1); // the next ones are throttled: one repaint for both
     jest.advanceTimersByTime(200);
     expect(repaints.length).toBe(2);
@@ -144,9 +152,11 @@ describe('LogsModel', () => {
     logs.setNodeRanks('1');
     expect(logs.view.size).toBe(2);
     // new lines land in the filtered view as they arrive
-    stream.last().handlers.onData({
-      lines: [{ pod: 'bert-1', rank: 1, ts: '4', text: 'later' }]
-    });
+    stream
+      .last()
+      .handlers.onData(
+        logMessage([{ pod: 'bert-1', rank: 1, ts: '4', text: 'later' }])
+      );
     expect(logs.view.size).toBe(3);
     logs.dispose();
     expect(stream.last().disposed).toBe(true);

@@ -7,6 +7,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import { JobsModel } from '../models/jobs';
 import { LogsModel, REPAINT_MS } from '../models/logs';
 import { StreamClient } from '../stream';
+import { logMessage } from './fakes';
 
 jest.mock('../request', () => ({
   requestAPI: jest.fn(),
@@ -119,7 +120,7 @@ describe('StreamClient reconnect', () => {
     });
 
     first.push(before.jobs.id, { event: 'snapshot', jobs: [job('Pending')] });
-    first.push(before.logs.id, { lines: [line('train-w-0', 't1', 'step 1')] });
+    first.push(before.logs.id, logMessage([line('train-w-0', 't1', 'step 1')]));
     first.push(before.operation.id, { type: 'progress' });
     jest.advanceTimersByTime(REPAINT_MS);
     expect(jobs.jobs.map(j => j.phase)).toEqual(['Pending']);
@@ -149,12 +150,13 @@ describe('StreamClient reconnect', () => {
     });
 
     second.push(after.jobs.id, { event: 'snapshot', jobs: [job('Running')] });
-    second.push(after.logs.id, {
-      lines: [
+    second.push(
+      after.logs.id,
+      logMessage([
         line('train-w-0', 't1', 'step 1'), // the boundary line, replayed: not shown twice
         line('train-w-0', 't2', 'step 2')
-      ]
-    });
+      ])
+    );
     second.push(after.operation.id, { type: 'done' });
     jest.advanceTimersByTime(REPAINT_MS);
     expect(jobs.jobs.map(j => j.phase)).toEqual(['Running']);

@@ -1458,8 +1458,10 @@ export interface paths {
      *     `{"op": "subscribe", "id": ID, "channel": "operation", "operation": OPERATION_ID}`,
      *     `{"op": "subscribe", "id": ID, "channel": "uploads"}`,
      *     `{"op": "unsubscribe", "id": ID}`. Server messages: `{"id": ID, "type": "data", "data": ...}`
-     *     (logs: `{lines: [{pod, rank, ts, text}]}`, `rank` the pod's node rank, null for a routed job's lines
-     *     read before its route plan is ready; jobs: `{event: snapshot|upsert|delete, jobs|job}`;
+     *     (logs: `{pods: [{pod, rank, n, ts, text}]}`, a group per pod with new lines: its `n` lines' stamps
+     *     in `ts` and texts in `text`, each joined by newlines (a pod may have several groups in a message,
+     *     in order), `rank` the pod's node rank, null for a routed job's lines read before its route plan is
+     *     ready; jobs: `{event: snapshot|upsert|delete, jobs|job}`;
      *     operation: progress/conflict/output events then `{type: done, result, error}`; uploads: an
      *     `UploadsEvent` now and after every change of the automatic uploads), then
      *     `{"id": ID, "type": "end"}` or `{"id": ID, "type": "error", "error": Error}`.

@@ -1,6 +1,8 @@
 import {
   ILogFilter,
+  ILogGroup,
   ILogLine,
+  linesOfGroups,
   LogMerger,
   matchesFilter,
   parseRanks,
@@ -71,7 +73,8 @@ export class LogsModel extends Model {
           this.status = 'reconnecting…';
           this._emitSoon();
         },
-        onData: (data: { lines: ILogLine[] }) => this.accept(data.lines),
+        onData: (data: { pods: ILogGroup[] }) =>
+          this.accept(linesOfGroups(data.pods)),
         onEnd: () => {
           this.forget('logs');
           this.status = 'ended';

@@ -23,3 +23,17 @@ def extension_without_cluster(tmp_path: Path, **server_app: Any) -> dict[str, An
         "ServerApp": {"jpserver_extensions": {"ranktable": True}, **server_app},
         "Ranktable": {"state_dir": str(tmp_path / "state"), "kubeconfig": str(tmp_path / "no-kubeconfig")},
     }
+
+
+def log_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The lines of a `logs` stream message (`{pods: [{pod, rank, n, ts, text}]}`, stamps and texts joined
+    by newlines), one `{pod, rank, ts, text}` each; checks each group holds `n` of both."""
+    out = []
+    for group in data["pods"]:
+        stamps, texts = group["ts"].split("\n"), group["text"].split("\n")
+        assert len(stamps) == len(texts) == group["n"] > 0, group
+        out += [
+            {"pod": group["pod"], "rank": group["rank"], "ts": ts, "text": text}
+            for ts, text in zip(stamps, texts, strict=True)
+        ]
+    return out

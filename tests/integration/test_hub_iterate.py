@@ -33,6 +33,24 @@ def test_a_backlog_goes_in_full_batches_without_the_batch_wait() -> None:
     assert took < 2.0, f"{took:.2f} s: the backlog waited between full batches"
 
 
+def test_a_batch_is_capped_by_the_items_weight() -> None:
+    """Groups of 500 lines (a pod's lines in the `logs` channel) weighed by their lines: a backlog of
+    40 rounds of 2 groups goes in batches of at most 5,000 lines (10 groups), not 5,000 groups."""
+
+    def make(stop: StopEvent) -> Iterator[list[list[int]]]:
+        for i in range(80):
+            yield [list(range(i * 1000, i * 1000 + 500)), list(range(i * 1000 + 500, (i + 1) * 1000))]
+
+    async def run() -> list[list[list[int]]]:
+        hub = Hub()
+        return [batch async for batch in hub.iterate(make, max_batch=5000, lists=True, weight=len)]
+
+    batches = asyncio.run(run())
+    assert list(itertools.chain.from_iterable(itertools.chain.from_iterable(batches))) == list(range(80_000))
+    assert max(sum(map(len, b)) for b in batches) <= 5000 + 1000  # a round may top the cap up once
+    assert len(batches) >= 80_000 // 6000
+
+
 def test_a_slow_subscriber_holds_the_producer_back() -> None:
     produced = 0
     ended = threading.Event()

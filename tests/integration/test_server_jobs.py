@@ -12,7 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.server_helpers import call
+from tests.integration.server_helpers import call, log_lines
 from tests.integration.test_server_api import response_schema
 
 SCRIPT = "for i in 1 2 3; do echo \"step $i loss 0.$i\"; sleep 0.3; done; echo 'RuntimeError: fake'; sleep 60"
@@ -91,7 +91,7 @@ async def test_submit_watch_logs_layout_and_stop_a_4_node_job(jp_fetch: Any, jp_
             if msg["id"] != "logs":
                 continue
             assert msg["type"] == "data", msg
-            for line in msg["data"]["lines"]:
+            for line in log_lines(msg["data"]):
                 assert line["ts"] and line["rank"] == int(line["pod"].rsplit("-", 1)[1])
                 pods.setdefault(line["pod"], set()).add(line["text"])
         assert sorted(int(p.rsplit("-", 1)[1]) for p in pods) == [0, 1, 2, 3]
@@ -132,7 +132,7 @@ async def test_submit_watch_logs_layout_and_stop_a_4_node_job(jp_fetch: Any, jp_
         while True:
             msg = await read(ws, 60)
             if msg["id"] == "again":
-                assert msg["type"] in ("end", "error") or msg["data"]["lines"] == [], msg
+                assert msg["type"] in ("end", "error") or log_lines(msg["data"]) == [], msg
                 if msg["type"] != "data":
                     break
             elif msg["id"] == "jobs":
@@ -475,7 +475,7 @@ async def test_logs_take_the_job_from_the_live_job_list_without_reading_it(
         msg = await read(ws, 60)
         while msg["id"] != "logs":
             msg = await read(ws, 60)
-        assert msg["type"] == "data" and msg["data"]["lines"]
+        assert msg["type"] == "data" and log_lines(msg["data"])
         assert reads == []  # the open took the job from the watch
         # a uid the list does not hold (another run) is read from the API and ends the follow
         ws.write_message(

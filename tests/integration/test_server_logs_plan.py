@@ -15,7 +15,7 @@ import pytest
 
 from ranktable.cluster.client import ClusterClient
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.server_helpers import call
+from tests.integration.server_helpers import call, log_lines
 from tests.integration.test_cluster_sim import INTERLEAVED
 
 PLAN_SECONDS = 3.0  # the plan is made this slow: the first lines must not wait for it
@@ -82,7 +82,7 @@ async def test_a_routed_jobs_logs_start_before_its_plan(
             msg = json.loads(await asyncio.wait_for(ws.read_message(), 30))
             assert msg["id"] == "l" and msg["type"] == "data", msg
             first_at = first_at or time.monotonic()
-            for line in msg["data"]["lines"]:
+            for line in log_lines(msg["data"]):
                 ranks.setdefault(line["pod"], set()).add(line["rank"])
             assert time.monotonic() - opened < 30
         assert first_at is not None and first_at - opened < PLAN_SECONDS - 1.0, first_at - opened
