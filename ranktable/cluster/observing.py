@@ -26,6 +26,7 @@ from ranktable.topology import topology_from_tor_file
 
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
+    from ranktable.cluster.runlog import RunLogs, Subscription
 
 TOR_KEY = "ranktable_tor.json"
 
@@ -36,6 +37,12 @@ def archive_root(state_dir: str | Path | None = None) -> Path:
 
 def job_uid(job: dict[str, Any]) -> str:
     return str((job.get("metadata") or {}).get("uid") or "")
+
+
+def pod_index_of(pod: str) -> int:
+    """A Volcano pod's index, the last part of its name (`<job>-<task>-<index>`)."""
+    tail = pod.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def npus_per_pod(job: dict[str, Any]) -> int:
@@ -175,6 +182,7 @@ class RunFollower:
         follow: bool = True,
         on_update: Callable[[RunFollower], None] | None = None,
         observe: bool = True,
+        logs: RunLogs | None = None,
     ) -> None:
         self.client = client
         self.name = name
@@ -187,24 +195,35 @@ class RunFollower:
         self.follow = follow
         self.on_update = on_update
         self.root = archive_root(state_dir)
-        self.archive = RunArchive(
-            self.root,
-            client.namespace,
-            name,
-            self.uid or "unknown",
-            dict(pod_names(name, self.job)),
-            extra={
-                "patterns": patterns,
-                "layout": [p.to_json() for p in self.layout.by_rank.values()],
-                "npus_per_pod": npus_per_pod(self.job),
-            },
-        )
-        self._resume = self.archive.last_stamps()
         self.observe = observe  # False: only archive (before a stop), no metrics or triage
         self.taken = 0  # lines archived by this follower
-        if observe:
-            self._replay()
         self.lock = threading.Lock()  # the observer is fed by the stream thread and read by requests
+        # following with `logs` (the server): the run's one shared stream, which archives; its
+        # subscription replays the archive to the observer first, then every new line
+        self._sub: Subscription | None = None
+        if logs is not None and follow:
+            self._sub = logs.subscribe(client, name, self.job)
+            self.archive = self._sub.archive
+            self.archive_lock = self._sub.lock
+            self._resume: dict[str, str] = {}
+            self._set_layout()
+        else:
+            self.archive = RunArchive(
+                self.root,
+                client.namespace,
+                name,
+                self.uid or "unknown",
+                dict(pod_names(name, self.job)),
+                extra={
+                    "patterns": patterns,
+                    "layout": [p.to_json() for p in self.layout.by_rank.values()],
+                    "npus_per_pod": npus_per_pod(self.job),
+                },
+            )
+            self.archive_lock = threading.Lock()
+            self._resume = self.archive.last_stamps()
+            if observe:
+                self._replay()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.done = threading.Event()
@@ -218,7 +237,8 @@ class RunFollower:
     def run(self) -> None:
         """Read the logs (until they end when following), archiving and observing each batch."""
         try:
-            with self.client.logs(self.name, follow=self.follow, previous=True) as stream:
+            source = self._sub or self.client.logs(self.name, follow=self.follow, previous=True)
+            with source as stream:
                 self._stream = stream
                 for batch in stream.batches(idle=1.0):
                     if self._stop.is_set():
@@ -232,12 +252,21 @@ class RunFollower:
         except RanktableError as exc:
             self.error = str(exc)
         finally:
-            self.archive.flush()
+            with self.archive_lock:
+                self.archive.flush()
             self.caught_up.set()
             self.done.set()
 
     def _take(self, batch: list[Any]) -> None:
         pod, node_rank = batch[0].pod, batch[0].node_rank
+        if self._sub is not None:  # archived by the shared stream, each line once
+            if node_rank is None:  # a routed job's plan not made yet: the layout's node rank
+                places = self.layout.by_pod.get(pod)
+                node_rank = places[0].node_rank if places else pod_index_of(pod)
+            with self.lock:
+                self.taken += len(batch)
+                self.observer.feed(pod, node_rank, [(line.timestamp, line.text) for line in batch])
+            return
         since = self._resume.get(pod)
         lines = [(line.timestamp, line.text) for line in batch if since is None or line.timestamp > since]
         if not lines:
@@ -261,7 +290,18 @@ class RunFollower:
             stream.close()
         if self._thread is not None:
             self._thread.join(timeout=5)
-        self.archive.close()
+        if self._sub is not None:
+            self._sub.close()  # the shared stream goes on for its other readers, and closes the archive
+        else:
+            self.archive.close()
+
+    def set_phase(self, phase: str) -> None:
+        with self.archive_lock:
+            self.archive.set_phase(phase)
+
+    def _set_layout(self) -> None:
+        with self.archive_lock:
+            self.archive.meta["layout"] = [p.to_json() for p in self.layout.by_rank.values()]
 
     def refresh_pods(self) -> list[dict[str, Any]]:
         self.pods = self.client.job_pods(self.name)
@@ -278,7 +318,7 @@ class RunFollower:
             return
         with self.lock:
             self.layout = self.observer.layout = layout
-            self.archive.meta["layout"] = [p.to_json() for p in layout.by_rank.values()]
+        self._set_layout()
 
 
 def feed_archive(observer: RunObserver, root: Path, run: RunInfo) -> None:

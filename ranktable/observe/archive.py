@@ -8,6 +8,7 @@ lines, where errors are, are kept), and only the newest ``keep`` runs of a job s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -170,6 +171,7 @@ class RunArchive:
         self.pod_cap = max(64 * 1024, cap_bytes // max(1, len(self.meta["pods"])) // 2)
         self._files: dict[str, IO[str]] = {}
         self._sizes: dict[str, int] = {}
+        self.holds = 0  # readers replaying up to a cut (`cut`): no rotation meanwhile, files only grow
         self._write_meta()
         self._prune(namespace, job, keep)
 
@@ -203,7 +205,7 @@ class RunArchive:
             self.meta["pods"][pod] = node_rank
         text = "".join(f"{stamp} {line}\n" for stamp, line in lines)
         handle = self._file(pod)
-        if self._sizes[pod] + len(text) > self.pod_cap:
+        if self._sizes[pod] + len(text) > self.pod_cap and not self.holds:
             handle.close()
             os.replace(self.dir / f"{pod}.log", self.dir / f"{pod}.log.1")
             self.meta["rotated"] = True
@@ -241,6 +243,31 @@ class RunArchive:
 
     def info(self) -> RunInfo:
         return _info(self.meta["namespace"], self.meta["job"], self.meta["uid"], self.meta)
+
+    def cut(self) -> list[tuple[str, int, list[tuple[Path, int]]]]:
+        """What is archived now, per pod (in node-rank order): its files and their sizes. Flushed first;
+        `read_cut` reads exactly that while appends go on, as long as ``holds`` keeps rotation off."""
+        self.flush()
+        out = []
+        for pod, node_rank in sorted(self.meta["pods"].items(), key=lambda item: item[1]):
+            files = []
+            for path in (self.dir / f"{pod}.log.1", self.dir / f"{pod}.log"):
+                with contextlib.suppress(OSError):
+                    if path.is_file() and not path.is_symlink():
+                        files.append((path, path.stat().st_size))
+            if files:
+                out.append((pod, node_rank, files))
+        return out
+
+
+def read_cut(files: list[tuple[Path, int]]) -> Iterator[tuple[str, str]]:
+    """(stamp, text) of one pod's archived lines up to a `RunArchive.cut`."""
+    for path, size in files:
+        with path.open("rb") as handle:
+            data = handle.read(size)
+        for raw in data.decode("utf-8", errors="replace").splitlines():
+            stamp, _, text = raw.partition(" ")
+            yield stamp, text
 
 
 def _tail_line(path: Path) -> str:

@@ -152,9 +152,14 @@ class JobsService:
         if uid and job_uid(job) != uid:
             return  # that run ended: its pods (same names) now belong to another run
         job_read = time.monotonic()
-        stream = await self.services.run_blocking(
-            partial(client.logs, name, follow, job=job, plan_later=True)
-        )
+        if follow:  # the run's one stream, shared with its metrics and diagnosis (`LiveRuns`)
+            stream: Any = await self.services.run_blocking(
+                partial(self.services.observe.live.logs.subscribe, client, name, job)
+            )
+        else:
+            stream = await self.services.run_blocking(
+                partial(client.logs, name, follow, job=job, plan_later=True)
+            )
         started = time.monotonic()
 
         def close_stream() -> None:  # joins the per-pod readers: off the event loop

@@ -22,6 +22,7 @@ from ranktable.observe.archive import RunInfo, find_run, list_runs, read_run
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
     from ranktable.cluster.observing import RunFollower
+    from ranktable.cluster.runlog import RunLogs
     from ranktable.hccl.model import RankTable
 
 IDLE_STOP_S = 300.0
@@ -59,6 +60,13 @@ class Observation:
         return {"job": self.name, "run": self.uid, "source": self.source, **result}
 
 
+def _run_logs(state_dir: str | Path | None) -> RunLogs:
+    from ranktable.cluster.observing import archive_root
+    from ranktable.cluster.runlog import RunLogs
+
+    return RunLogs(archive_root(state_dir))
+
+
 def _phase(job: dict[str, Any]) -> str:
     return str(((job.get("status") or {}).get("state") or {}).get("phase") or "Pending")
 
@@ -72,7 +80,7 @@ def _finish(follower: RunFollower, client: ClusterClient, job: dict[str, Any]) -
     phase = _phase(job)
     with follower.lock:
         pod_exits(follower.observer, pods, node_ranks)
-        follower.archive.set_phase(phase)
+    follower.set_phase(phase)
     pending = pending_info(client, job, pods)
     return Observation(follower.name, follower.uid, phase, follower.observer, "live", pending, follower.lock)
 
@@ -213,6 +221,7 @@ class LiveRuns:
         self._followers: dict[tuple[str, str, str], tuple[RunFollower, float]] = {}
         self._ended: dict[tuple[str, str, str], Observation] = {}  # finished runs, read once
         self._lock = threading.Lock()
+        self.logs = _run_logs(state_dir)  # each run's one log stream, shared with the Job view's logs
 
     def observation(self, client: ClusterClient, name: str, run: str | None = None) -> Observation:
         from ranktable.cluster.observing import RunFollower, job_uid
@@ -242,7 +251,9 @@ class LiveRuns:
         with self._lock:
             entry = self._followers.get(key)
             if entry is None:
-                follower = RunFollower(client, name, state_dir=self.state_dir, settings=self.settings).start()
+                follower = RunFollower(
+                    client, name, state_dir=self.state_dir, settings=self.settings, logs=self.logs
+                ).start()
             else:
                 follower = entry[0]
             self._followers[key] = (follower, time.monotonic())
@@ -257,6 +268,7 @@ class LiveRuns:
             followers = [self._followers.pop(k)[0] for k in keys]
         for follower in followers:
             follower.stop()
+        self.logs.release(namespace, name)
 
     def use_settings(self, settings: ObserveSettings) -> None:
         """New settings: forget what was read with the old ones, so every run is read again."""
@@ -285,3 +297,4 @@ class LiveRuns:
             self._followers.clear()
         for follower in followers:
             follower.stop()
+        self.logs.close()

@@ -223,3 +223,69 @@ def test_settings_editor_schema_follows_the_server_limits() -> None:
     for schema in (documented["patterns"], editor["properties"]["patterns"]):
         assert schema["maxItems"] == MAX_USER_PATTERNS and schema["items"]["maxLength"] == MAX_PATTERN_CHARS
     assert all("default" not in p for p in editor["properties"].values())  # unset: the server's value
+
+
+async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
+    jp_fetch: Any, jp_ws_fetch: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#8: with the Job view's logs subscribed and its overview polling the diagnosis, the pods are
+    followed once (one log request per pod, not one for the view and one for `LiveRuns`); the diagnosis
+    still sees every line, a late second view gets the lines so far from the archive, and the archive
+    holds each line once."""
+    from ranktable.cluster.kube import Kube
+
+    requests: list[str] = []
+    real_get_raw = Kube.get_raw
+
+    def counting(self: Kube, path: str, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Any:
+        if path.endswith("/log"):
+            requests.append(path.split("/")[-2])
+        return real_get_raw(self, path, query, timeout)
+
+    monkeypatch.setattr(Kube, "get_raw", counting)
+    script = 'for i in $(seq 1 40); do echo "step $i loss 2.$((i % 10)) lr 1e-4"; sleep 0.1; done; sleep 60'
+    submitted = await submit_obs(jp_fetch, script, nodes=2)
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        ws.write_message(json.dumps({"op": "subscribe", "id": "view", "channel": "logs", "job": "obs"}))
+        seen: dict[str, list[str]] = {}
+
+        async def read_view(until_steps: int, sub: str = "view", into: dict[str, list[str]] = seen) -> None:
+            while len(into) < 2 or any(len(t) < until_steps for t in into.values()):
+                msg = json.loads(await asyncio.wait_for(ws.read_message(), 60))
+                if msg["id"] != sub:
+                    continue
+                assert msg["type"] == "data", msg
+                for line in msg["data"]["lines"]:
+                    into.setdefault(line["pod"], []).append(line["text"])
+
+        await read_view(5)
+
+        async def diagnosed() -> Any:  # what the overview tab polls
+            metrics = await call(jp_fetch, *job_path("metrics"))
+            series = list(metrics["ranks"].values())
+            return metrics if len(series) == 2 and all(len(s["step"]) == 40 for s in series) else None
+
+        metrics = await until(diagnosed, 60)
+        diagnosis = await call(jp_fetch, *job_path("diagnosis"))
+        assert diagnosis["run"] == submitted["uid"] and diagnosis["source"] == "live"
+        assert all(s["step"] == list(range(1, 41)) for s in metrics["ranks"].values())
+        await read_view(40)
+        assert all(
+            texts == [f"step {i} loss 2.{i % 10} lr 1e-4" for i in range(1, 41)] for texts in seen.values()
+        )
+        # one follow request per pod for the view and the diagnosis together
+        assert sorted(requests) == sorted(seen), requests
+
+        # a second view joins late: every line so far (from the archive), still no new request
+        ws.write_message(json.dumps({"op": "subscribe", "id": "late", "channel": "logs", "job": "obs"}))
+        late: dict[str, list[str]] = {}
+        await read_view(40, "late", late)
+        assert late == seen and len(requests) == 2
+    finally:
+        ws.close()
+    stopped = await call(jp_fetch, "ranktable", "jobs", "default", "obs", method="DELETE")
+    assert stopped["logs"]
+    every = await get(jp_fetch, *job_path("runs", submitted["uid"], "logs"))
+    steps = sorted((line["node_rank"], line["text"]) for line in every["lines"])
+    assert steps == sorted((n, f"step {i} loss 2.{i % 10} lr 1e-4") for n in (0, 1) for i in range(1, 41))

@@ -1,0 +1,318 @@
+"""One log follower per run and process, shared by everyone reading that run's logs.
+
+The Job view's logs channel and the metrics/diagnosis follower (`LiveRuns`) used to follow a running
+job's pods each on their own: two reader loops and two kubelet log requests per pod (2,048 streams for a
+1,024-pod job). A `RunLog` is the one `LogStream` of a run (a Volcano job uid); every line it reads goes
+to the run's archive first (the same files the follower wrote, so lines are never lost and a restarted
+server resumes where the archive ends), then to each subscriber. A subscriber that joins late gets what is
+archived up to the moment it joined, then every new line: each line once, whenever it subscribed.
+
+A slow subscriber holds the stream back (each has a bounded queue), as a slow reader of a `LogStream`
+does; the run's stream stops when its last subscriber leaves or its pods' logs end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ranktable.cluster.logs import LogLine, LogStream, StreamStats
+from ranktable.compose.manifests import metric_patterns_of
+from ranktable.observe import RankLayout
+from ranktable.observe.archive import RunArchive, read_cut
+
+if TYPE_CHECKING:
+    from ranktable.cluster.client import ClusterClient
+
+QUEUE_ROUNDS = 64  # per subscriber: rounds waiting for it, past that the run's stream waits
+REPLAY_BATCH = 2000  # lines per replayed batch
+WRITE_SECONDS = 0.5  # lines are held this long per pod before the archive gets them (a write per pod)
+WRITE_LINES = 50_000  # or until this many are held
+_END = object()
+
+
+class Subscription:
+    """One reader of a `RunLog`: the archive up to its join, then live rounds (a list of per-pod batches)."""
+
+    def __init__(self, run: RunLog, cut: list[Any] | None) -> None:
+        self.run = run
+        self._cut = cut
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_ROUNDS)
+        self.closed = threading.Event()
+
+    # what the Job view's logs channel reads of a LogStream
+    @property
+    def stats(self) -> StreamStats:
+        return self.run.stream.stats
+
+    @property
+    def readers_started(self) -> int:
+        return self.run.stream.readers_started
+
+    @property
+    def pods(self) -> list[tuple[str, int]]:
+        return self.run.stream.pods
+
+    @property
+    def archive(self) -> RunArchive:
+        return self.run.archive
+
+    @property
+    def lock(self) -> threading.Lock:
+        """Held while the run's thread writes the archive: hold it to touch the archive too."""
+        return self.run.lock
+
+    def put(self, item: Any) -> bool:
+        """From the run's thread; False once this subscriber has gone."""
+        while not self.closed.is_set():
+            try:
+                self._queue.put(item, timeout=0.5)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _replay(self) -> Iterator[list[list[LogLine]]]:
+        cut, self._cut = self._cut, None
+        if not cut:
+            return
+        try:
+            rank_of = self.run.stream.node_rank
+            for pod, index, files in cut:
+                rank = rank_of(pod) if pod in self.run.ranks else index
+                batch: list[LogLine] = []
+                for stamp, text in read_cut(files):
+                    batch.append(LogLine(pod, rank, stamp, text))
+                    if len(batch) >= REPLAY_BATCH:
+                        yield [batch]
+                        batch = []
+                    if self.closed.is_set():
+                        return
+                if batch:
+                    yield [batch]
+        finally:
+            self.run.replayed()
+
+    def rounds(self, idle: float | None = None) -> Iterator[list[list[LogLine]]]:
+        """Rounds of per-pod batches until the run's logs end or `close`; with ``idle``, an empty list
+        after that many quiet seconds."""
+        yield from self._replay()
+        quiet = 0.0
+        while not self.closed.is_set():
+            try:
+                item = self._queue.get(timeout=0.5)
+            except queue.Empty:
+                quiet += 0.5
+                if idle is not None and quiet >= idle:
+                    quiet = 0.0
+                    yield []
+                continue
+            quiet = 0.0
+            if item is _END:
+                return
+            yield item
+
+    def batches(self, idle: float | None = None) -> Iterator[list[LogLine]]:
+        for got in self.rounds(idle):
+            if not got:
+                yield []
+            yield from got
+
+    def close(self) -> None:
+        if self.closed.is_set():
+            return
+        if self._cut is not None:  # never replayed: let the archive rotate again
+            self._cut = None
+            self.run.replayed()
+        self.closed.set()
+        self.run.leave(self)
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class RunLog:
+    """The one `LogStream` of a run, its archive writer and its subscribers (a thread)."""
+
+    def __init__(
+        self, client: ClusterClient, name: str, job: dict[str, Any], uid: str, root: Path, on_end: Any
+    ) -> None:
+        from ranktable.cluster.observing import npus_per_pod, pod_names
+
+        pods = dict(pod_names(name, job))
+        self.key = (client.namespace, name, uid)
+        self.ranks = pods
+        npus = npus_per_pod(job)
+        self.archive = RunArchive(
+            root,
+            client.namespace,
+            name,
+            uid or "unknown",
+            pods,
+            extra={  # the follower puts the real layout here once it has it (`RunFollower._place`)
+                "patterns": metric_patterns_of(job.get("metadata") or {}),
+                "layout": [
+                    p.to_json() for p in RankLayout.uniform(list(pods.items()), npus).by_rank.values()
+                ],
+                "npus_per_pod": npus,
+            },
+        )
+        self._resume = self.archive.last_stamps()  # what an earlier server (or follower) archived
+        # lines held per pod before they are written: the archive keeps 64 pod files open, and a round
+        # has ~100 pods' lines: written each round, 1,024 pods meant a file opened per pod and round
+        self._pending: dict[str, list[tuple[str, str]]] = {}
+        self._pending_lines = 0
+        self._write_at = 0.0
+        self.lock = threading.Lock()
+        self._subs: list[Subscription] = []
+        self._on_end = on_end
+        self.ending = False
+        self.ended = threading.Event()
+        # the Job view's first lines first: a routed job's plan is made after the readers started
+        self.stream: LogStream = client.logs(name, True, job=job, previous=True, plan_later=True)
+        self._thread = threading.Thread(target=self._run, name=f"runlog-{name}", daemon=True)
+        self._thread.start()
+
+    def subscribe(self) -> Subscription:
+        """A new reader: what is archived now, then every line read from now on (LookupError: ending)."""
+        with self.lock:
+            if self.ending:
+                raise LookupError("ending")
+            self._write()
+            cut = self.archive.cut()
+            if cut:
+                self.archive.holds += 1
+            sub = Subscription(self, cut or None)
+            self._subs.append(sub)
+        return sub
+
+    def replayed(self) -> None:
+        with self.lock:
+            self.archive.holds = max(0, self.archive.holds - 1)
+
+    def leave(self, sub: Subscription) -> None:
+        with self.lock:
+            with contextlib.suppress(ValueError):
+                self._subs.remove(sub)
+            last = not self._subs and not self.ending
+            if last:
+                self.ending = True  # a new reader now waits for `ended`, then starts a new stream
+        if last:
+            self.stream.close()  # the run's thread ends with the stream, closing the archive
+
+    def close(self) -> None:
+        """End the stream and every subscription (the job is being stopped: one writer per archive)."""
+        with self.lock:
+            self.ending = True
+            subs = list(self._subs)
+        for sub in subs:
+            sub.closed.set()
+        self.stream.close()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        try:
+            for got in self.stream.rounds(idle=WRITE_SECONDS):  # [] when quiet: held lines are written
+                with self.lock:
+                    got = self._archive(got)
+                    subs = list(self._subs)
+                if got:
+                    for sub in subs:
+                        sub.put(got)
+        finally:
+            with self.lock:
+                self.ending = True
+                subs = list(self._subs)
+                self._write()
+                self.archive.close()
+            self._on_end(self)
+            for sub in subs:
+                sub.put(_END)
+            self.ended.set()
+
+    def _archive(self, got: list[list[LogLine]]) -> list[list[LogLine]]:
+        """Archive a round (held per pod for up to WRITE_SECONDS); returns it without what the archive
+        already had (a resumed run's old lines)."""
+        out = []
+        pending = self._pending
+        for batch in got:
+            pod = batch[0].pod
+            since = self._resume.get(pod)
+            if since is not None:
+                batch = [line for line in batch if line.timestamp > since]
+                if not batch:
+                    continue
+                del self._resume[pod]
+            held = pending.get(pod)
+            if held is None:
+                pending[pod] = [(line.timestamp, line.text) for line in batch]
+            else:
+                held += [(line.timestamp, line.text) for line in batch]
+            self._pending_lines += len(batch)
+            out.append(batch)
+        if self._pending_lines >= WRITE_LINES or time.monotonic() >= self._write_at:
+            self._write()
+        return out
+
+    def _write(self) -> None:
+        """The held lines into the archive, a write per pod (its file is opened once, not per round)."""
+        ranks = self.ranks
+        for pod, lines in self._pending.items():
+            self.archive.append(pod, ranks.get(pod, 0), lines)
+        self._pending = {}
+        self._pending_lines = 0
+        self._write_at = time.monotonic() + WRITE_SECONDS
+
+
+class RunLogs:
+    """The process' `RunLog`s by (namespace, job, uid): the first reader starts one, the last ends it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._runs: dict[tuple[str, str, str], RunLog] = {}
+        self._lock = threading.Lock()
+
+    def subscribe(self, client: ClusterClient, name: str, job: dict[str, Any]) -> Subscription:
+        from ranktable.cluster.observing import job_uid
+
+        key = (client.namespace, name, job_uid(job))
+        for _ in range(20):
+            with self._lock:
+                run = self._runs.get(key)
+                if run is None:
+                    run = self._runs[key] = RunLog(client, name, job, key[2], self.root, self._forget)
+                    return run.subscribe()
+            try:
+                return run.subscribe()
+            except LookupError:  # that stream is ending: wait until its archive is closed, then a new one
+                run.ended.wait(5)
+                self._forget(run)
+        raise RuntimeError(f"the log stream of {name} kept ending")
+
+    def _forget(self, run: RunLog) -> None:
+        with self._lock:
+            if self._runs.get(run.key) is run:
+                del self._runs[run.key]
+
+    def running(self, namespace: str, name: str) -> list[RunLog]:
+        with self._lock:
+            return [r for k, r in self._runs.items() if k[:2] == (namespace, name)]
+
+    def release(self, namespace: str, name: str) -> None:
+        """End the job's streams (before a stop archives the rest itself)."""
+        for run in self.running(namespace, name):
+            run.close()
+
+    def close(self) -> None:
+        with self._lock:
+            runs = list(self._runs.values())
+        for run in runs:
+            run.close()
