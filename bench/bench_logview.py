@@ -8,7 +8,8 @@ up to 64 pods) runs one printing process per pod; `pool` (the default above 64 p
 100 lines/s case `BENCH_PODS=1024 BENCH_RATE=102400`) has the simulated kubelet make the lines up itself
 (`ranktable-sim-synthetic-log`, no process per pod), so they still take the whole server path; `socket`: the
 pods print one line each and the benchmark sends the lines to the page over its stream websocket (the
-browser alone).
+browser alone). BENCH_TAB=Overview or Metrics: that tab of the Job view is shown while measuring, its
+diagnosis and metrics polls running beside the logs (which stay subscribed; lines counted on the websocket).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def main() -> int:
     data["server_end"] = ended[-1] if ended else None
     print(
         f"log view: {data['pods']} pods, target {data['target_lines_per_second']} lines/s "
-        f"for {data['seconds']} s ({data['feed']} feed)"
+        f"for {data['seconds']} s ({data['feed']} feed, {data.get('tab', 'Logs')} tab shown)"
     )
     print(f"  delivered to the browser: {data['lines_per_second_delivered']} lines/s ({data['view_status']})")
     print(

@@ -29,7 +29,7 @@ from ranktable.observe.archive import RunArchive, read_cut
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
 
-QUEUE_ROUNDS = 64  # per subscriber: rounds waiting for it, past that the run's stream waits
+QUEUE_ROUNDS = 8  # per subscriber: rounds waiting for it, past that the run's stream waits (which has 64)
 REPLAY_BATCH = 2000  # lines per replayed batch
 WRITE_SECONDS = 0.5  # lines are held this long per pod before the archive gets them (a write per pod)
 WRITE_LINES = 50_000  # or until this many are held

@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.server_helpers import call
+from tests.integration.server_helpers import call, log_lines
 from tests.integration.test_server_api import response_schema
 from tests.integration.test_server_jobs import until
 
@@ -256,7 +256,7 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
                 if msg["id"] != sub:
                     continue
                 assert msg["type"] == "data", msg
-                for line in msg["data"]["lines"]:
+                for line in log_lines(msg["data"]):
                     into.setdefault(line["pod"], []).append(line["text"])
 
         await read_view(5)
