@@ -11,7 +11,7 @@ from typing import Any
 from kubernetes import client
 
 from ranktable.observe.parsers import plain
-from ranktable.sim.controllers.logs import SYNTHETIC_COMMAND, SyntheticLog, parse_ts
+from ranktable.sim.controllers.logs import SYNTHETIC_COMMAND, SyntheticLog, format_ts, parse_ts
 from tests.integration.fixtures.simpool import SimPoolHandle
 from tests.integration.sim_helpers import command_pod, eventually
 from tests.integration.test_sim_kubelet import _raw_log
@@ -138,3 +138,15 @@ def test_index_since_and_count_at_the_edges() -> None:
     assert [log.index_since(t) for t in (0, 1_000, 1_001, 2_000, 2_001)] == [0, 0, 1, 1, 2]
     log.end_ns = 2_500  # stopped: no line after it
     assert log.count(10**9) == 2
+
+
+def test_render_is_text_and_format_ts_line_by_line() -> None:
+    """The inlined render agrees with the per-line definition across second boundaries and error lines."""
+    for rate, every in ((100.0, 500), (7.0, 3), (1e6, 1), (250.0, 0)):
+        log = SyntheticLog(start_ns=1_764_000_000_999_000_000, rate=rate, error_every=every)
+        for first, stop in ((0, 0), (0, 1), (0, 1200), (497, 1503), (999, 1001)):
+            lines = [log.text(i) for i in range(first, stop)]
+            stamps = [format_ts(log.stamp(i)) for i in range(first, stop)]
+            assert log.render(first, stop, False) == "".join(f"{t}\n" for t in lines).encode()
+            stamped = "".join(f"{ts} {t}\n" for ts, t in zip(stamps, lines, strict=True)).encode()
+            assert log.render(first, stop, True) == stamped, (rate, every, first, stop)

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,10 +26,10 @@ from ranktable.sim.controllers.logs import (
     DEFAULT_LIMIT_BYTES,
     LogPump,
     SyntheticLog,
+    SyntheticReader,
     ensure_dir,
     parse_ts,
     read_log,
-    read_synthetic,
 )
 from ranktable.sim.controllers.sandbox import Sandboxes, expand
 from ranktable.sim.k8s import errors
@@ -581,7 +581,7 @@ class Kubelet:
                 self.runs[(uid, st["name"], str(restart))] = run
 
     # -- logs ----------------------------------------------------------------------------------------------
-    def read_log(self, pod: Obj, query: dict[str, str]) -> Iterator[bytes]:
+    def read_log(self, pod: Obj, query: dict[str, str]) -> Iterable[bytes]:
         meta, spec = pod["metadata"], pod.get("spec") or {}
         names = [c["name"] for c in spec.get("containers") or []]
         container = query.get("container") or (names[0] if len(names) == 1 else "")
@@ -644,7 +644,7 @@ class Kubelet:
         limit = int(query["limitBytes"]) if query.get("limitBytes") else None
         if synthetic is not None:
             live = run
-            return read_synthetic(
+            return SyntheticReader(
                 synthetic,
                 follow=query.get("follow") in ("1", "true", "True"),
                 # its own run's flag, without the kubelet's lock: 1,024 followers check it 10 times a second

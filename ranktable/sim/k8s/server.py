@@ -14,7 +14,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import ThreadingHTTPServer
 from pathlib import Path
@@ -29,7 +29,7 @@ from ranktable.sim.k8s.resources import BY_KEY, ResourceType
 from ranktable.sim.k8s.routes import Route, parse_bool, resolve
 from ranktable.sim.k8s.selectors import parse_field_selector, parse_label_selector
 from ranktable.sim.k8s.store import Obj, Store
-from ranktable.sim.k8s.streams import StreamingHandler
+from ranktable.sim.k8s.streams import PolledWriter, StreamingHandler
 from ranktable.sim.k8s.websocket import WebSocket
 
 OPEN_PATHS = {"/healthz", "/livez", "/readyz"}
@@ -91,7 +91,7 @@ class _BoundedServer(ThreadingHTTPServer):
             self.slots.release()
 
 
-LogReader = Callable[[Obj, dict[str, str]], Iterator[bytes]]
+LogReader = Callable[[Obj, dict[str, str]], Iterable[bytes]]
 Deleter = Callable[[ResourceType, Obj, dict[str, Any]], Obj | None]
 Admitter = Callable[[ResourceType, Obj, str], None]
 Executor = Callable[[Obj, dict[str, list[str]], WebSocket, str], None]
@@ -99,7 +99,10 @@ Executor = Callable[[Obj, dict[str, list[str]], WebSocket, str], None]
 
 @dataclass
 class Hooks:
-    """What the controllers plug into the API: pod logs, graceful pod deletion, admission."""
+    """What the controllers plug into the API: pod logs, graceful pod deletion, admission.
+
+    `read_log` gives the body's chunks; one that is a `streams.PolledLog` (the synthetic logs) is sent
+    by the server's shared writer thread instead of the request's own."""
 
     read_log: LogReader | None = None
     execute: Executor | None = None
@@ -130,6 +133,7 @@ class ApiServer:
         self.limits = limits or Limits()
         self.nodes = nodes  # the pool's size: the default connection cap grows with it
         self.stopping = threading.Event()
+        self.polled_writer = PolledWriter(self.stopping)  # sends every synthetic log body (one thread)
         self.httpd: ThreadingHTTPServer | None = None
         self.connections: set[Any] = set()
         self._conn_lock = threading.Lock()
