@@ -10,6 +10,8 @@ up to 64 pods) runs one printing process per pod; `pool` (the default above 64 p
 pods print one line each and the benchmark sends the lines to the page over its stream websocket (the
 browser alone). BENCH_TAB=Overview or Metrics: that tab of the Job view is shown while measuring, its
 diagnosis and metrics polls running beside the logs (which stay subscribed; lines counted on the websocket).
+UI_TEST_PORT: JupyterLab's port (default: a free one; the pool's port is always a free one); the stack's
+state is ui-tests/.stack-bench of this checkout, so two worktrees' runs do not share it.
 """
 
 from __future__ import annotations

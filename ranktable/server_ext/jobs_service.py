@@ -269,8 +269,8 @@ RUN_CHECK_SECONDS = 1.0
 
 def pod_group(lines: list[Any]) -> dict[str, Any]:
     """One pod's lines as the `logs` channel sends them: `{pod, rank, n, ts, text}`, the stamps and the
-    texts each joined by newlines (no line holds one). An object per line cost ~8 µs of JSON per line,
-    a third of the server's time at 100,000 lines/s; this is ~1 µs."""
+    texts each joined by newlines (no line holds one). The JSON of an object per line was a third of the
+    server's time at 100,000 lines/s; a group builds and encodes ~3x faster (1.5 -> 0.5 µs a line)."""
     first = lines[0]
     return {
         "pod": first.pod,
