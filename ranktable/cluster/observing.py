@@ -202,7 +202,7 @@ class RunFollower:
         # subscription replays the archive to the observer first, then every new line
         self._sub: Subscription | None = None
         if logs is not None and follow:
-            self._sub = logs.subscribe(client, name, self.job)
+            self._sub = logs.subscribe(client, name, self.job, catch_up=True)
             self.archive = self._sub.archive
             self.archive_lock = self._sub.lock
             self._resume: dict[str, str] = {}

@@ -172,6 +172,7 @@ class RunArchive:
         self._files: dict[str, IO[str]] = {}
         self._sizes: dict[str, int] = {}
         self.holds = 0  # readers replaying up to a cut (`cut`): no rotation meanwhile, files only grow
+        self._rotations: dict[str, int] = {}  # per pod, by this process (`marks`; inodes can be reused)
         self._write_meta()
         self._prune(namespace, job, keep)
 
@@ -208,6 +209,7 @@ class RunArchive:
         if self._sizes[pod] + len(text) > self.pod_cap and not self.holds:
             handle.close()
             os.replace(self.dir / f"{pod}.log", self.dir / f"{pod}.log.1")
+            self._rotations[pod] = self._rotations.get(pod, 0) + 1
             self.meta["rotated"] = True
             handle = self._files[pod] = (self.dir / f"{pod}.log").open("a", encoding="utf-8")
             self._sizes[pod] = 0
@@ -259,12 +261,52 @@ class RunArchive:
                 out.append((pod, node_rank, files))
         return out
 
+    def marks(self) -> dict[str, tuple[int, int]]:
+        """Where each pod's current file ends now (its rotations so far, bytes), flushed first: `cut_since`
+        is then only what was archived after this."""
+        self.flush()
+        out = {}
+        for pod in self.meta["pods"]:
+            with contextlib.suppress(OSError):
+                out[pod] = (self._rotations.get(pod, 0), (self.dir / f"{pod}.log").stat().st_size)
+        return out
 
-def read_cut(files: list[tuple[Path, int]]) -> Iterator[tuple[str, str]]:
-    """(stamp, text) of one pod's archived lines up to a `RunArchive.cut`."""
-    for path, size in files:
+    def cut_since(
+        self, marks: dict[str, tuple[int, int]]
+    ) -> list[tuple[str, int, list[tuple[Path, int, int]]]]:
+        """A `cut` without what was archived before `marks`: per pod its files as (path, start, end). A
+        file rotated once since (now `<pod>.log.1`) is read from its mark; rotated twice, what the archive
+        still has (its size cap dropped the rest)."""
+        out = []
+        for pod, node_rank, files in self.cut():
+            spans = [(path, 0, size) for path, size in files]
+            mark = marks.get(pod)
+            if mark is not None:
+                rotated = self._rotations.get(pod, 0) - mark[0]
+                current = [span for span in spans if span[0].name == f"{pod}.log"]
+                if rotated == 0:
+                    spans = [(path, min(mark[1], size), size) for path, _, size in current]
+                elif rotated == 1:
+                    spans = [
+                        (path, min(mark[1], size), size)
+                        for path, _, size in spans
+                        if path.name.endswith(".1")
+                    ]
+                    spans += current
+            spans = [span for span in spans if span[2] > span[1]]
+            if spans:
+                out.append((pod, node_rank, spans))
+        return out
+
+
+def read_cut(files: list[tuple[Path, int]] | list[tuple[Path, int, int]]) -> Iterator[tuple[str, str]]:
+    """(stamp, text) of one pod's archived lines up to a `RunArchive.cut` (or from where `cut_since`
+    says each file starts)."""
+    for path, *span in files:
+        start, end = (0, span[0]) if len(span) == 1 else span
         with path.open("rb") as handle:
-            data = handle.read(size)
+            handle.seek(start)
+            data = handle.read(end - start)
         for raw in data.decode("utf-8", errors="replace").splitlines():
             stamp, _, text = raw.partition(" ")
             yield stamp, text

@@ -114,3 +114,29 @@ def test_many_pods_keep_few_files_open(tmp_path: Path) -> None:
     archive.close()
     lines = [(pod, text) for pod, _, _, text in read_run(tmp_path, find_run(tmp_path, "ns", "big"))]
     assert len(lines) == 400 and lines[:2] == [("p0", "p0 line 0"), ("p0", "p0 line 1")]
+
+
+def test_cut_since_reads_only_what_came_after_the_marks_rotation_included(tmp_path: Path) -> None:
+    """A reader that fell behind reads from its marks: the same file from its offset, a file rotated since
+    from its offset in `<pod>.log.1`, a pod new since from its start."""
+    from ranktable.observe.archive import read_cut
+
+    archive = RunArchive(tmp_path, "ns", "j", "u", {"a": 0, "b": 1}, cap_bytes=2 * 64 * 1024 * 2)
+    archive.append("a", 0, [("s1", "a1")])
+    archive.append("b", 1, [("s1", "b1")])
+    marks = archive.marks()
+    archive.append("a", 0, [("s2", "a2")])
+    big = "x" * 70_000  # past a's share of the cap: its file rotates on the next append
+    archive.append("b", 1, [("s2", big)])
+    archive.append("b", 1, [("s3", "b3")])
+    archive.append("c", 2, [("s1", "c1")])
+
+    def since(marks: dict[str, tuple[int, int]]) -> dict[str, list[str]]:
+        return {pod: [text for _, text in read_cut(files)] for pod, _, files in archive.cut_since(marks)}
+
+    assert (archive.dir / "b.log.1").is_file()  # b rotated (twice: its mark's file is gone)
+    assert since(marks) == {"a": ["a2"], "b": [big, "b3"], "c": ["c1"]}
+    marks = archive.marks()
+    archive.append("b", 1, [("s4", big)])  # once more: b.log (b3) is now b.log.1
+    assert since(marks) == {"b": [big]}
+    assert since(archive.marks()) == {}

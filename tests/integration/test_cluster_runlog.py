@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ranktable.cluster.logs import LogLine, StreamStats
-from ranktable.cluster.runlog import RunLogs
+from ranktable.cluster.runlog import QUEUE_ROUNDS, RunLogs
 from ranktable.observe.archive import find_run, read_run
 
 JOB = {
@@ -137,3 +137,33 @@ def test_a_restarted_server_resumes_where_the_archive_ends(tmp_path: Path) -> No
     assert shared.ended.wait(2)
     run = find_run(tmp_path, "default", "j")
     assert [text for _, _, _, text in read_run(tmp_path, run)] == ["line 1", "line 2", "line 3"]
+
+
+def test_a_catch_up_subscriber_never_holds_the_stream_and_still_gets_every_line_once(tmp_path: Path) -> None:
+    """The diagnosis follower reads nothing for a while: the view's subscriber still gets every round at
+    once (the stream does not wait for it); it then reads what it missed from the archive, then goes on
+    live, and after the stream ends while it is behind again it still gets the rest: each line once."""
+    client = FakeClient()
+    logs = RunLogs(tmp_path)
+    view = logs.subscribe(client, "j", JOB)  # type: ignore[arg-type]
+    slow = logs.subscribe(client, "j", JOB, catch_up=True)  # type: ignore[arg-type]
+    stream = client.streams[0]
+    rounds = QUEUE_ROUNDS * 4
+    for i in range(rounds):  # more rounds than the slow one's queue holds
+        stream.rounds_in.put(round_of((0, i), (1, i)))
+    view_rounds = view.rounds()
+    assert len(texts(view_rounds, 2 * rounds)) == 2 * rounds  # not held back by `slow`
+    slow_rounds = slow.rounds()
+    first = texts(slow_rounds, 2 * rounds)
+    assert slow.caught_up == 1
+    for i in range(rounds, rounds * 3):  # it falls behind again, and the stream ends meanwhile
+        stream.rounds_in.put(round_of((0, i), (1, i)))
+    assert len(texts(view_rounds, 4 * rounds)) == 4 * rounds
+    view.close()
+    stream.rounds_in.put(None)
+    rest = [(line.pod, line.text) for got in slow_rounds for batch in got for line in batch]
+    assert slow.caught_up == 2
+    got = first + rest
+    for pod in PODS:  # each pod's lines once, in order
+        assert [text for p, text in got if p == pod] == [f"line {i}" for i in range(rounds * 3)]
+    slow.close()
