@@ -64,6 +64,19 @@ def _key(obj: dict[str, Any]) -> str:
     return str(meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}")
 
 
+def _applied(
+    store: dict[str, dict[str, Any]], event: WatchEvent, key: Callable[[dict[str, Any]], str]
+) -> dict[str, dict[str, Any]]:
+    """A watched collection after one event: a LIST replaces it, a deletion drops the object."""
+    if event.type == "LIST":
+        return {key(obj): obj for obj in event.obj.get("items") or []}
+    if event.type == "DELETED":
+        store.pop(key(event.obj), None)
+    else:
+        store[key(event.obj)] = event.obj
+    return store
+
+
 def _stale(leaves: tuple[int, float, dict[str, str], int], nodes_version: int) -> bool:
     return leaves[0] != nodes_version or time.monotonic() - leaves[1] > LEAVES_SECONDS
 
@@ -301,21 +314,11 @@ class JobTable:
 
     def _on_event(self, event: WatchEvent) -> None:
         self._events_version += 1
-        if event.type == "LIST":
-            self._events = {_key(e): e for e in event.obj.get("items") or []}
-        elif event.type == "DELETED":
-            self._events.pop(_key(event.obj), None)
-        else:
-            self._events[_key(event.obj)] = event.obj
+        self._events = _applied(self._events, event, _key)
 
     def _on_node(self, event: WatchEvent) -> None:
         self._nodes_version += 1
-        if event.type == "LIST":
-            self._nodes = {_name(n): n for n in event.obj.get("items") or []}
-        elif event.type == "DELETED":
-            self._nodes.pop(_name(event.obj), None)
-        else:
-            self._nodes[_name(event.obj)] = event.obj
+        self._nodes = _applied(self._nodes, event, _name)
 
     def describe(self, name: str) -> tuple[str, dict[str, Any]] | None:
         """(version, description) of job `name` from the watches, built again only when its job, pods, rank

@@ -99,16 +99,16 @@ class Subscription:
         with self.run.lock:
             self.run.write()
             marks, self.behind = self.behind, None
-            self._cut = self.run.archive.cut_since(marks or {})
-            self.run.archive.holds += 1
+            cut = self.run.archive.cut_since(marks or {})
+            if cut:  # as `RunLog.subscribe`: no rotation until it is replayed
+                self.run.archive.holds += 1
+            self._cut = cut or None
             self.caught_up += 1
         yield from self._replay()
 
     def _replay(self) -> Iterator[list[list[LogLine]]]:
         cut, self._cut = self._cut, None
         if not cut:
-            if cut is not None:
-                self.run.replayed()
             return
         try:
             rank_of = self.run.stream.node_rank

@@ -136,6 +136,9 @@ def read_run(root: Path, run: RunInfo, pod: str | None = None) -> Iterator[tuple
                     yield name, node_rank, stamp, text
 
 
+Cut = list[tuple[str, int, list[tuple[Path, int, int]]]]  # per pod: name, node rank, (file, start, end)
+
+
 class RunArchive:
     """Appends one run's lines; safe to reopen (appends continue, ``last_stamps`` says where to resume)."""
 
@@ -246,8 +249,8 @@ class RunArchive:
     def info(self) -> RunInfo:
         return _info(self.meta["namespace"], self.meta["job"], self.meta["uid"], self.meta)
 
-    def cut(self) -> list[tuple[str, int, list[tuple[Path, int]]]]:
-        """What is archived now, per pod (in node-rank order): its files and their sizes. Flushed first;
+    def cut(self) -> Cut:
+        """What is archived now, per pod (in node-rank order): its files as (path, 0, size). Flushed first;
         `read_cut` reads exactly that while appends go on, as long as ``holds`` keeps rotation off."""
         self.flush()
         out = []
@@ -256,7 +259,7 @@ class RunArchive:
             for path in (self.dir / f"{pod}.log.1", self.dir / f"{pod}.log"):
                 with contextlib.suppress(OSError):
                     if path.is_file() and not path.is_symlink():
-                        files.append((path, path.stat().st_size))
+                        files.append((path, 0, path.stat().st_size))
             if files:
                 out.append((pod, node_rank, files))
         return out
@@ -271,15 +274,12 @@ class RunArchive:
                 out[pod] = (self._rotations.get(pod, 0), (self.dir / f"{pod}.log").stat().st_size)
         return out
 
-    def cut_since(
-        self, marks: dict[str, tuple[int, int]]
-    ) -> list[tuple[str, int, list[tuple[Path, int, int]]]]:
+    def cut_since(self, marks: dict[str, tuple[int, int]]) -> Cut:
         """A `cut` without what was archived before `marks`: per pod its files as (path, start, end). A
         file rotated once since (now `<pod>.log.1`) is read from its mark; rotated twice, what the archive
         still has (its size cap dropped the rest)."""
         out = []
-        for pod, node_rank, files in self.cut():
-            spans = [(path, 0, size) for path, size in files]
+        for pod, node_rank, spans in self.cut():
             mark = marks.get(pod)
             if mark is not None:
                 rotated = self._rotations.get(pod, 0) - mark[0]
@@ -299,11 +299,10 @@ class RunArchive:
         return out
 
 
-def read_cut(files: list[tuple[Path, int]] | list[tuple[Path, int, int]]) -> Iterator[tuple[str, str]]:
-    """(stamp, text) of one pod's archived lines up to a `RunArchive.cut` (or from where `cut_since`
-    says each file starts)."""
-    for path, *span in files:
-        start, end = (0, span[0]) if len(span) == 1 else span
+def read_cut(files: list[tuple[Path, int, int]]) -> Iterator[tuple[str, str]]:
+    """(stamp, text) of one pod's archived lines in a `RunArchive.cut` (or `cut_since`): each file's
+    bytes from its start to its end."""
+    for path, start, end in files:
         with path.open("rb") as handle:
             handle.seek(start)
             data = handle.read(end - start)
