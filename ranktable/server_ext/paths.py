@@ -17,7 +17,14 @@ def confined(root: str | Path, relative: str, *, field: str) -> Path:
         raise InputError(
             "contains a null byte", where=field, fix="give a path relative to the Jupyter root folder"
         )
-    candidate = Path(text).expanduser()
+    try:
+        candidate = Path(text).expanduser()
+    except RuntimeError:  # `~name` of a user this machine does not have
+        raise InputError(
+            f"{text!r} names an unknown user's home folder",
+            where=field,
+            fix="give a path relative to the Jupyter root folder",
+        ) from None
     full = (candidate if candidate.is_absolute() else base / candidate).resolve()
     if full != base and base not in full.parents:
         raise InputError(

@@ -119,6 +119,16 @@ async def test_a_file_name_longer_than_the_file_system_allows_is_a_400(jp_fetch:
     assert json.loads(response.body)["field"] == "topology_path"
 
 
+async def test_a_home_folder_of_an_unknown_user_is_a_400(jp_fetch: Any) -> None:
+    """Found by the OpenAPI fuzzer: `~ý` made pathlib's expanduser raise RuntimeError, and the server said
+    500."""
+    params = {"topology_path": "~\u00fd"}
+    response = await jp_fetch("ranktable", "jobs", "default", "x", "layout", params=params, raise_error=False)
+    assert response.code == 400, response.body
+    reply = json.loads(response.body)
+    assert reply["field"] == "topology_path" and "unknown user" in reply["message"]
+
+
 async def test_a_null_byte_in_a_query_argument_is_a_400(jp_fetch: Any) -> None:
     response = await jp_fetch("ranktable", "jobs", params={"namespace": "a\0b"}, raise_error=False)
     assert response.code == 400
