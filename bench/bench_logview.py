@@ -12,18 +12,115 @@ browser alone). BENCH_TAB=Overview or Metrics: that tab of the Job view is shown
 diagnosis and metrics polls running beside the logs (which stay subscribed; lines counted on the websocket).
 UI_TEST_PORT: JupyterLab's port (default: a free one; the pool's port is always a free one); the stack's
 state is ui-tests/.stack-bench of this checkout, so two worktrees' runs do not share it.
+
+Where lines go missing: the pool and the Jupyter server count what each stage moved (`ranktable.probe`,
+switched on through RANKTABLE_PROBE=ui-tests/.bench-probe) and this script samples Chromium's CPU; the
+figures over the page's 60 s window are printed per stage (pool written -> server read -> websocket sent ->
+page received), with the seconds each stage waited for the next and each process' (and thread group's) CPU.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
+import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 UI = ROOT / "ui-tests"
+PROBE = UI / ".bench-probe"
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) of the Chromium processes under `root` (Playwright's)."""
+    parent: dict[int, int] = {}
+    info: dict[int, tuple[str, float]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+        except OSError:
+            continue
+        head, _, rest = stat.rpartition(")")
+        fields = rest.split()
+        pid = int(entry.name)
+        parent[pid] = int(fields[1])
+        info[pid] = (head.split("(", 1)[1], (int(fields[11]) + int(fields[12])) / TICK)
+    total = 0.0
+    for pid, (name, cpu) in info.items():
+        if "chrom" not in name and "headless" not in name:
+            continue
+        up = pid
+        while up > 1 and up != root:
+            up = parent.get(up, 0)
+        if up == root:
+            total += cpu
+    return total
+
+
+def _at(samples: list[tuple[float, Any]], t: float, read: Any) -> float | None:
+    """A counter at wall time `t`, interpolated between the samples around it (None: not sampled then)."""
+    times = [x for x, _ in samples]
+    i = bisect.bisect_left(times, t)
+    if not samples or (i == 0 and times[0] > t + 2.5) or (i == len(samples) and times[-1] < t - 2.5):
+        return None
+    lo, hi = samples[max(i - 1, 0)], samples[min(i, len(samples) - 1)]
+    a, b = read(lo[1]), read(hi[1])
+    if hi[0] == lo[0]:
+        return b
+    return a + (b - a) * (t - lo[0]) / (hi[0] - lo[0])
+
+
+def stages(data: dict[str, Any], chromium: list[tuple[float, float]]) -> dict[str, Any]:
+    """Each stage's rate and wait, each process' and thread group's CPU, over the page's window."""
+    t0, t1 = data["window_start_ms"] / 1000, data["window_end_ms"] / 1000
+    span = t1 - t0
+    procs: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+    for path in sorted(PROBE.glob("*.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        if rows:
+            role = "pool" if "sim" in rows[-1]["argv"] else "server"
+            procs.setdefault(role, []).extend((r["t"], r) for r in rows)
+    out: dict[str, Any] = {"window_s": round(span, 1)}
+    out["page_lines_per_s"] = round(data["lines_delivered"] / span)
+
+    def delta(samples: list[tuple[float, Any]], read: Any) -> float | None:
+        a, b = _at(samples, t0, read), _at(samples, t1, read)
+        return None if a is None or b is None else b - a
+
+    for role, samples in procs.items():
+        samples.sort(key=lambda x: x[0])
+        names = {name for _, r in samples for name in r["counts"]}
+        for name in sorted(names):
+            d = delta(samples, lambda r, n=name: r["counts"].get(n, 0))
+            if d is None:
+                continue
+            if name.endswith("_s"):
+                out[f"{name[:-2]}_s_per_s"] = round(d / span, 3)
+            elif name.endswith("backlog"):
+                out[name] = _at(samples, t1, lambda r, n=name: r["counts"].get(n, 0))
+            else:
+                out[f"{name}_per_s"] = round(d / span)
+        cpu = delta(samples, lambda r: r["cpu"])
+        out[f"{role}_cpu_per_s"] = None if cpu is None else round(cpu / span, 3)
+        groups = {name for _, r in samples for name in r["threads"]}
+        threads = {}
+        for name in groups:
+            d = delta(samples, lambda r, n=name: r["threads"].get(n, 0.0))
+            if d is not None and d / span >= 0.01:
+                threads[name] = round(d / span, 3)
+        out[f"{role}_threads_cpu_per_s"] = dict(sorted(threads.items(), key=lambda kv: -kv[1]))
+    cpu = delta(chromium, lambda c: c)
+    out["chromium_cpu_per_s"] = None if cpu is None else round(cpu / span, 3)
+    return out
 
 
 def main() -> int:
@@ -33,8 +130,10 @@ def main() -> int:
         "NODE_PATH": str(UI / "node_modules"),
         "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
         "CI": "1",
+        "RANKTABLE_PROBE": str(PROBE),
     }
-    proc = subprocess.run(
+    shutil.rmtree(PROBE, ignore_errors=True)
+    proc = subprocess.Popen(
         [
             str(ROOT / ".venv" / "bin" / "jlpm"),
             "playwright",
@@ -44,10 +143,23 @@ def main() -> int:
         ],
         cwd=UI,
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        check=False,
     )
+    chromium: list[tuple[float, float]] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(2.0):
+            chromium.append((time.time(), _tree_cpu(proc.pid)))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
+    done.set()
+    sampler.join()
+    proc = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
     figures = [
         line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("BENCH_LOGVIEW ")
     ]
@@ -94,6 +206,27 @@ def main() -> int:
         f"  JS heap: {data['heap_mb_start']} MB at start, {data['heap_mb_end']} MB at end, "
         f"max {data['heap_mb_max']} MB"
     )
+    if "window_start_ms" in data:
+        data["stages"] = stages(data, chromium)
+        st = data["stages"]
+        print(
+            f"  stages over the page's {st['window_s']} s window (lines/s): pool wrote "
+            f"{st.get('pool.lines_per_s')} (backlog at the end {st.get('pool.backlog')} lines, socket full "
+            f"{st.get('pool.socket_full_per_s')}/s) -> server read {st.get('server.read_per_s')} -> "
+            f"websocket sent {st.get('server.ws_lines_per_s')} -> page received {st['page_lines_per_s']}"
+        )
+        print(
+            "  waits (s per s): server loop -> queue "
+            f"{st.get('server.loop_emit_wait_s_per_s')}, run log -> subscriber "
+            f"{st.get('server.runlog_put_wait_s_per_s')}, thread -> event loop "
+            f"{st.get('server.hub_slots_wait_s_per_s')}, websocket write {st.get('server.ws_write_s_per_s')}"
+        )
+        print(
+            f"  CPU (s per s): pool {st.get('pool_cpu_per_s')}, server {st.get('server_cpu_per_s')}, "
+            f"chromium {st.get('chromium_cpu_per_s')}"
+        )
+        for role in ("pool", "server"):
+            print(f"  {role} threads (CPU s per s): {st.get(f'{role}_threads_cpu_per_s')}")
     print(json.dumps(data))
     return 0
 

@@ -267,6 +267,7 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
     }).observe({ entryTypes: ['longtask'] });
   });
   const linesAtStart = await wsLines();
+  const windowStart = Date.now(); // wall clock: bench_logview.py reads each stage's counters over it
   const heapSamples: number[] = [];
   for (let t = 0; t < SECONDS; t += 5) {
     heapSamples.push(await heap());
@@ -274,6 +275,7 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
   }
   heapSamples.push(await heap());
   const linesDelivered = (await wsLines()) - linesAtStart;
+  const windowEnd = Date.now();
   const fed: number = await page.evaluate(() => {
     const w = window as any;
     w.__rtFeedOn = false;
@@ -319,7 +321,10 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
     heap_mb_end: Number((heapSamples[heapSamples.length - 1] / 1e6).toFixed(1)),
     heap_mb_max: Number((Math.max(...heapSamples) / 1e6).toFixed(1)),
     view_status: kept.replace(/\s+/g, ' '),
-    lines_fed_by_bench: fed
+    lines_fed_by_bench: fed,
+    lines_delivered: linesDelivered,
+    window_start_ms: windowStart,
+    window_end_ms: windowEnd
   };
   console.log('BENCH_LOGVIEW ' + JSON.stringify(figures));
   await request.delete(`/ranktable/jobs/default/${JOB}`);

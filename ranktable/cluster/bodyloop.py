@@ -22,7 +22,9 @@ from typing import Any
 
 from urllib3.exceptions import ProtocolError
 
-READ_BYTES = 65536  # per recv (a TLS socket returns at most one 16 KiB record per call)
+from ranktable import probe
+
+READ_BYTES = 65536  # per body and round (a TLS recv returns one record, at most 16 KiB: read until this)
 BUFFERED_BYTES = 65536  # more than http.client's read buffer (io.DEFAULT_BUFFER_SIZE, 8 KiB) can hold
 ROUND_BYTES = 262144  # a round stops reading more bodies past this: bounds one emitted round
 ROUND_SECONDS = 0.01  # at most one round per this: rounds gather ~100 pods' chunks, not one or two
@@ -308,7 +310,10 @@ class BodyLoop:
                 body.error = exc
                 ended.append(body)
         if out:
+            probe.count("server.loop_rounds")
+            waited = time.monotonic()
             self._emit(out)
+            probe.count("server.loop_emit_wait_s", time.monotonic() - waited)
         for body in ended:
             self._end(selector, body, body.error)
 
@@ -321,6 +326,8 @@ class BodyLoop:
             body.started = True
             parts.append(body.buffered())
         eof = False
+        tls = isinstance(sock, ssl.SSLSocket)
+        size = 0
         while True:
             try:
                 data = sock.recv(READ_BYTES)
@@ -330,8 +337,12 @@ class BodyLoop:
                 eof = True
                 break
             parts.append(data)
-            if not isinstance(sock, ssl.SSLSocket) or not sock.pending():
-                break  # plain socket: level-triggered select reports the rest; TLS: its buffer is empty
+            size += len(data)
+            # a plain socket's recv takes all there is (up to READ_BYTES); a TLS recv one record, and the
+            # pool writes a record per pod every 0.1 s: one a round read each pod's 0.1 s of lines per round,
+            # so a loop slowed below 10 rounds a second (two busy cores) fell behind for good (~75% kept)
+            if not tls or size >= READ_BYTES:
+                break
         return (parts[0] if len(parts) == 1 else b"".join(parts)), eof
 
     def _timeouts(self, selector: selectors.BaseSelector, now: float) -> None:

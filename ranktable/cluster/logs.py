@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 from kubernetes.client.rest import ApiException
 
+from ranktable import probe
 from ranktable.cluster.bodyloop import Body, BodyLoop
 from ranktable.cluster.kube import NETWORK_ERRORS, Kube, UnreachableError, interrupt
 from ranktable.errors import NotFoundError
@@ -469,6 +470,7 @@ class _Reading:
             return None
         self.delivered += len(batch)
         self.stream.stats.lines += len(batch)
+        probe.count("server.read", len(batch))
         return batch
 
     def _kubelet_lines(self, text: str) -> list[LogLine] | None:

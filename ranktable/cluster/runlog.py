@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ranktable import probe
 from ranktable.cluster.logs import LogLine, LogStream, StreamStats
 from ranktable.compose.manifests import metric_patterns_of
 from ranktable.observe import RankLayout
@@ -266,8 +267,10 @@ class RunLog:
                             sub.offer(got)
                     self._hold(got)
                 if got:
+                    at = time.monotonic()
                     for sub in waited:
                         sub.put(got)
+                    probe.count("server.runlog_put_wait_s", time.monotonic() - at)
         finally:
             with self.lock:
                 self.ending = True

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from ranktable import probe
 from ranktable.errors import NotFoundError
 from ranktable.server_ext.errors import body_for
 
@@ -203,9 +204,12 @@ class Hub:
             try:
                 kind = "items" if lists else "item"
                 for item in make(stop):
-                    while not slots.acquire(timeout=0.5):
-                        if stop.is_set():
-                            break
+                    if not slots.acquire(blocking=False):
+                        at = time.monotonic()
+                        while not slots.acquire(timeout=0.5):
+                            if stop.is_set():
+                                break
+                        probe.count("server.hub_slots_wait_s", time.monotonic() - at)
                     if stop.is_set():
                         break
                     loop.call_soon_threadsafe(queue.put_nowait, (kind, item))

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ranktable import probe
 from ranktable.errors import InputError, NotFoundError
 from ranktable.server_ext.hub import StopEvent
 from ranktable.server_ext.layout_service import message_bytes
@@ -215,7 +216,11 @@ class JobsService:
         async for batch in self.services.hub.iterate(
             groups, batch_seconds=self.config.log_batch_seconds, lists=True, weight=group_size
         ):
-            yield {"pods": batch}
+            at = time.monotonic()
+            yield {"pods": batch}  # resumed once the websocket took it
+            if probe.enabled():
+                probe.count("server.ws_lines", sum(map(group_size, batch)))
+                probe.count("server.ws_write_s", time.monotonic() - at)
 
     async def jobs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
         """The job table, followed by watches on jobs, pods and rank-table ConfigMaps (`JobTable`, one per

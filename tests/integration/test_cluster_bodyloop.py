@@ -260,6 +260,38 @@ def test_every_busy_body_gets_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
         server.close()
 
 
+def test_records_waiting_on_a_tls_socket_are_read_in_one_round(tls_dir: Path | None) -> None:
+    """A pod's backlog (here 40 small chunks, a TLS record each, as the pool writes them) is read in one
+    round, not a record a round: read a record a round, a loop slowed below the pool's 10 writes a second
+    per pod (two busy cores) fell behind for good and kept ~75% of the rate."""
+    pieces = [f"line {i} ".encode() + b"x" * 100 + b"\n" for i in range(40)]
+    sent = threading.Event()
+    hold = threading.Event()
+
+    def script(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        conn.sendall(HEAD)
+        for piece in pieces:
+            conn.sendall(chunk(piece))
+        sent.set()
+        hold.wait(30)
+
+    server = Server(script, tls_dir)
+    loop, rounds, _ = collecting_loop()
+    try:
+        body = Body(open_response(server), lambda data: data, read_timeout=10)
+        assert sent.wait(5)
+        time.sleep(0.2)  # every record in the client's socket before the loop looks
+        loop.add(body)
+        deadline = time.monotonic() + 5
+        while not rounds and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert rounds and b"".join(rounds[0]) == b"".join(pieces), f"{len(rounds[0])} pieces in round one"
+    finally:
+        hold.set()
+        loop.close()
+        server.close()
+
+
 # -- LogStream through the loop --------------------------------------------------------------------------
 
 

@@ -434,6 +434,12 @@ class SyntheticReader:
             return None
         return b""
 
+    def behind(self) -> int:
+        """Lines due now that no poll has given yet (0 before the first poll or once ended)."""
+        if self.first is None or self.ended:
+            return 0
+        return max(0, self.log.count(self.clock()) - self.first)
+
     def __iter__(self) -> Iterator[bytes]:
         while (out := self.poll()) is not None:
             if out:

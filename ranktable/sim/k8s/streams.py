@@ -15,6 +15,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlsplit
 
+from ranktable import probe
 from ranktable.sim.k8s import errors, tables
 from ranktable.sim.k8s.routes import Route, parse_bool
 from ranktable.sim.k8s.selectors import parse_field_selector, parse_label_selector
@@ -77,12 +78,19 @@ class PolledWriter:
                 if self._thread is None:
                     self._thread = threading.Thread(target=self._run, name="sim-log-writer", daemon=True)
                     self._thread.start()
+                    probe.gauge("pool.backlog", self.backlog)
             self._wake.set()
             stream.done.wait()
         finally:
             with contextlib.suppress(OSError):
                 sock.settimeout(timeout)
         return stream.clean
+
+    def backlog(self) -> int:
+        """Lines due now but not yet polled, over every stream whose log can tell (`behind()`)."""
+        with self._lock:
+            streams = list(self._streams)
+        return sum(behind() for s in streams if callable(behind := getattr(s.log, "behind", None)))
 
     def _run(self) -> None:
         next_round = 0.0
@@ -116,6 +124,7 @@ class PolledWriter:
             return False
         for _ in range(POLLS_PER_ROUND):
             if stream.pending and not self._send(stream):
+                probe.count("pool.socket_full")
                 return False  # the socket is full: its reader is slow; try again next round
             if stream.ending:
                 self._finish(stream, clean=True)
@@ -125,6 +134,7 @@ class PolledWriter:
                 stream.pending, stream.ending = b"0\r\n\r\n", True
             elif data:
                 stream.pending = f"{len(data):x}\r\n".encode() + data + b"\r\n"
+                probe.count("pool.lines", data.count(b"\n"))
             else:
                 return False
         return True
