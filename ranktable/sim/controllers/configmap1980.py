@@ -28,6 +28,7 @@ from ranktable.sim.k8s.resources import BY_KEY
 PODS = BY_KEY["pods"]
 NODES = BY_KEY["nodes"]
 CONFIGMAPS = BY_KEY["configmaps"]
+JOBS = BY_KEY["batch.volcano.sh/jobs"]
 CONFIG_ANNOTATION = "cce.kubectl.kubernetes.io/ascend-1980-configuration"
 RING_LABEL = "ring-controller.cce"
 
@@ -50,6 +51,9 @@ class RankTablePlugin:
         self.store = store
         self.delay = delay
         self._ready_since: dict[str, float] = {}
+        # per job: the store's versions when its complete table was last written or found current; the
+        # same versions again mean the same table (a Store can tell; a real control plane's cannot)
+        self._current: dict[str, tuple[int, ...]] = {}
 
     def _nodes(self) -> dict[str, Obj]:
         nodes, _ = self.store.list(NODES)
@@ -89,6 +93,11 @@ class RankTablePlugin:
         meta = job["metadata"]
         key = meta["uid"]
         ns, name = meta["namespace"], meta["name"]
+        changed_at = getattr(self.store, "changed_at", None)
+        versions = changed_at(JOBS, PODS, NODES, CONFIGMAPS) if changed_at is not None else None
+        if versions is not None and self._current.get(key) == versions:
+            return  # nothing it reads changed since the table was written (or found current)
+        self._current.pop(key, None)
         nodes = self._nodes()
         live = [
             p
@@ -133,6 +142,8 @@ class RankTablePlugin:
             return
         table, tor = self._build(sorted(ready, key=_pod_order), old, nodes)
         self._write(job, cm, table, tor)
+        if versions is not None:
+            self._current[key] = versions  # taken before the reads: a change since makes the next pass look
 
     @staticmethod
     def _old_table(cm: Obj | None) -> dict[str, Any]:

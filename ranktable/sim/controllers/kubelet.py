@@ -312,6 +312,8 @@ class Kubelet:
             (c["metadata"]["namespace"], c["metadata"]["name"]): c for c in self.store.list(CONFIGMAPS)[0]
         }
         now = time.monotonic()
+        with self._lock:  # one look at the runs, not one per pod and container (1,024^2 a pass)
+            active = {(r.uid, r.container) for r in self.runs.values() if not r.drained}
         for pod in pods:
             meta, spec = pod["metadata"], pod.get("spec") or {}
             if not spec.get("nodeName"):
@@ -329,11 +331,7 @@ class Kubelet:
             statuses = {c["name"]: c for c in (pod.get("status") or {}).get("containerStatuses") or []}
             for container in spec.get("containers") or []:
                 name = container["name"]
-                with self._lock:
-                    active = any(
-                        r.uid == uid and r.container == name and not r.drained for r in self.runs.values()
-                    )
-                if active:
+                if (uid, name) in active:
                     continue
                 st = statuses.get(name)
                 if st is None:
