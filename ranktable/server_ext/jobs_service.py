@@ -190,15 +190,7 @@ class JobsService:
                             stream.readers_started,
                             len(stream.pods),
                         )
-                    out = []
-                    for lines in got:  # one pod's new lines each
-                        if lines and lines[0].pod in since:  # lines before it were shown before a reconnect
-                            cut = since[lines[0].pod]
-                            lines = [line for line in lines if timestamp_key(line.timestamp) >= cut]
-                        if lines:
-                            out.append(pod_group(lines))
-                    if out:
-                        yield out
+                    yield from round_messages(got, since)
             finally:
                 stop.set()
                 stats = stream.stats
@@ -270,6 +262,7 @@ class JobsService:
 
 
 RUN_CHECK_SECONDS = 1.0
+MESSAGE_LINES = 5000  # a logs message's lines, about: a round of ~13,000 in one made the page's tasks long
 
 
 def pod_group(lines: list[Any]) -> dict[str, Any]:
@@ -284,6 +277,28 @@ def pod_group(lines: list[Any]) -> dict[str, Any]:
         "ts": "\n".join([line.timestamp for line in lines]),
         "text": "\n".join([line.text for line in lines]),
     }
+
+
+def round_messages(got: list[list[Any]], since: dict[str, tuple[str, int]]) -> Iterator[list[dict[str, Any]]]:
+    """A read round's per-pod batches as the `logs` channel's groups, in order, cut into messages of about
+    MESSAGE_LINES lines (a big round in one message is one long task for the page); a pod's lines before
+    its `since` key (shown before a reconnect) are left out."""
+    from ranktable.cluster.logs import timestamp_key
+
+    out: list[dict[str, Any]] = []
+    size = 0
+    for lines in got:  # one pod's new lines each
+        if lines and lines[0].pod in since:
+            cut = since[lines[0].pod]
+            lines = [line for line in lines if timestamp_key(line.timestamp) >= cut]
+        if lines:
+            out.append(pod_group(lines))
+            size += len(lines)
+            if size >= MESSAGE_LINES:
+                yield out
+                out, size = [], 0
+    if out:
+        yield out
 
 
 def group_size(group: dict[str, Any]) -> int:

@@ -292,6 +292,14 @@ def test_records_waiting_on_a_tls_socket_are_read_in_one_round(tls_dir: Path | N
         server.close()
 
 
+def test_one_round_holds_what_1024_pods_send_between_30_rounds_a_second() -> None:
+    """What 1,024 pods x 100 lines/s send in 1/30 s (the loop's round rate on two busy cores) fits in one
+    round: with 256 KiB a round the loop read ~98% of the rate and the rest piled up in the sockets."""
+    stamped = len("2026-12-02T18:55:05.123456789Z step 123456 loss 0.000008 throughput 1234.5 samples/s\n")
+    per_round = 1024 * 100 * (stamped + 8) / 30  # + the chunk framing of a 0.1 s chunk per pod, shared
+    assert per_round < bodyloop.ROUND_BYTES
+
+
 # -- LogStream through the loop --------------------------------------------------------------------------
 
 
