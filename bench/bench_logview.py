@@ -204,7 +204,8 @@ def main() -> int:
     )
     print(
         f"  JS heap: {data['heap_mb_start']} MB at start, {data['heap_mb_end']} MB at end, "
-        f"max {data['heap_mb_max']} MB"
+        f"max {data['heap_mb_max']} MB (5 s samples); after a forced full GC "
+        f"{data['heap_mb_after_gc_start']} MB at start, {data['heap_mb_after_gc_end']} MB at end"
     )
     if "window_start_ms" in data:
         data["stages"] = stages(data, chromium)
