@@ -203,7 +203,8 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
   await expect(view.locator('.jp-Ranktable-logLine').first()).toBeVisible({
     timeout: 120000
   });
-  const firstLinesMs = Date.now() - opened;
+  // Playwright's own figure: its click's checks and expect's polling (100, 250, 500, 1000 ms...) included
+  const firstLinesPlaywrightMs = Date.now() - opened;
   // the steps in the page: the logs subscribe sent, the first batch of lines received (then the render)
   await page.waitForFunction(() => (window as any).__rtFirstPaintAt);
   const steps: {
@@ -314,7 +315,9 @@ test(`log view: ${PODS} pods x ${RATE} lines/s for ${SECONDS} s (${FEED})`, asyn
     frames: frames.length,
     fps: Math.round(frames.length / SECONDS),
     fps_median: Number((1000 / pct(0.5)).toFixed(1)),
-    first_lines_ms: firstLinesMs,
+    // what the user waits: from the click event to the first line painted, in the page's clock
+    first_lines_ms: steps.paint - steps.click,
+    first_lines_playwright_ms: firstLinesPlaywrightMs,
     click_ms: steps.click,
     subscribe_ms: steps.subscribe,
     first_batch_ms: steps.batch,

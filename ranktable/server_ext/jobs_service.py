@@ -72,9 +72,9 @@ class JobsService:
             got = table.describe(name)
             if got is not None:
                 return got
-        return None, self.usecases.describe(namespace, name, self._watched(namespace, name))
+        return None, self.usecases.describe(namespace, name, self.watched(namespace, name))
 
-    def _watched(self, namespace: str, name: str) -> Any:
+    def watched(self, namespace: str, name: str) -> Any:
         """(job, pods) of `name` from the namespace's live `JobTable` (the job list's watches), or None
         when no job list is open or it does not hold the job."""
         with self._tables_lock:
@@ -137,7 +137,7 @@ class JobsService:
             raise InputError("must be the run's uid (a string)", where="uid")
         opened = time.monotonic()  # the steps to the first lines are logged (bench_logview reads them)
         client = await self.services.run_blocking(self.usecases.client, str(namespace))
-        known = self._watched(str(namespace), name)
+        known = self.watched(str(namespace), name)
         watched = known[0] if known is not None else None
         if watched is not None and (not uid or job_uid(watched) == uid):
             # the job list's watch holds the run: no API read (under load that read took ~0.9 s of the

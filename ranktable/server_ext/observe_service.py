@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ranktable.errors import InputError
 from ranktable.observe import ObserveSettings, compile_user_patterns
 from ranktable.observe.export import metrics_csv
-from ranktable.usecases.observe import MAX_LINES, LiveRuns, archived_lines, job_runs
+from ranktable.usecases.observe import MAX_LINES, LiveRuns, Observation, archived_lines, job_runs
 
 if TYPE_CHECKING:
     from ranktable.server_ext.services import Services
@@ -56,11 +56,16 @@ class ObserveService:
     def metrics(self, namespace: str, name: str, run: str | None, fmt: str) -> dict[str, Any] | str:
         if fmt not in ("json", "csv"):
             raise InputError(f"unknown format {fmt!r}", where="format", fix="use json or csv")
-        data = self.live.observation(self._client(namespace), name, run).metrics()
+        data = self._observation(namespace, name, run).metrics()
         return metrics_csv(data) if fmt == "csv" else data
 
     def diagnosis(self, namespace: str, name: str, run: str | None) -> dict[str, Any]:
-        return self.live.observation(self._client(namespace), name, run).diagnosis()
+        return self._observation(namespace, name, run).diagnosis()
+
+    def _observation(self, namespace: str, name: str, run: str | None) -> Observation:
+        """The run's observation, its job and pods taken from the job list's watches when it holds them."""
+        known = self.services.jobs.watched(namespace, name)
+        return self.live.observation(self._client(namespace), name, run, known)
 
     def runs(self, namespace: str, name: str) -> dict[str, Any]:
         return {"runs": [r.to_json() for r in job_runs(namespace, name, self.state_dir)]}

@@ -71,11 +71,16 @@ def _phase(job: dict[str, Any]) -> str:
     return str(((job.get("status") or {}).get("state") or {}).get("phase") or "Pending")
 
 
-def _finish(follower: RunFollower, client: ClusterClient, job: dict[str, Any]) -> Observation:
+def _finish(
+    follower: RunFollower,
+    client: ClusterClient,
+    job: dict[str, Any],
+    watched_pods: list[dict[str, Any]] | None = None,
+) -> Observation:
     """Pod exits and the pending reason on top of what the logs said."""
     from ranktable.cluster.observing import pending_info, pod_exits
 
-    pods = follower.refresh_pods()
+    pods = follower.refresh_pods(watched_pods)
     node_ranks = {p.pod: p.node_rank for p in follower.layout.by_rank.values()}
     phase = _phase(job)
     with follower.lock:
@@ -223,13 +228,24 @@ class LiveRuns:
         self._lock = threading.Lock()
         self.logs = _run_logs(state_dir)  # each run's one log stream, shared with the Job view's logs
 
-    def observation(self, client: ClusterClient, name: str, run: str | None = None) -> Observation:
+    def observation(
+        self,
+        client: ClusterClient,
+        name: str,
+        run: str | None = None,
+        known: tuple[dict[str, Any], list[dict[str, Any]]] | None = None,
+    ) -> Observation:
+        """``known``: the job and its pods as a live watch holds them (`JobTable.job_and_pods`): a running
+        job's poll then reads nothing from the API."""
         from ranktable.cluster.observing import RunFollower, job_uid
 
-        try:
-            job = client.get_job(name)
-        except NotFoundError:
-            job = None
+        if known is not None:
+            job: dict[str, Any] | None = known[0]
+        else:
+            try:
+                job = client.get_job(name)
+            except NotFoundError:
+                job = None
         if job is None or (run is not None and not job_uid(job).startswith(run)):
             return observe_run(client, name, run=run, state_dir=self.state_dir, settings=self.settings)
         if _phase(job) in ENDED_PHASES:  # nothing left to follow: read (and archive) once, then remember
@@ -259,7 +275,7 @@ class LiveRuns:
             self._followers[key] = (follower, time.monotonic())
         if entry is None:  # a new follower: give it a moment to read what the pods printed so far
             follower.caught_up.wait(FIRST_READ_WAIT_S)
-        return _finish(follower, client, job)
+        return _finish(follower, client, job, known[1] if known is not None else None)
 
     def release(self, namespace: str, name: str) -> None:
         """Stop following the job's runs (before a stop archives the rest: one writer per archive)."""
