@@ -82,10 +82,12 @@ def _check(args: argparse.Namespace) -> None:
         )
 
 
-def _print_access(kubeconfig: Path, context: str, url: str) -> None:
+def _print_access(kubeconfig: Path, context: str, url: str, pods: str = "") -> None:
     print(f"KUBECONFIG={kubeconfig}")
     print(f"context: {context}")
     print(f"server: {url}")
+    if pods:
+        print(f"pods: {pods}")
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -106,7 +108,24 @@ def _start(args: argparse.Namespace) -> int:
             bin_dir()  # a clear error now if it is not built, rather than a start timeout
         timeout = REAL_START_TIMEOUT if args.control_plane == "real" else None
         running = start_background(state_dir, _serve_args(args), timeout=timeout)
-    _print_access(running.kubeconfig, running.context, running.url)
+    _print_access(running.kubeconfig, running.context, running.url, running.pods)
+    if not running.confined:
+        print(f"warning: the simulated pool's {running.pods}", file=sys.stderr)
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from ranktable.sim.control import find_running, recorded_pid
+
+    state_dir = _state_dir(args)
+    running = find_running(state_dir)
+    if running is None:
+        stuck = recorded_pid(state_dir)
+        state = f"not answering (pid {stuck} owns it)" if stuck else "not running"
+        print(f"simulated pool in {state_dir}: {state}")
+        return 1
+    print(f"simulated pool in {state_dir}: running (pid {running.pid})")
+    _print_access(running.kubeconfig, running.context, running.url, running.pods)
     return 0
 
 
@@ -154,7 +173,10 @@ def _serve(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
         signal.signal(sig, on_signal)
-    _print_access(pool.kubeconfig, pool.context, pool.url)
+    confinement = pool.confinement
+    _print_access(pool.kubeconfig, pool.context, pool.url, confinement.describe() if confinement else "")
+    if confinement is not None and not confinement.active:
+        print(f"warning: the simulated pool's {confinement.describe()}", file=sys.stderr)
     sys.stdout.flush()
     pool.wait()
     pool.stop(kill_pods=not keep_pods["value"])
@@ -171,6 +193,14 @@ def register(group: Any) -> None:
     )
     _pool_options(start)
     start.set_defaults(handler=_start)
+    status = group.add_parser(
+        "status",
+        help="is the simulated pool running, where, and are its pods confined",
+        description="Say whether a pool serves from the state directory, its KUBECONFIG and server, and how "
+        "its pod processes are confined (or why they are not). Exit code 1 when none is running.",
+    )
+    status.add_argument("--state-dir", metavar="DIR", default=None, help="the pool's state directory")
+    status.set_defaults(handler=_status)
     stop = group.add_parser("stop", help="stop the simulated pool and its pod processes")
     stop.add_argument("--state-dir", metavar="DIR", default=None, help="the pool's state directory")
     stop.set_defaults(handler=_stop)

@@ -27,6 +27,8 @@ class Running:
     url: str
     kubeconfig: Path
     context: str
+    pods: str = ""  # how pod processes are confined, or why they are not (Confinement.describe)
+    confined: bool = True
 
 
 def _alive(pid: int) -> bool:
@@ -70,7 +72,15 @@ def find_running(state_dir: Path) -> Running | None:
     pid, url = int(info.get("pid", 0)), str(info.get("url", ""))
     if pid <= 0 or not _alive(pid) or not healthy(url, state_dir / "server.crt"):
         return None
-    return Running(pid, int(info["port"]), url, state_dir / "kubeconfig", str(info.get("context", CONTEXT)))
+    return Running(
+        pid,
+        int(info["port"]),
+        url,
+        state_dir / "kubeconfig",
+        str(info.get("context", CONTEXT)),
+        str(info.get("pods", "")),
+        bool(info.get("confined", True)),
+    )
 
 
 def start_background(state_dir: Path, serve_args: list[str], timeout: float | None = None) -> Running:

@@ -23,6 +23,7 @@ from ranktable.sim.controllers.exec import serve_exec
 from ranktable.sim.controllers.kubelet import BACKOFF_SECONDS, Kubelet
 from ranktable.sim.controllers.logs import DEFAULT_LIMIT_BYTES, ensure_dir
 from ranktable.sim.controllers.manager import ControllerManager
+from ranktable.sim.controllers.sandbox import Confinement
 from ranktable.sim.fabric import SimNode, default_fabric, fabric_from_topology
 from ranktable.sim.k8s.server import ApiServer, Hooks, Limits
 from ranktable.sim.k8s.store import Store
@@ -93,6 +94,11 @@ class Pool:
     def server_file(self) -> Path:
         return self.state_dir / "server.json"
 
+    @property
+    def confinement(self) -> Confinement | None:
+        """How the kubelet confines pod processes (None before it starts)."""
+        return self.kubelet.sandboxes.confinement if self.kubelet is not None else None
+
     def _saved_server(self) -> dict[str, Any]:
         try:
             return dict(json.loads(self.server_file.read_text()))
@@ -133,6 +139,8 @@ class Pool:
                     "pid": os.getpid(),
                     "url": self.url,
                     "context": self.context,
+                    "confined": self.kubelet.sandboxes.confinement.active,
+                    "pods": self.kubelet.sandboxes.confinement.describe(),  # `sim start` / `sim status`
                 }
             ),
         )

@@ -43,21 +43,38 @@ class Confinement:
     bwrap: str | None
     setpriv: str | None
     uid: int | None  # None: keep ours (we are not root)
+    reason: str = ""  # why pods run unconfined (empty when they are confined)
 
     @staticmethod
     def detect() -> Confinement:
         bwrap = shutil.which("bwrap")
+        if bwrap is None:
+            return Confinement(None, None, None, "bubblewrap is not installed (apt-get install bubblewrap)")
         if os.geteuid() != 0:  # already unprivileged; namespaces need an unprivileged user namespace
-            usable = bwrap is not None and _works([bwrap, "--unshare-user", "--bind", "/", "/", "true"])
-            return Confinement(bwrap if usable else None, None, None)
+            if _works([bwrap, "--unshare-user", "--bind", "/", "/", "true"]):
+                return Confinement(bwrap, None, None)
+            return Confinement(
+                None,
+                None,
+                None,
+                "bubblewrap cannot create a user namespace here (kernel.unprivileged_userns_clone=0, "
+                "or a container without user namespaces): run the pool as root or allow them",
+            )
         setpriv = shutil.which("setpriv")
-        if bwrap is None or setpriv is None:
-            return Confinement(None, None, None)  # docs: install bubblewrap (Makefile APT_PACKAGES)
+        if setpriv is None:
+            return Confinement(None, None, None, "setpriv is not installed (apt-get install util-linux)")
         return Confinement(bwrap, setpriv, POD_UID)
 
     @property
     def active(self) -> bool:
         return self.bwrap is not None
+
+    def describe(self) -> str:
+        """One line for `sim start` / `sim status`: how pods run, or why they are not confined."""
+        if not self.active:
+            return f"UNCONFINED: pod processes run as this user with its rights ({self.reason})"
+        who = f"uid {self.uid}" if self.uid is not None else "this user"
+        return f"confined: own mount, IPC and UTS namespaces (bubblewrap), as {who}"
 
 
 def _works(argv: list[str]) -> bool:

@@ -35,6 +35,7 @@ from kubernetes import config as kube_config
 from ranktable.errors import RanktableError
 from ranktable.sim.controllers.cluster import hypernode_objects, tor_node_configmap
 from ranktable.sim.controllers.logs import ensure_dir
+from ranktable.sim.controllers.sandbox import Confinement
 from ranktable.sim.k8s import errors
 from ranktable.sim.k8s.resources import BY_KEY
 from ranktable.sim.kubeconfig import write_kubeconfig
@@ -175,10 +176,20 @@ class RealPool:
                     "url": self.url,
                     "context": self.context,
                     "control_plane": "real",
+                    **self._confinement(),
                 }
             ),
         )
         return self
+
+    @property
+    def confinement(self) -> Confinement | None:
+        """How our kubelet confines pod processes (None before it starts)."""
+        return self.kubelet.kubelet.sandboxes.confinement if self.kubelet is not None else None
+
+    def _confinement(self) -> dict[str, object]:
+        conf = self.confinement
+        return {} if conf is None else {"confined": conf.active, "pods": conf.describe()}
 
     def _start_processes(self, bins: Path, module: Path, cert: Path, key: Path, tokens: Path) -> None:
         client_port, peer_port = free_port(), free_port()
