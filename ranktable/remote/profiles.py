@@ -19,6 +19,7 @@ import paramiko
 
 from ranktable.errors import ConflictError, InputError, NotFoundError
 from ranktable.home import ranktable_home
+from ranktable.remote.localuser import local_user_name
 from ranktable.remote.state import write_private_json
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
@@ -221,6 +222,7 @@ class Endpoint:
 
 
 def _ssh_config(path: Path | None = None) -> paramiko.SSHConfig:
+    local_user_name()  # paramiko's lookups ask getpass, which fails for a UID without a passwd entry
     path = path or Path(os.environ.get("RANKTABLE_SSH_CONFIG", "~/.ssh/config")).expanduser()
     if path.is_file():
         return paramiko.SSHConfig.from_path(str(path))
