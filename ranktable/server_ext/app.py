@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
@@ -9,6 +11,14 @@ from jupyter_server.extension.application import ExtensionApp
 from ranktable.server_ext.config import Ranktable
 from ranktable.server_ext.routes import ROUTES
 from ranktable.server_ext.services import Services
+
+
+def share_state_dir(state_dir: str) -> None:
+    """One state root: `c.Ranktable.state_dir` becomes RANKTABLE_HOME for this process and its children,
+    so forwards, remote-kernel records and host keys live there too, and the CLI in JupyterLab's
+    terminals and the kernels see the profiles the panel added."""
+    if state_dir:
+        os.environ["RANKTABLE_HOME"] = str(Path(state_dir).expanduser().resolve())
 
 
 class RanktableApp(ExtensionApp):
@@ -26,6 +36,7 @@ class RanktableApp(ExtensionApp):
         serverapp = self.serverapp
         assert serverapp is not None  # set by the extension manager before initialize_settings
         config = Ranktable(parent=serverapp, config=serverapp.config)
+        share_state_dir(config.state_dir)
         root_dir = getattr(serverapp, "root_dir", ".")
         self.services = Services(config, root_dir=root_dir, log=self.log)
         self.settings["ranktable_services"] = self.services

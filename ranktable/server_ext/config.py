@@ -44,7 +44,10 @@ class Ranktable(Configurable):
     )
     sync_delete = Bool(False, config=True, help="Default for deleting remote files removed locally.")
     state_dir = Unicode(
-        "", config=True, help="Where profiles, sync state and saved specs live. Empty: RANKTABLE_HOME."
+        "",
+        config=True,
+        help="Where every record lives (profiles, host keys, sync state, forwards, remote-kernel "
+        "records, run archives); exported as RANKTABLE_HOME to terminals and kernels. Empty: RANKTABLE_HOME.",
     )
     observability = Dict(
         {},

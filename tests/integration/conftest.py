@@ -4,6 +4,7 @@ Each area keeps its fixtures in tests/integration/fixtures/<area>.py. They are i
 the top-level `pytest_plugins`, so the core tests run without paramiko, kubernetes or Jupyter installed.
 """
 
+import os
 import signal
 from collections.abc import Iterator
 
@@ -23,3 +24,14 @@ def ctrl_c() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+@pytest.fixture(autouse=True)
+def _restore_ranktable_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server extension exports `c.Ranktable.state_dir` as RANKTABLE_HOME (one state root for the
+    process and its children); put the test process' value back after each test."""
+    value = os.environ.get("RANKTABLE_HOME")
+    if value is None:
+        monkeypatch.delenv("RANKTABLE_HOME", raising=False)
+    else:
+        monkeypatch.setenv("RANKTABLE_HOME", value)
