@@ -10,7 +10,7 @@ import pytest
 
 from ranktable.cli import main
 from ranktable.errors import InputError
-from ranktable.hccl import Device, RankTable, Server
+from ranktable.hccl import Device, RankTable, Server, parse_rank_table
 from ranktable.hccl.io import load_rank_table, write_rank_table
 from ranktable.plan import plan_routes
 from ranktable.topology import load_topology
@@ -128,6 +128,28 @@ def test_legacy_group_list_keeps_the_listed_order_and_takes_instances_without_po
     assert table.servers[2].extra == {}
     written = json.loads(write_rank_table(table, tmp_path / "t.json").read_text())
     assert [s["server_id"] for s in written["server_list"]] == ["10.0.3.7", "10.0.3.2", "10.0.3.9"]
+
+
+def test_lab_group_list_of_one_instance_per_device_is_one_server_per_machine(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The ModelZoo / HCCL-stub "lab" form: instances of one server_id are that machine's devices."""
+    table = load_rank_table(DATA / "lab-group-list.json")
+    assert [s.server_id for s in table.servers] == ["10.155.111.140", "10.155.111.141"]
+    assert [[(d.device_id, d.rank_id) for d in s.devices] for s in table.servers] == [
+        [(0, 0), (1, 1)],
+        [(0, 2), (1, 3)],
+    ]
+    assert main(["validate", str(DATA / "lab-group-list.json")]) == 0
+    assert "valid, status completed (2 servers, 4 ranks)" in capsys.readouterr().out
+
+
+def test_lab_group_list_takes_each_instance_rank_id() -> None:
+    doc = json.loads((DATA / "lab-group-list.json").read_text())
+    instances = doc["group_list"][0]["instance_list"]
+    instances[0]["rank_id"], instances[1]["rank_id"] = "1", "0"
+    table = parse_rank_table(doc)
+    assert [(d.device_id, d.rank_id) for d in table.servers[0].devices] == [(0, 1), (1, 0)]
 
 
 # -- plan --format labels --label-keys -----------------------------------------------------------------------
