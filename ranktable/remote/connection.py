@@ -200,6 +200,7 @@ class Connection:
         self._slots = threading.BoundedSemaphore(max_channels)
         self._last_ok = 0.0
         self._remote_root: str | None = None
+        self._record_stamp: tuple[tuple[int, int, int] | None, ...] | None = None
         self.reconnects = 0
 
     # -- connecting ---------------------------------------------------------------------------------
@@ -316,6 +317,7 @@ class Connection:
         assert transport is not None
         transport.set_keepalive(self.keepalive)
         self._client = client
+        self._record_stamp = self.host_keys.record_stamp()
         self._slots = threading.BoundedSemaphore(self.max_channels)  # old leases release into the old one
         self._last_ok = time.monotonic()
 
@@ -371,6 +373,9 @@ class Connection:
         """The live transport, (re)connecting if it is missing, closed, or fails the probe."""
         with self._lock:
             alive = self.is_connected
+            if alive and not self._record_holds():
+                self.close()  # the host's record changed: this transport's key is no longer the trusted one
+                alive = False
             if alive and time.monotonic() - self._last_ok > self.probe_after:
                 alive = self.probe()
             if not alive:
@@ -383,6 +388,19 @@ class Connection:
             transport = self._client.get_transport()
             assert transport is not None
             return transport
+
+    def _record_holds(self) -> bool:
+        """Is the live transport's host key still recorded? Re-read only when a known_hosts file moved."""
+        stamp = self.host_keys.record_stamp()
+        if stamp == self._record_stamp:
+            return True
+        transport = self._client.get_transport() if self._client else None
+        if transport is None:
+            return False
+        if not self.host_keys.still_trusted(self.endpoint.host_id, transport.get_remote_server_key()):
+            return False
+        self._record_stamp = stamp
+        return True
 
     # -- channels -----------------------------------------------------------------------------------
     def _acquire(self, wait: bool = True) -> threading.BoundedSemaphore | None:

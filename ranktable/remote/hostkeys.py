@@ -68,12 +68,19 @@ class HostKeyStore:
             raise HostKeyChanged(hid, key.get_name(), fingerprint(same_type), fingerprint(key), str(source))
 
     def accept(
-        self, hid: str, key: paramiko.PKey, expected_fingerprint: str, *, replace: bool = False
+        self,
+        hid: str,
+        key: paramiko.PKey,
+        expected_fingerprint: str,
+        *,
+        replace: bool = False,
+        change_fix: str | None = None,
     ) -> None:
         """Record ``key`` for ``hid``, but only if it matches the fingerprint the user checked.
 
         ``replace``: drop every key recorded for ``hid`` in our file first (the instance was recreated);
         ours is consulted before ``~/.ssh/known_hosts``, so a stale line there no longer matters.
+        Without it, a key beside another recorded one (of any type) is refused, with ``change_fix``.
         """
         presented = fingerprint(key)
         if expected_fingerprint.strip() != presented:
@@ -81,6 +88,8 @@ class HostKeyStore:
                 f"the server {hid} presents {key.get_name()} {presented}, not {expected_fingerprint.strip()}",
                 fix="check the fingerprint again; nothing was saved",
             )
+        if not replace:
+            self._refuse_beside_another(hid, key, change_fix)
         with self._lock:
             keys = self._load(self.path)
             while replace:  # each ``del`` drops one line for the host (hashed names included)
@@ -94,6 +103,41 @@ class HostKeyStore:
             keys.save(str(tmp))
             os.chmod(tmp, 0o600)
             os.replace(tmp, self.path)
+
+    def _refuse_beside_another(self, hid: str, key: paramiko.PKey, change_fix: str | None) -> None:
+        """Pinned per host, whatever the type: accepting a key while another (of any type) is recorded
+        would bypass the deliberate replace step, so it is refused."""
+        known, source = self.lookup(hid)
+        if known and not any(k.asbytes() == key.asbytes() for k in known.values()):
+            recorded = ", ".join(f"{k.get_name()} {fingerprint(k)}" for k in known.values())
+            raise HostKeyError(
+                f"{hid} already has a recorded host key ({recorded}, in {source}); the server now presents "
+                f"{key.get_name()} {fingerprint(key)}",
+                fix=(
+                    change_fix
+                    or "if the instance was really recreated, replace it with --replace-host-key "
+                    "NEW_FINGERPRINT"
+                )
+                + "; nothing was saved",
+            )
+
+    def record_stamp(self) -> tuple[tuple[int, int, int] | None, ...]:
+        """Cheap change detector of both files (mtime, size, inode): a cached transport re-checks its key when
+        this moves."""
+        stamps: list[tuple[int, int, int] | None] = []
+        for path in (self.path, self.user_path):
+            try:
+                st = path.stat()
+            except OSError:
+                stamps.append(None)
+            else:
+                stamps.append((st.st_mtime_ns, st.st_size, st.st_ino))
+        return tuple(stamps)
+
+    def still_trusted(self, hid: str, key: paramiko.PKey) -> bool:
+        """Is ``key`` (the one a live transport verified) still among the keys recorded for ``hid``?"""
+        known, _ = self.lookup(hid)
+        return any(k.asbytes() == key.asbytes() for k in known.values())
 
 
 class VerifyingPolicy(paramiko.MissingHostKeyPolicy):

@@ -100,15 +100,12 @@ class ConnectionManager:
         """Save the server's host key if it matches the fingerprint the user checked; returns the host id."""
         key = self.scan_host_key(name)
         endpoint = self.get(name).endpoint
-        known, source = self.host_keys.lookup(endpoint.host_id)
-        recorded = known.get(key.get_name())
-        if recorded is not None and recorded.asbytes() != key.asbytes():
-            raise HostKeyError(
-                f"{endpoint.host_id} already has another recorded key ({fingerprint(recorded)}) in {source}",
-                fix=f"if the instance was recreated, replace it: ranktable ssh test {name} "
-                "--replace-host-key NEW_FINGERPRINT",
-            )
-        self.host_keys.accept(endpoint.host_id, key, expected_fingerprint)
+        # Any key that is not the recorded one is a change, whatever its type (the store refuses it).
+        change_fix = (
+            f"if the instance was recreated, replace it: ranktable ssh test {name} "
+            "--replace-host-key NEW_FINGERPRINT"
+        )
+        self.host_keys.accept(endpoint.host_id, key, expected_fingerprint, change_fix=change_fix)
         return endpoint.host_id
 
     def replace_host_key(self, name: str, new_fingerprint: str) -> tuple[str, str, str]:

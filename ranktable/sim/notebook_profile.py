@@ -42,8 +42,8 @@ def register_profile(instance: SimulatedNotebook, name: str = DEFAULT_PROFILE) -
     )
     key = instance.keys.host_key()
     HostKeyStore(store.home / "known_hosts").accept(
-        host_id(instance.host, instance.port), key, fingerprint(key)
-    )
+        host_id(instance.host, instance.port), key, fingerprint(key), replace=True
+    )  # our own simulator's key: a previous one on this port is stale
     default_manager().close(name)  # a cached connection would still point at an older port
     return profile
 

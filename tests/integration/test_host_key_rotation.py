@@ -122,3 +122,71 @@ def test_magic_refuses_a_changed_key_then_replaces_it_only_with_the_typed_finger
     finally:
         shell.extension_manager.unload_extension("ranktable")
         InteractiveShell.clear_instance()
+
+
+# -- pinned per host, whatever the key type (#26.3) ------------------------------------------------------
+@pytest.fixture
+def ecdsa_profile(ranktable_home: Path, tmp_path: Path) -> Any:
+    """Profile ``box`` for an sshd that now presents an ecdsa key while ed25519 is recorded."""
+    from ranktable.remote import ConnectionManager, ProfileStore
+    from tests.integration.fixtures.sshd import start_sshd
+
+    server = start_sshd(tmp_path / "ecdsa-sshd", host_key_type="ecdsa")
+    try:
+        store = ProfileStore(ranktable_home)
+        store.add(server.profile("box", tmp_path))
+        line, old_fp = _stale_line(server, tmp_path)  # an ed25519 key: the one recorded before
+        (ranktable_home / "known_hosts").write_text(line)
+        yield server, old_fp, ConnectionManager(store, channel_wait=10, connect_timeout=10)
+    finally:
+        server.stop()
+
+
+def test_a_key_of_another_type_is_a_change_not_a_new_host(
+    ecdsa_profile: Any, ranktable_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server, old_fp, _ = ecdsa_profile
+    ours = ranktable_home / "known_hosts"
+    before = ours.read_text()
+    assert server.host_key_type == "ecdsa-sha2-nistp256"
+    assert main(["ssh", "test", "box"]) == 1
+    assert "HOST KEY CHANGED" in capsys.readouterr().err
+    # Accepting the other type beside the recorded one would bypass the replace step: refused.
+    assert main(["ssh", "test", "box", "--accept-host-key", server.host_key_fingerprint]) == 1
+    err = capsys.readouterr().err
+    assert "--replace-host-key" in err and "nothing was saved" in err and old_fp in err
+    assert ours.read_text() == before
+    assert main(["ssh", "test", "box"]) == 1  # still refused
+    capsys.readouterr()
+    assert main(["ssh", "test", "box", "--replace-host-key", server.host_key_fingerprint]) == 0
+    assert old_fp not in ours.read_text() and main(["ssh", "test", "box"]) == 0
+
+
+async def test_rest_refuses_accepting_another_type_beside_the_recorded_key(
+    jp_fetch: Any, ecdsa_profile: Any, ranktable_home: Path
+) -> None:
+    server, old_fp, _ = ecdsa_profile
+    before = (ranktable_home / "known_hosts").read_text()
+    path = ("ranktable", "profiles", "box", "test")
+    body = {"accept_host_key": server.host_key_fingerprint}
+    refused = await call(jp_fetch, *path, method="POST", body=body, expect=400)
+    assert "--replace-host-key" in refused["fix"] and old_fp in refused["message"]
+    assert (ranktable_home / "known_hosts").read_text() == before
+    again = await call(jp_fetch, *path, method="POST", body={})
+    assert again["status"] == "host-key-changed"
+
+
+def test_a_cached_transport_is_dropped_when_its_hosts_record_changes(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    from ranktable.remote.errors import HostKeyChanged
+
+    conn = sshd_profile.connection()
+    assert conn.run("true").exit_status == 0
+    line, old_fp = _stale_line(sshd_profile.server, tmp_path)
+    (sshd_profile.home / "known_hosts").write_text(line)  # the record now names another key
+    with pytest.raises(HostKeyChanged) as refused:
+        conn.run("true")
+    assert refused.value.expected.endswith(old_fp) and "--replace-host-key" in (refused.value.fix or "")
+    sshd_profile.server.write_known_hosts(sshd_profile.home / "known_hosts")
+    assert conn.run("true").exit_status == 0  # the record trusts it again: a fresh transport
