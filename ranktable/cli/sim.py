@@ -9,7 +9,7 @@ import argparse
 import importlib
 from typing import Any
 
-SIM_MODULES = ("ranktable.cli.sim_pool", "ranktable.cli.sim_notebook")
+SIM_MODULES = ("ranktable.cli.sim_pool", "ranktable.cli.sim_fault", "ranktable.cli.sim_notebook")
 
 
 def register(sub: Any) -> None:

@@ -21,7 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from ranktable.sim.controllers.api import ObjectStore
-from ranktable.sim.controllers.common import Obj, record_event
+from ranktable.sim.controllers.common import JOB_NAME, Obj, record_event
+from ranktable.sim.controllers.devices import devices_of
+from ranktable.sim.controllers.faults import NO_FAULTS, fault_lines, faults_of
 from ranktable.sim.controllers.logs import (
     DEFAULT_LIMIT_BYTES,
     LogPump,
@@ -64,6 +66,7 @@ class Run:
     kill_deadline: float | None = None
     message: str = ""
     synthetic: SyntheticLog | None = None  # a log the kubelet makes up (no process): see logs.SyntheticLog
+    fault_exit: int | None = None  # set when a simulated NPU/link/node fault ended it (sim fault)
 
     @property
     def exit_file(self) -> Path:
@@ -78,6 +81,26 @@ def _alive(pid: int) -> bool:
             return fh.read().split(")")[-1].split()[0] != "Z"
     except (ProcessLookupError, OSError):
         return False
+
+
+def _rank_of(pod: Obj, device: int, configmaps: dict[tuple[str, str], Obj]) -> int | None:
+    """The rank the rank table gives `device` of `pod` (torch_npu prints it as RankID), if known."""
+    job = ((pod["metadata"].get("labels") or {}).get(JOB_NAME)) or ""
+    pod_ip = (pod.get("status") or {}).get("podIP")
+    for (namespace, name), cm in configmaps.items():
+        if namespace != pod["metadata"].get("namespace") or not name.endswith(f"-{job}"):
+            continue
+        try:
+            table = json.loads((cm.get("data") or {}).get("jobstart_hccl.json") or "{}")
+        except ValueError:
+            continue
+        for server in table.get("server_list") or []:
+            if server.get("container_ip") != pod_ip:
+                continue
+            for dev in server.get("device") or []:
+                if str(dev.get("device_id")) == str(device) and str(dev.get("rank_id", "")).isdigit():
+                    return int(dev["rank_id"])
+    return None
 
 
 def crash_backoff(restart: int, base: float) -> float:
@@ -311,6 +334,7 @@ class Kubelet:
         configmaps = {
             (c["metadata"]["namespace"], c["metadata"]["name"]): c for c in self.store.list(CONFIGMAPS)[0]
         }
+        self._fail_faulty(pods, configmaps)
         now = time.monotonic()
         with self._lock:  # one look at the runs, not one per pod and container (1,024^2 a pass)
             active = {(r.uid, r.container) for r in self.runs.values() if not r.drained}
@@ -339,6 +363,38 @@ class Kubelet:
                 elif "waiting" in (st.get("state") or {}) and now >= self.backoff.get((uid, name), 0):
                     self.backoff.pop((uid, name), None)
                     self._start(pod, container, int(st.get("restartCount", 0)) + 1)
+
+    # -- faults (ranktable sim fault) ---------------------------------------------------------------------
+    def _fail_faulty(self, pods: list[Obj], configmaps: dict[tuple[str, str], Obj]) -> None:
+        """End the runs whose NPU, link or node is faulty with the lines a real fault prints (exit 1), as
+        the training process would; a restarted container on a faulty NPU fails again."""
+        faulty = {
+            n["metadata"]["name"]: f for n in self.store.list(NODES)[0] if (f := faults_of(n)) != NO_FAULTS
+        }
+        if not faulty:
+            return
+        with self._lock:
+            live = [r for r in self.runs.values() if not r.drained and r.fault_exit is None]
+        by_uid: dict[str, list[Run]] = {}
+        for run in live:
+            by_uid.setdefault(run.uid, []).append(run)
+        for pod in pods:
+            node = (pod.get("spec") or {}).get("nodeName") or ""
+            runs = by_uid.get(pod["metadata"]["uid"])
+            if node not in faulty or not runs:
+                continue
+            hit = faulty[node].hits(devices_of(pod))
+            if not hit:
+                continue
+            device = hit[0]
+            for run in runs:
+                lines = fault_lines(
+                    faulty[node].kind_of(device), device, _rank_of(pod, device, configmaps), run.pid
+                )
+                with open(run.dir / f"{run.restart}.raw", "ab") as raw:
+                    raw.write(("\n".join(lines) + "\n").encode())
+                run.fault_exit = 1
+                self._signal(run, signal.SIGKILL)
 
     # -- deletion ----------------------------------------------------------------------------------------
     def delete_hook(self, rtype: ResourceType, obj: Obj, options: dict[str, Any]) -> Obj | None:
@@ -427,6 +483,8 @@ class Kubelet:
         for run in runs:
             if run.exit_code is None:
                 run.exit_code = self._poll_exit(run)
+                if run.exit_code is not None and run.fault_exit is not None:
+                    run.exit_code = run.fault_exit  # the process failed on the fault, it was not OOM-killed
                 if (
                     run.exit_code is None
                     and run.kill_deadline is not None

@@ -87,8 +87,14 @@ class KubeStore:
 
     # -- raw calls ----------------------------------------------------------------------------------------
     def call(
-        self, method: str, path: str, body: Any = None, query: list[tuple[str, Any]] | None = None
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        query: list[tuple[str, Any]] | None = None,
+        raw: bool = False,
     ) -> Any:
+        """One request; the decoded JSON reply, or its text when `raw` (e.g. a pod's log)."""
         params = self.api.param_serialize(
             method=method,
             resource_path=path,
@@ -106,6 +112,8 @@ class KubeStore:
                 )
         except ApiException as exc:
             raise api_error(exc) from exc
+        if raw:
+            return (resp.data or b"").decode(errors="replace")
         return json.loads(resp.data) if resp.data else None
 
     # -- watch cache ----------------------------------------------------------------------------------------
