@@ -197,6 +197,11 @@ function LayoutTab(props: { run: RunModel; trans: TranslationBundle }) {
       <ErrorLine error={run.layoutError} />
       {run.layout && (
         <>
+          {run.layout.placement?.summary && (
+            <p className="jp-Ranktable-placement">
+              {run.layout.placement.summary}
+            </p>
+          )}
           <LayoutFigures result={run.layout} trans={trans} />
           <LayoutFigure result={run.layout} trans={trans} />
         </>

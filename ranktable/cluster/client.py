@@ -38,6 +38,7 @@ from ranktable.errors import ConflictError, InputError, NotFoundError, Ranktable
 from ranktable.hccl import check_document, parse_rank_table
 from ranktable.launch.launcher import ROUTING_MIN_NODES, TOR_FILE
 from ranktable.observe.health import pod_health
+from ranktable.plan.forecast import NODE_CHOICE_ANNOTATION, SCHEDULER_CONFIGMAP, SCHEDULER_NAMESPACE
 from ranktable.plan.routing import routing_plan
 from ranktable.topology import topology_from_tor_file
 
@@ -114,6 +115,24 @@ class ClusterClient:
         return self._call(
             self.kube.core.read_namespaced_config_map, name, self.namespace, what=f"ConfigMap {name}"
         )
+
+    def scheduler_node_choice(self) -> str:
+        """How the pool's scheduler picks among equally good nodes (plan/forecast.py): the simulated pool
+        says so on Volcano's scheduler ConfigMap; anything else (a real Volcano, or a ConfigMap this
+        account may not read) picks at random, as Volcano's allocate action does."""
+        from ranktable.plan.forecast import POLICIES, RANDOM_AMONG_EQUALS
+
+        try:
+            cm = self._call(
+                self.kube.core.read_namespaced_config_map,
+                SCHEDULER_CONFIGMAP,
+                SCHEDULER_NAMESPACE,
+                what=f"ConfigMap {SCHEDULER_NAMESPACE}/{SCHEDULER_CONFIGMAP}",
+            )
+        except RanktableError:
+            return RANDOM_AMONG_EQUALS
+        choice = ((cm.get("metadata") or {}).get("annotations") or {}).get(NODE_CHOICE_ANNOTATION, "")
+        return choice if choice in POLICIES else RANDOM_AMONG_EQUALS
 
     # -- submit / stop ------------------------------------------------------------------------------
     def submit(self, docs: list[dict[str, Any]]) -> SubmitResult:

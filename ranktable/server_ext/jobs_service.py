@@ -106,6 +106,7 @@ class JobsService:
             "algorithm": layout.report["algorithm"],
             "algorithm_reason": layout.report["algorithm_reason"],
             "groups": layout.report["groups"],
+            "placement": layout.placement,
         }
 
     def layout_preview(self, body: dict[str, Any]) -> dict[str, Any]:

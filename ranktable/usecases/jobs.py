@@ -171,35 +171,27 @@ class Jobs:
     def layout_preview(
         self, spec: JobSpec, topology_file: str | None = None, message_bytes: int | None = None
     ) -> dict[str, Any]:
-        """Where a composed job would likely land (the first free matching nodes) and how it would be planned.
-
-        The real placement is the scheduler's; this shows the plan for the nodes an idle pool would give.
-        """
-        from ranktable.cluster.topology_source import cluster_topology
-        from ranktable.topology import add_node_aliases, load_topology
+        """Where a composed job is expected to land (the scheduler's choice on the pool's free nodes,
+        plan/forecast.py) and how it would be planned; a range (best and worst) when it cannot be known."""
+        from ranktable.usecases.layout import placement_forecast, preview_layouts
 
         client = self.client(spec.namespace)
         nodes = client.list_nodes()
-        if topology_file:
-            topology = load_topology(topology_file)
-            add_node_aliases(topology, nodes)
-        elif self.settings.topology:
-            topology = load_topology(self.settings.topology, self.settings.topology_format or None)
-            add_node_aliases(topology, nodes)
-        else:
-            topology = cluster_topology(client.kube, nodes)
-        table = preview_rank_table(likely_nodes(nodes, spec), spec.npus_per_node)
-        from ranktable.usecases.layout import layout_json
+        topology = self._topology(client, nodes, topology_file)
+        forecast, notes = placement_forecast(client, nodes, topology, spec)
+        return preview_layouts(forecast, notes, nodes, topology, spec, message_bytes)
 
-        result = layout_json(
-            table, topology, message_bytes=message_bytes, title=f"{spec.name} (preview)", spec=spec
-        )
-        result["warnings"] = [
-            "preview: assumes the pods land on the first matching nodes in name order; the real "
-            "placement is known once the job runs",
-            *result["warnings"],
-        ]
-        return result
+    def _topology(self, client: ClusterClient, nodes: list[dict[str, Any]], topology_file: str | None) -> Any:
+        """The switch tree: a file (given, or the configured one) with node aliases, else the cluster's."""
+        from ranktable.cluster.topology_source import cluster_topology
+        from ranktable.topology import add_node_aliases, load_topology
+
+        if topology_file or self.settings.topology:
+            fmt = None if topology_file else (self.settings.topology_format or None)
+            topology = load_topology(topology_file or str(self.settings.topology), fmt)
+            add_node_aliases(topology, nodes)
+            return topology
+        return cluster_topology(client.kube, nodes)
 
 
 def exc_issue(exc: InputError) -> dict[str, Any]:
@@ -252,9 +244,15 @@ class JobLayout:
     report: dict[str, Any]
     svg: str
     marks: dict[int, str] = field(default_factory=dict)
+    placement: dict[str, Any] | None = None  # the actual nodes beside the preview's forecast
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "topology_source": self.topology_source, "report": self.report}
+        return {
+            "name": self.name,
+            "topology_source": self.topology_source,
+            "report": self.report,
+            "placement": self.placement,
+        }
 
 
 def job_layout(
@@ -289,14 +287,19 @@ def job_layout(
 
         topology = cluster_topology(client.kube, nodes)
         source = topology.source
-    planned = plan_report(table, topology, query=query_for_spec(_running_spec(client, name, cm)))
+    spec = _running_spec(client, name, cm)
+    planned = plan_report(table, topology, query=query_for_spec(spec))
     text_report = f"topology: {source}\n" + planned.text
     if planned.result.warnings:
         text_report += "\n" + "\n".join(f"warning: {w}" for w in planned.result.warnings)
+    from ranktable.usecases.layout import placement_beside_forecast
     from ranktable.usecases.observe import diagnosis_marks
 
+    placement = placement_beside_forecast(client, name, spec, nodes, topology, planned.to_json())
+    if placement is not None:
+        text_report += "\n" + placement["summary"]
     marks = diagnosis_marks(diagnosis, planned.result.planned)
-    return JobLayout(name, source, text_report, planned.to_json(), planned.svg(marks), marks)
+    return JobLayout(name, source, text_report, planned.to_json(), planned.svg(marks), marks, placement)
 
 
 def _running_spec(client: ClusterClient, name: str, configmap: dict[str, Any]) -> JobSpec | None:
@@ -310,8 +313,9 @@ def _running_spec(client: ClusterClient, name: str, configmap: dict[str, Any]) -
         return None
 
 
-def likely_nodes(nodes: list[dict[str, Any]], spec: JobSpec) -> list[dict[str, Any]]:
-    """The first nodes (by name) an idle pool would give the job: matching selector, enough NPUs."""
+def matching_nodes(nodes: list[dict[str, Any]], spec: JobSpec) -> list[dict[str, Any]]:
+    """The nodes the job's pods may use (node selector, enough allocatable NPUs), by name; raises when
+    even an idle pool could not hold the job."""
     from ranktable.compose.manifests import NPU_RESOURCE
 
     fitting = []
@@ -330,7 +334,7 @@ def likely_nodes(nodes: list[dict[str, Any]], spec: JobSpec) -> list[dict[str, A
             where="spec.nodes",
             fix="lower the node count or check the node selector",
         )
-    return fitting[: spec.nodes]
+    return fitting
 
 
 def preview_rank_table(nodes: list[dict[str, Any]], npus: int) -> Any:

@@ -1937,6 +1937,10 @@ export interface components {
       svg: string;
       warnings?: string[];
       rank_mapping?: string | null;
+      /** @description The preview's forecast of the scheduler's placement (exact, policy, reason, cases), or for a running job its actual placement beside that forecast (actual, forecast, verdict, summary) */
+      placement?: {
+        [key: string]: unknown;
+      } | null;
       /** @description Ranks marked on the layout (with ?diagnosis=true), rank ids of the planned table */
       marks?: {
         rank: number;

@@ -47,6 +47,8 @@ export interface ILayoutResult {
   svg: string;
   warnings?: string[];
   source?: string;
+  /** A running job's actual placement beside the preview's forecast (`summary`: one line). */
+  placement?: { summary?: string; verdict?: string } | null;
 }
 
 /** Parse the server's SVG and drop anything active (scripts, event handlers, external links). */

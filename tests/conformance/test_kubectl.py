@@ -195,6 +195,19 @@ def test_explain_volcano_fields(plane: Plane) -> None:
     conform(plane, "kubectl-explain", scenario)
 
 
+def test_explain_core_fields(plane: Plane) -> None:
+    def scenario() -> None:
+        out = plane.kubectl("explain", "pods.spec.containers")
+        assert out.returncode == 0, out.stderr
+        assert "FIELD: containers <[]Container>" in out.stdout, out.stdout
+        for field in ("command", "env", "image", "resources", "volumeMounts"):
+            assert f"  {field}\t<" in out.stdout, field
+        image = plane.kubectl("explain", "pods.spec.containers.image")
+        assert "FIELD: image <string>" in image.stdout, image.stdout
+
+    conform(plane, "kubectl-explain-core", scenario)
+
+
 def test_exec_and_cp(plane: Plane) -> None:
     name = _name("exec")
     _apply(plane, [shell_job(name, "sleep 120")])

@@ -155,6 +155,19 @@ def test_explain_reads_volcanos_published_schema(sim_pool: SimPoolHandle, home: 
     assert "members\t<[]Object>" in kubectl(sim_pool, home, "explain", "hypernode.spec")
 
 
+def test_explain_reads_the_core_kinds_schema(sim_pool: SimPoolHandle, home: Path) -> None:
+    """`kubectl explain pods.spec.containers` failed: the core kinds were open objects."""
+    out = kubectl(sim_pool, home, "explain", "pods.spec.containers")
+    assert "FIELD: containers <[]Container>" in out
+    assert "A single application container that you want to run within a pod." in out
+    for field in ("command", "env", "image", "resources", "volumeMounts"):
+        assert f"  {field}\t<" in out, field
+    assert "Attributes:" not in out and "openapi_types" not in out
+    image = kubectl(sim_pool, home, "explain", "pods.spec.containers.image")
+    assert "FIELD: image <string>" in image and "Container image name." in image
+    assert "unschedulable\t<boolean>" in kubectl(sim_pool, home, "explain", "node.spec")
+
+
 SSHD_POD = """
 apiVersion: v1
 kind: Pod

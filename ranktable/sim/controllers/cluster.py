@@ -9,6 +9,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ranktable.plan.forecast import (
+    NODE_CHOICE_ANNOTATION,
+    SCHEDULER_CONF_KEY,
+    SCHEDULER_CONFIGMAP,
+    SCHEDULER_NAMESPACE,
+    SPREAD_BY_LEAF,
+)
 from ranktable.sim.fabric import LEAF_LABEL, NPU_LABEL, NPU_RESOURCE, SPINE_LABEL, SimNode
 from ranktable.sim.k8s.resources import BY_KEY
 from ranktable.sim.k8s.store import Store, now_rfc3339
@@ -16,6 +23,24 @@ from ranktable.sim.k8s.store import Store, now_rfc3339
 Obj = dict[str, Any]
 TOR_IP_ANNOTATION = "topology.ranktable.io/tor-ip"
 OVERSUBSCRIPTION_ANNOTATION = "topology.ranktable.io/oversubscription"
+SCHEDULER_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+    enablePreemptable: false
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+    enablePreemptable: false
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+  - name: network-topology-aware
+"""
 LEAF_OVERSUBSCRIPTION = "4"  # the uplink share one job gets in a shared pool (docs/simulated-pool.md)
 INDEX_ANNOTATION = "topology.ranktable.io/index"
 
@@ -145,6 +170,22 @@ def tor_node_configmap(nodes: list[SimNode]) -> Obj:
 TENANT_NAMESPACE = "tenant-b"
 
 
+def scheduler_configmap(node_choice: str | None) -> Obj:
+    """Volcano's scheduler configuration as its Helm chart publishes it; the simulated pool's copy says
+    how it picks among equal nodes (plan/forecast.py), so the layout preview can predict it."""
+    annotations = {NODE_CHOICE_ANNOTATION: node_choice} if node_choice else {}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": SCHEDULER_CONFIGMAP,
+            "namespace": SCHEDULER_NAMESPACE,
+            "annotations": annotations,
+        },
+        "data": {SCHEDULER_CONF_KEY: SCHEDULER_CONF},
+    }
+
+
 def tenant_nodes(nodes: list[SimNode], tenants: int) -> list[SimNode]:
     """Which nodes other tenants hold: spread evenly over the pool (never the first node)."""
     if tenants <= 0 or not nodes:
@@ -212,5 +253,6 @@ def bootstrap(store: Store, nodes: list[SimNode], tenants: int = 0) -> None:
     for hn in hypernode_objects(nodes):
         ensure("topology.volcano.sh/hypernodes", hn)
     ensure("configmaps", tor_node_configmap(nodes))
+    ensure("configmaps", scheduler_configmap(SPREAD_BY_LEAF))
     for index, node in enumerate(tenant_nodes(nodes, tenants)):
         ensure("pods", tenant_pod(node, index))

@@ -40,6 +40,7 @@ _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n
 JOB_NAME = "volcano.sh/job-name"
 TASK_SPEC = "volcano.sh/task-spec"
 TASK_INDEX = "volcano.sh/task-index"
+PARTITION_ID = "volcano.sh/partition-id"  # a pod's partition: index // partitionSize
 JOB_VERSION = "volcano.sh/job-version"
 GROUP_NAME = "scheduling.k8s.io/group-name"
 DEVICES_ANNOTATION = "huawei.com/AscendReal"

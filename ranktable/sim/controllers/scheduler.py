@@ -7,6 +7,7 @@ plugin's `huawei.com/AscendReal` annotation records them.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -185,9 +186,12 @@ class Scheduler:
             self._gang(pg, pending, bound, min_member)
 
     def _domains(self, pg: Obj, bound: list[Obj]) -> tuple[list[frozenset[str] | None], str]:
-        """Where a gang may go: anywhere ([None]), or, with `networkTopology`, inside one HyperNode of
-        tier <= highestTierAllowed, tightest first (hard: only there; soft: else anywhere)."""
-        topology = (pg.get("spec") or {}).get("networkTopology") or {}
+        return self._topology_domains((pg.get("spec") or {}).get("networkTopology") or {}, bound)
+
+    def _topology_domains(self, topology: Obj, bound: list[Obj]) -> tuple[list[frozenset[str] | None], str]:
+        """Where a gang (or one partition of it) may go: anywhere ([None]), or, with a `networkTopology`,
+        inside one HyperNode of tier <= highestTierAllowed, tightest first (hard: only there; soft: else
+        anywhere)."""
         if not topology:
             return [None], ""
         highest = topology.get("highestTierAllowed")
@@ -208,11 +212,57 @@ class Scheduler:
         why = f"network topology (hard): no HyperNode of tier <= {highest} can hold the gang"
         return domains, why
 
+    def _partitions(
+        self, pg: Obj, pending: list[Obj], bound: list[Obj]
+    ) -> tuple[list[tuple[Obj, str, list[int]]], Counter[str] | None] | None:
+        """Volcano's subGroupPolicy (a task's partitionPolicy): each partition (the pods sharing the
+        policy's matchLabelKeys values) is placed on its own, inside its own HyperNode when the policy has
+        a networkTopology. None when the PodGroup has no such policy."""
+        policies = [p for p in (pg.get("spec") or {}).get("subGroupPolicy") or [] if p.get("networkTopology")]
+        if not policies:
+            return None
+
+        def key(pod: Obj) -> tuple[int, tuple[str, ...]]:
+            labels = pod["metadata"].get("labels") or {}
+            for n, policy in enumerate(policies):
+                if match_label_selector(policy.get("labelSelector"), labels):
+                    return n, tuple(labels.get(k, "") for k in policy.get("matchLabelKeys") or [])
+            return -1, ()
+
+        groups: dict[tuple[int, tuple[str, ...]], list[Obj]] = {}
+        for pod in pending:
+            groups.setdefault(key(pod), []).append(pod)
+        nodes = self._nodes()
+        plan: list[tuple[Obj, str, list[int]]] = []
+        failure: Counter[str] | None = None
+        for group_key, pods in sorted(groups.items(), key=lambda kv: kv[0]):
+            topology = policies[group_key[0]]["networkTopology"] if group_key[0] >= 0 else {}
+            mine = [p for p in bound if key(p) == group_key]
+            domains, _ = self._topology_domains(topology, mine)
+            for allowed in domains:
+                trial = copy.deepcopy(nodes)
+                spread: Counter[str] = Counter()
+                placed = []
+                for pod in pods:
+                    node, devices, reasons = self._place(trial, pod, allowed, spread)
+                    if node is None:
+                        failure = failure or reasons
+                        break
+                    placed.append((pod, node, devices))
+                if len(placed) == len(pods):
+                    nodes, plan = trial, plan + placed
+                    break
+        return plan, failure
+
     def _gang(self, pg: Obj, pending: list[Obj], bound: list[Obj], min_member: int) -> None:
         total = len(self._nodes())
         domains, topology_reason = self._domains(pg, bound)
         plan: list[tuple[Obj, str, list[int]]] = []
         failure: Counter[str] | None = None
+        partitioned = self._partitions(pg, pending, bound)
+        if partitioned is not None:
+            plan, failure = partitioned
+            domains = []
         for allowed in domains:
             nodes = self._nodes()
             spread: Counter[str] = Counter(
@@ -231,7 +281,7 @@ class Scheduler:
         if len(bound) + len(plan) < min_member:
             reasons = failure or Counter()
             detail = ", ".join(f"{n} {r}" for r, n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
-            if not domains or (topology_reason and None not in domains):
+            if partitioned is None and (not domains or (topology_reason and None not in domains)):
                 detail = f"{detail}; {topology_reason}" if detail else topology_reason
             message = (
                 f"0/{total} nodes are available: {detail}." if detail else f"0/{total} nodes are available."

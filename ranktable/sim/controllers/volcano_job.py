@@ -18,6 +18,7 @@ from ranktable.sim.controllers.common import (
     GROUP_NAME,
     JOB_NAME,
     JOB_VERSION,
+    PARTITION_ID,
     TASK_INDEX,
     TASK_SPEC,
     Obj,
@@ -285,6 +286,7 @@ class JobController:
                         for t in job["spec"].get("tasks") or []
                     },
                     "priorityClassName": job["spec"].get("priorityClassName", ""),
+                    **subgroup_policy(job["spec"].get("tasks") or []),
                     **(
                         {"networkTopology": job["spec"]["networkTopology"]}
                         if job["spec"].get("networkTopology")
@@ -374,6 +376,9 @@ class JobController:
             "volcano.sh/queue-name": queue,
         }
         labels = {**(tmeta.get("labels") or {}), **volcano}
+        size = (task.get("partitionPolicy") or {}).get("partitionSize")
+        if task.get("partitionPolicy") is not None:  # Volcano: index / partitionSize (0 if not positive)
+            labels[PARTITION_ID] = str(index // size if isinstance(size, int) and size > 0 else 0)
         annotations = {
             **(tmeta.get("annotations") or {}),
             **volcano,
@@ -399,3 +404,25 @@ class JobController:
         }
         svc_plugin.decorate_pod(job, pod, task["name"], index)
         return pod
+
+
+def subgroup_policy(tasks: list[Obj]) -> Obj:
+    """The PodGroup's `subGroupPolicy`, one per task with a `partitionPolicy`, as Volcano's job controller
+    writes it: the task's pods, grouped by their partition id, each group under the partition's
+    networkTopology."""
+    policies = []
+    for task in tasks:
+        partitions = task.get("partitionPolicy")
+        if not isinstance(partitions, dict):
+            continue
+        policy: Obj = {
+            "name": task.get("name", ""),
+            "subGroupSize": partitions.get("partitionSize"),
+            "minSubGroups": partitions.get("minPartitions", 0),
+            "labelSelector": {"matchLabels": {TASK_SPEC: task.get("name", "")}},
+            "matchLabelKeys": [PARTITION_ID],
+        }
+        if partitions.get("networkTopology"):
+            policy["networkTopology"] = partitions["networkTopology"]
+        policies.append(policy)
+    return {"subGroupPolicy": policies} if policies else {}

@@ -2,8 +2,9 @@
 
 kubectl's `apply` checks that the PATCH operation of the object's kind declares a `fieldValidation`
 query parameter; when it does, kubectl sends `fieldValidation=Strict` and leaves checking to the
-server (see `QueryParamVerifierV3` in k8s.io/cli-runtime). Volcano's kinds carry the schemas Volcano
-publishes (crds/, for `kubectl explain`); the rest are open objects.
+server (see `QueryParamVerifierV3` in k8s.io/cli-runtime). For `kubectl explain`, Volcano's kinds carry
+the schemas Volcano publishes (crds/) and the built-in kinds those of the official client's models
+(core_schemas); the rest are open objects.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ranktable.sim.k8s.core_schemas import builtin_schemas, component_name, model_name
 from ranktable.sim.k8s.discovery import SERVER_VERSION
 from ranktable.sim.k8s.resources import RESOURCES, ResourceType
 
@@ -86,7 +88,7 @@ def _gvk(r: ResourceType) -> dict[str, str]:
     return {"group": r.group, "version": r.version, "kind": r.kind}
 
 
-def _operation(r: ResourceType, action: str, params: list[str]) -> dict[str, Any]:
+def _operation(r: ResourceType, action: str, params: list[str], schema: str) -> dict[str, Any]:
     return {
         "operationId": f"{action}{r.kind}",
         "x-kubernetes-action": action,
@@ -97,9 +99,7 @@ def _operation(r: ResourceType, action: str, params: list[str]) -> dict[str, Any
         "responses": {
             "200": {
                 "description": "OK",
-                "content": {
-                    "application/json": {"schema": {"$ref": f"#/components/schemas/{_schema_name(r)}"}}
-                },
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{schema}"}}},
             }
         },
     }
@@ -113,21 +113,27 @@ def document(path: str) -> dict[str, Any] | None:
         return None
     write_params = ["dryRun", "fieldManager", "fieldValidation", "pretty"]
     paths: dict[str, Any] = {}
-    schemas: dict[str, Any] = {}
+    schemas: dict[str, Any] = dict(builtin_schemas(tuple(r for r in found if r.builtin)))
     for r in found:
+        builtin = component_name(model_name(r)) if r.builtin else ""
+        name = builtin if builtin in schemas else _schema_name(r)
         base = f"/{_path_prefix(gv)}/" + (
             f"namespaces/{{namespace}}/{r.plural}" if r.namespaced else r.plural
         )
         paths[base] = {
-            "get": _operation(r, "list", ["labelSelector", "fieldSelector", "watch", "resourceVersion"]),
-            "post": _operation(r, "post", write_params),
+            "get": _operation(
+                r, "list", ["labelSelector", "fieldSelector", "watch", "resourceVersion"], name
+            ),
+            "post": _operation(r, "post", write_params, name),
         }
         paths[base + "/{name}"] = {
-            "get": _operation(r, "get", []),
-            "put": _operation(r, "put", write_params),
-            "patch": _operation(r, "patch", [*write_params, "force"]),
-            "delete": _operation(r, "delete", ["gracePeriodSeconds", "propagationPolicy"]),
+            "get": _operation(r, "get", [], name),
+            "put": _operation(r, "put", write_params, name),
+            "patch": _operation(r, "patch", [*write_params, "force"], name),
+            "delete": _operation(r, "delete", ["gracePeriodSeconds", "propagationPolicy"], name),
         }
+        if name in schemas:
+            continue
         published = crd_schema(r)
         if published is not None:
             schemas[_schema_name(r)] = {**published, "x-kubernetes-group-version-kind": [_gvk(r)]}

@@ -485,6 +485,11 @@ def default_volcano_job(job: Obj) -> None:
     )
     for task in tasks:
         task.setdefault("replicas", 1)
+        partitions = task.get("partitionPolicy")
+        if isinstance(partitions, dict):  # Volcano: minPartitions x partitionSize (0 when not given)
+            size, least = partitions.get("partitionSize", 0), partitions.get("minPartitions", 0)
+            if isinstance(size, int) and isinstance(least, int):
+                task.setdefault("minAvailable", size * least)
         task.setdefault("minAvailable", task["replicas"])
     minimums = [m for t in tasks if isinstance(m := t.get("minAvailable"), int)]
     if len(minimums) == len(tasks):

@@ -33,7 +33,12 @@ from kubernetes import client
 from kubernetes import config as kube_config
 
 from ranktable.errors import RanktableError
-from ranktable.sim.controllers.cluster import hypernode_objects, tor_node_configmap
+from ranktable.sim.controllers.cluster import (
+    SCHEDULER_CONF,
+    hypernode_objects,
+    scheduler_configmap,
+    tor_node_configmap,
+)
 from ranktable.sim.controllers.logs import ensure_dir
 from ranktable.sim.controllers.sandbox import Confinement
 from ranktable.sim.k8s import errors
@@ -50,24 +55,6 @@ from ranktable.sim.tls import ensure_certificate
 STEP_TIMEOUT = 180.0
 PR_SET_PDEATHSIG = 1
 STOP_SECONDS = 10.0
-SCHEDULER_CONF = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-    enablePreemptable: false
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-    enablePreemptable: false
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-  - name: network-topology-aware
-"""
 
 
 def _die_with_parent() -> None:
@@ -398,6 +385,10 @@ class RealPool:
                 store.create(hypernodes, hn)
         with contextlib.suppress(errors.ApiError):
             store.create(BY_KEY["configmaps"], tor_node_configmap(nodes))
+        with contextlib.suppress(
+            errors.ApiError
+        ):  # the configuration vc-scheduler runs with, as Helm publishes it
+            store.create(BY_KEY["configmaps"], scheduler_configmap(None))
         self.kubelet.start()
         self.ranktable = RankTableController(store, errors_log, self.config.ranktable_delay)
         self.ranktable.start()

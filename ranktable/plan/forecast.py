@@ -1,0 +1,130 @@
+"""Which free nodes the scheduler will give a gang, in pod-index order, before it is submitted.
+
+The layout of a job is its pods' nodes in rank order, and pod i gets rank block i, so the layout before
+submit is only as good as this guess. Two node choices are modelled:
+
+- `SPREAD_BY_LEAF`, the simulated pool's scheduler: pod by pod (in index order), the fitting node under
+  the leaf holding the fewest pods of the gang so far, ties by node name. Deterministic: one prediction.
+- `RANDOM_AMONG_EQUALS`, Volcano's allocate action: it scores fitting nodes (nodeorder, binpack: CPU and
+  memory, not NPUs) and takes one at random among the best (`SelectBestNodeAndScore`). Whole free nodes
+  score alike, so any free node may come next: the layout is known only when every choice is the same
+  (one pod, or every candidate under one leaf); otherwise the forecast is a range, its best case (leaf
+  by leaf) and worst case (alternating leaves).
+
+A hard `networkTopology` of tier 1 (the whole gang inside one leaf HyperNode) is `one_leaf`: then only
+leaves that can hold the gang are candidates, and any of them gives the same layout.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+SPREAD_BY_LEAF = "spread-by-leaf"
+RANDOM_AMONG_EQUALS = "random-among-equals"
+POLICIES = (SPREAD_BY_LEAF, RANDOM_AMONG_EQUALS)
+# Volcano's scheduler configuration, where its Helm chart puts it; the simulated pool annotates its copy
+# with its node choice (a real Volcano's has no such annotation: its choice is RANDOM_AMONG_EQUALS)
+SCHEDULER_NAMESPACE = "volcano-system"
+SCHEDULER_CONFIGMAP = "volcano-scheduler-configmap"
+SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
+NODE_CHOICE_ANNOTATION = "sim.ranktable.io/node-choice"
+
+
+@dataclass(frozen=True)
+class PlacementForecast:
+    """`cases`: (label, node names in pod-index order); one "predicted" case when exact, else best/worst."""
+
+    exact: bool
+    policy: str
+    reason: str
+    cases: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "exact": self.exact,
+            "policy": self.policy,
+            "reason": self.reason,
+            "cases": [{"label": label, "nodes": nodes} for label, nodes in self.cases],
+        }
+
+
+def forecast_placement(
+    free: dict[str, int],
+    leaf_of: dict[str, str],
+    pods: int,
+    npus: int,
+    policy: str,
+    *,
+    one_leaf: bool = False,
+) -> PlacementForecast:
+    """The nodes `pods` pods of `npus` NPUs each get, one pod per node (the jobs' hostname anti-affinity).
+
+    `free`: free NPUs per candidate node (already filtered by node selector); `leaf_of`: node -> leaf.
+    Raises ValueError when the gang does not fit (the caller says what to do).
+    """
+    fitting = sorted(name for name, count in free.items() if count >= npus)
+    if one_leaf:
+        by_leaf = _by_leaf(fitting, leaf_of)
+        fitting = sorted(n for nodes in by_leaf.values() if len(nodes) >= pods for n in nodes)
+    if len(fitting) < pods:
+        raise ValueError(f"{len(fitting)} free node(s) fit a pod of {npus} NPUs; the gang needs {pods}")
+    if policy == SPREAD_BY_LEAF:
+        order = _spread_by_leaf(fitting, leaf_of, pods)
+        return PlacementForecast(
+            True, policy, "the simulated pool's scheduler spreads a gang over leaves", [("predicted", order)]
+        )
+    by_leaf = _by_leaf(fitting, leaf_of)
+    if one_leaf:
+        leaf = min(by_leaf, key=lambda name: (-len(by_leaf[name]), name))
+        return PlacementForecast(
+            True,
+            policy,
+            "hard network topology: the whole gang inside one leaf",
+            [("predicted", by_leaf[leaf][:pods])],
+        )
+    if pods == 1 or len(by_leaf) == 1:
+        return PlacementForecast(
+            True, policy, "every free node that fits is under one leaf", [("predicted", fitting[:pods])]
+        )
+    return PlacementForecast(
+        False,
+        policy,
+        "Volcano picks at random among equally scored nodes: the layout is known once the job is scheduled",
+        [("best", _leaf_by_leaf(by_leaf, pods)), ("worst", _alternating(by_leaf, pods))],
+    )
+
+
+def _by_leaf(nodes: list[str], leaf_of: dict[str, str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for name in nodes:
+        out.setdefault(leaf_of.get(name, ""), []).append(name)
+    return out
+
+
+def _spread_by_leaf(fitting: list[str], leaf_of: dict[str, str], pods: int) -> list[str]:
+    """The simulated scheduler's choice, pod by pod (sim/controllers/scheduler.py `_place`)."""
+    left, counts, order = list(fitting), Counter[str](), []
+    for _ in range(pods):
+        node = min(left, key=lambda n: (counts[leaf_of.get(n, "")], n))
+        left.remove(node)
+        counts[leaf_of.get(node, "")] += 1
+        order.append(node)
+    return order
+
+
+def _leaf_by_leaf(by_leaf: dict[str, list[str]], pods: int) -> list[str]:
+    """Fullest leaves first, each as one block: the fewest leaf changes around the ring."""
+    leaves = sorted(by_leaf, key=lambda name: (-len(by_leaf[name]), name))
+    return [n for leaf in leaves for n in by_leaf[leaf]][:pods]
+
+
+def _alternating(by_leaf: dict[str, list[str]], pods: int) -> list[str]:
+    """One node per leaf in turn: every ring edge changes leaf while two leaves still have nodes."""
+    queues = [list(by_leaf[leaf]) for leaf in sorted(by_leaf)]
+    order: list[str] = []
+    while len(order) < pods:
+        for queue in queues:
+            if queue and len(order) < pods:
+                order.append(queue.pop(0))
+    return order

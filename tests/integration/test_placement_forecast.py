@@ -1,0 +1,84 @@
+"""The layout preview predicts the simulated pool's placement; the job layout shows it beside the actual."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ranktable.cluster.observing import pod_index_of
+from ranktable.usecases.jobs import ClusterSettings, Jobs
+from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.sim_helpers import eventually
+
+
+def _jobs(pool: SimPoolHandle) -> Jobs:
+    return Jobs(ClusterSettings(kubeconfig=str(pool.kubeconfig), context=pool.context, keep_logs_s=0))
+
+
+def _spec(jobs: Jobs, name: str, nodes: int) -> object:
+    return jobs.spec(
+        {"name": name, "image": "busybox", "nodes": nodes, "npus_per_node": 8, "command": ["sleep", "60"]}
+    )
+
+
+def _bound(jobs: Jobs, name: str, count: int) -> list[str] | None:
+    pods = jobs.client("default").job_pods(name)
+    nodes = [(pod_index_of(p["metadata"]["name"]), (p.get("spec") or {}).get("nodeName")) for p in pods]
+    if len(nodes) < count or not all(node for _, node in nodes):
+        return None
+    return [str(node) for _, node in sorted(nodes)]
+
+
+def test_preview_predicts_the_spread_over_leaves_and_the_layout_shows_both(
+    sim_pool_factory: Callable[..., SimPoolHandle],
+) -> None:
+    pool = sim_pool_factory(nodes=4, leaves=2)
+    jobs = _jobs(pool)
+    spec = _spec(jobs, "fore", 4)
+    preview = jobs.layout_preview(spec)  # type: ignore[arg-type]
+    placement = preview["placement"]
+    assert placement["exact"] and placement["policy"] == "spread-by-leaf", placement
+    [case] = placement["cases"]
+    # the first nodes by name would be 0 leaf changes; the pool's scheduler alternates the leaves
+    assert case["crossings_per_tier"][0] == 4 and case["speedup"] > 1.2, case
+    assert preview["warnings"][0].startswith(f"preview: expected on {', '.join(case['nodes'])}")
+    jobs.submit(spec)  # type: ignore[arg-type]
+    actual = eventually(lambda: _bound(jobs, "fore", 4), timeout=60)
+    assert actual == case["nodes"]
+    jobs.client("default").wait_rank_table("fore", timeout=60)
+    layout = jobs.layout("default", "fore").to_json()
+    assert layout["placement"]["verdict"] == "as predicted", layout["placement"]
+    assert layout["placement"]["actual"]["nodes"] == actual
+    assert "placement: as predicted" in jobs.layout("default", "fore").report_text
+
+
+def test_partition_policy_places_every_partition_in_its_own_leaf(
+    sim_pool_factory: Callable[..., SimPoolHandle],
+) -> None:
+    """Volcano's partitionPolicy with a tier-1 networkTopology: every pod placed, each partition in a leaf."""
+    from kubernetes import client
+
+    from tests.integration.sim_helpers import volcano_job
+
+    pool = sim_pool_factory(nodes=4, leaves=2)
+    job = volcano_job("parts", 4, ["sleep", "60"], npus=8)
+    job["spec"]["tasks"][0]["partitionPolicy"] = {
+        "totalPartitions": 2,
+        "partitionSize": 2,
+        "minPartitions": 2,
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+    }
+    api = pool.api_client()
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "batch.volcano.sh", "v1alpha1", "default", "jobs", job
+    )
+    core = client.CoreV1Api(api)
+
+    def bound() -> list[client.V1Pod] | None:
+        pods = core.list_namespaced_pod("default", label_selector="volcano.sh/job-name=parts").items
+        return pods if len([p for p in pods if p.spec.node_name]) == 4 else None
+
+    leaves: dict[str, set[str]] = {}
+    for pod in eventually(bound, timeout=30):
+        leaf = core.read_node(pod.spec.node_name).metadata.labels["topology.ranktable.io/leaf"]
+        leaves.setdefault(pod.metadata.labels["volcano.sh/partition-id"], set()).add(leaf)
+    assert sorted(leaves) == ["0", "1"] and all(len(v) == 1 for v in leaves.values()), leaves
