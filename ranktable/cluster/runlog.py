@@ -29,7 +29,7 @@ from ranktable import probe
 from ranktable.cluster.logs import LogLine, LogStream, StreamStats
 from ranktable.compose.manifests import metric_patterns_of
 from ranktable.observe import RankLayout
-from ranktable.observe.archive import RunArchive, read_cut
+from ranktable.observe.archive import RunArchive
 
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
@@ -116,7 +116,7 @@ class Subscription:
             for pod, index, files in cut:
                 rank = rank_of(pod) if pod in self.run.ranks else index
                 batch: list[LogLine] = []
-                for stamp, text in read_cut(files):
+                for stamp, text in self.run.archive.read_cut(files):
                     batch.append(LogLine(pod, rank, stamp, text))
                     if len(batch) >= REPLAY_BATCH:
                         yield [batch]

@@ -3,7 +3,12 @@
 Layout: ``<root>/<namespace>/<job>/<uid>/`` with ``meta.json`` and one ``<pod>.log`` per pod (lines
 ``<kubelet timestamp> <text>``). A run is one job uid, so a resubmitted job with the same name is a new
 run. Bounded: each pod file rotates to ``<pod>.log.1`` at its share of the run's size cap (the newest
-lines, where errors are, are kept), and only the newest ``keep`` runs of a job stay.
+lines, where errors are, are kept), also while a reader replays (it reads each file by its rotation
+generation, so a rotated-away file is skipped, never misread); only the newest ``keep`` runs of a job
+stay, and across jobs the whole archive stays under `ARCHIVE_MAX_BYTES` and `ARCHIVE_MAX_RUNS`, oldest
+runs evicted first, never one that is being written or read (`busy`).
+
+Private: logs can hold tokens and environment dumps, so folders are 0700 and files 0600.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,9 +30,89 @@ from ranktable.errors import InputError, NotFoundError
 
 DEFAULT_CAP_BYTES = 256 * 2**20  # per run
 DEFAULT_KEEP = 5  # runs per job
+ARCHIVE_MAX_BYTES = 4 * 2**30  # every run of every job together
+ARCHIVE_MAX_RUNS = 200  # every job together
 MAX_OPEN_FILES = 64  # per run: least recently written pod files are closed
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$")
 _UID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+
+
+_busy: Counter[Path] = Counter()  # run folders written or read by this process: never evicted
+_busy_lock = threading.Lock()
+
+
+def _private_dir(root: Path, path: Path) -> None:
+    """``path`` and its parents up to ``root`` as 0700 (folders an older version made 0755 are tightened)."""
+    chain = [path, *(p for p in path.parents if p == root or root in p.parents)]
+    for folder in reversed(chain):
+        with contextlib.suppress(FileExistsError):
+            folder.mkdir(mode=0o700, parents=True)
+        os.chmod(folder, 0o700)
+
+
+def _open_private(path: Path) -> IO[str]:
+    """Append to ``path``, created 0600 (and made 0600 if an older version left it readable)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def busy(path: Path) -> Iterator[None]:
+    """Mark a run folder as in use (written or read): the global cap never evicts it meanwhile."""
+    with _busy_lock:
+        _busy[path] += 1
+    try:
+        yield
+    finally:
+        with _busy_lock:
+            _busy[path] -= 1
+            if _busy[path] <= 0:
+                del _busy[path]
+
+
+def _run_bytes(path: Path) -> int:
+    total = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path):
+            with contextlib.suppress(OSError):
+                if entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+    return total
+
+
+def enforce_global_cap(
+    root: Path, max_bytes: int = ARCHIVE_MAX_BYTES, max_runs: int = ARCHIVE_MAX_RUNS
+) -> list[Path]:
+    """Evict the oldest runs of any job until the archive holds at most ``max_runs`` runs and
+    ``max_bytes`` bytes; runs in use (`busy`) are skipped. Returns the folders removed."""
+    runs: list[tuple[float, Path, int]] = []
+    with contextlib.suppress(OSError):
+        for ns in root.iterdir():
+            if not ns.is_dir() or ns.is_symlink():
+                continue
+            for job in ns.iterdir():
+                if not job.is_dir() or job.is_symlink():
+                    continue
+                for run in job.iterdir():
+                    meta = _read_meta(run) if run.is_dir() and not run.is_symlink() else None
+                    if meta is not None:
+                        runs.append((float(meta.get("created") or 0.0), run, _run_bytes(run)))
+    runs.sort(key=lambda item: item[0])  # oldest first
+    total = sum(size for _, _, size in runs)
+    count = len(runs)
+    removed = []
+    for _, path, size in runs:
+        if total <= max_bytes and count <= max_runs:
+            break
+        with _busy_lock:
+            if _busy.get(path):
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+        total -= size
+        count -= 1
+    return removed
 
 
 def _checked(value: str, what: str, pattern: re.Pattern[str] = _NAME) -> str:
@@ -124,19 +211,21 @@ def find_run(root: Path, namespace: str, job: str, uid: str | None = None) -> Ru
 def read_run(root: Path, run: RunInfo, pod: str | None = None) -> Iterator[tuple[str, int, str, str]]:
     """(pod, node_rank, stamp, text) of an archived run, pod by pod, oldest lines first."""
     base = run_dir(root, run.namespace, run.job, run.uid)
-    for name, node_rank in sorted(run.pods.items(), key=lambda item: item[1]):
-        if pod is not None and name != pod:
-            continue
-        for path in (base / f"{name}.log.1", base / f"{name}.log"):
-            if not path.is_file() or path.is_symlink():
+    with busy(base):
+        for name, node_rank in sorted(run.pods.items(), key=lambda item: item[1]):
+            if pod is not None and name != pod:
                 continue
-            with path.open(encoding="utf-8", errors="replace") as handle:
-                for raw in handle:
-                    stamp, _, text = raw.rstrip("\n").partition(" ")
-                    yield name, node_rank, stamp, text
+            for path in (base / f"{name}.log.1", base / f"{name}.log"):
+                if not path.is_file() or path.is_symlink():
+                    continue
+                with path.open(encoding="utf-8", errors="replace") as handle:
+                    for raw in handle:
+                        stamp, _, text = raw.rstrip("\n").partition(" ")
+                        yield name, node_rank, stamp, text
 
 
-Cut = list[tuple[str, int, list[tuple[Path, int, int]]]]  # per pod: name, node rank, (file, start, end)
+Span = tuple[Path, int, int, int]  # a pod file as it was at the cut: path, start, end, rotation generation
+Cut = list[tuple[str, int, list[Span]]]  # per pod: name, node rank, its spans
 
 
 class RunArchive:
@@ -153,10 +242,16 @@ class RunArchive:
         cap_bytes: int = DEFAULT_CAP_BYTES,
         keep: int = DEFAULT_KEEP,
         extra: dict[str, Any] | None = None,
+        max_bytes: int = ARCHIVE_MAX_BYTES,
+        max_runs: int = ARCHIVE_MAX_RUNS,
     ) -> None:
         self.root = root
         self.dir = run_dir(root, namespace, job, uid)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        _private_dir(root, self.dir)
+        self._busy = busy(self.dir)
+        self._busy.__enter__()  # until `close`: the global cap never evicts the run being written
+        self.max_bytes = max_bytes
+        self.max_runs = max_runs
         for pod in pods:
             _checked(pod, "pod name")
         old = _read_meta(self.dir) or {}
@@ -174,10 +269,14 @@ class RunArchive:
         self.pod_cap = max(64 * 1024, cap_bytes // max(1, len(self.meta["pods"])) // 2)
         self._files: dict[str, IO[str]] = {}
         self._sizes: dict[str, int] = {}
-        self.holds = 0  # readers replaying up to a cut (`cut`): no rotation meanwhile, files only grow
+        self.holds = 0  # readers replaying a cut (they read by generation: rotation goes on meanwhile)
         self._rotations: dict[str, int] = {}  # per pod, by this process (`marks`; inodes can be reused)
+        self._rotation_lock = threading.Lock()  # a reader opens a generation's file while none rotates
+        self._unchecked = 0  # bytes appended since the global cap was last checked
+        self._closed = False
         self._write_meta()
         self._prune(namespace, job, keep)
+        enforce_global_cap(root, max_bytes, max_runs)
 
     def _prune(self, namespace: str, job: str, keep: int) -> None:
         runs = list_runs(self.root, namespace, job)
@@ -187,7 +286,9 @@ class RunArchive:
 
     def _write_meta(self) -> None:
         tmp = self.dir / "meta.json.tmp"
-        tmp.write_text(json.dumps(self.meta), encoding="utf-8")
+        with _open_private(tmp) as handle:
+            handle.truncate(0)
+            handle.write(json.dumps(self.meta))
         os.replace(tmp, self.dir / "meta.json")
 
     def _file(self, pod: str) -> IO[str]:
@@ -197,7 +298,7 @@ class RunArchive:
                 oldest = next(iter(self._files))
                 self._files.pop(oldest).close()
             path = self.dir / f"{_checked(pod, 'pod name')}.log"
-            handle = path.open("a", encoding="utf-8")
+            handle = _open_private(path)
             self._sizes[pod] = path.stat().st_size
         self._files[pod] = handle  # most recently used last
         return handle
@@ -209,16 +310,21 @@ class RunArchive:
             self.meta["pods"][pod] = node_rank
         text = "".join(f"{stamp} {line}\n" for stamp, line in lines)
         handle = self._file(pod)
-        if self._sizes[pod] + len(text) > self.pod_cap and not self.holds:
+        if self._sizes[pod] + len(text) > self.pod_cap:  # also while a reader replays: the cap holds
             handle.close()
-            os.replace(self.dir / f"{pod}.log", self.dir / f"{pod}.log.1")
-            self._rotations[pod] = self._rotations.get(pod, 0) + 1
+            with self._rotation_lock:
+                os.replace(self.dir / f"{pod}.log", self.dir / f"{pod}.log.1")
+                self._rotations[pod] = self._rotations.get(pod, 0) + 1
+                handle = self._files[pod] = _open_private(self.dir / f"{pod}.log")
             self.meta["rotated"] = True
-            handle = self._files[pod] = (self.dir / f"{pod}.log").open("a", encoding="utf-8")
             self._sizes[pod] = 0
         handle.write(text)
         self._sizes[pod] += len(text)
         self.meta["bytes"] += len(text)
+        self._unchecked += len(text)
+        if self._unchecked > self.max_bytes // 32:  # another writer's runs may have to go
+            self._unchecked = 0
+            enforce_global_cap(self.root, self.max_bytes, self.max_runs)
 
     def last_stamps(self) -> dict[str, str]:
         """The newest timestamp archived per pod (to resume a stream without duplicates)."""
@@ -245,6 +351,9 @@ class RunArchive:
         for handle in self._files.values():
             handle.close()
         self._files.clear()
+        if not self._closed:
+            self._closed = True
+            self._busy.__exit__(None, None, None)
 
     def info(self) -> RunInfo:
         return _info(self.meta["namespace"], self.meta["job"], self.meta["uid"], self.meta)
@@ -255,11 +364,15 @@ class RunArchive:
         self.flush()
         out = []
         for pod, node_rank in sorted(self.meta["pods"].items(), key=lambda item: item[1]):
-            files = []
-            for path in (self.dir / f"{pod}.log.1", self.dir / f"{pod}.log"):
+            files: list[Span] = []
+            generation = self._rotations.get(pod, 0)
+            for path, gen in (
+                (self.dir / f"{pod}.log.1", generation - 1),
+                (self.dir / f"{pod}.log", generation),
+            ):
                 with contextlib.suppress(OSError):
                     if path.is_file() and not path.is_symlink():
-                        files.append((path, 0, path.stat().st_size))
+                        files.append((path, 0, path.stat().st_size, gen))
             if files:
                 out.append((pod, node_rank, files))
         return out
@@ -285,11 +398,11 @@ class RunArchive:
                 rotated = self._rotations.get(pod, 0) - mark[0]
                 current = [span for span in spans if span[0].name == f"{pod}.log"]
                 if rotated == 0:
-                    spans = [(path, min(mark[1], size), size) for path, _, size in current]
+                    spans = [(path, min(mark[1], size), size, gen) for path, _, size, gen in current]
                 elif rotated == 1:
                     spans = [
-                        (path, min(mark[1], size), size)
-                        for path, _, size in spans
+                        (path, min(mark[1], size), size, gen)
+                        for path, _, size, gen in spans
                         if path.name.endswith(".1")
                     ]
                     spans += current
@@ -298,17 +411,32 @@ class RunArchive:
                 out.append((pod, node_rank, spans))
         return out
 
+    def _open_generation(self, path: Path, generation: int) -> IO[bytes] | None:
+        """The file that holds ``path``'s generation now (rotation renames it ``.log.1``), or None once
+        the size cap rotated it away. Opened under the rotation lock: what it reads is that file."""
+        pod = path.name.removesuffix(".1").removesuffix(".log")
+        with self._rotation_lock:
+            now = self._rotations.get(pod, 0)
+            name = {now: f"{pod}.log", now - 1: f"{pod}.log.1"}.get(generation)
+            if name is None:
+                return None
+            with contextlib.suppress(OSError):
+                return (self.dir / name).open("rb")
+            return None
 
-def read_cut(files: list[tuple[Path, int, int]]) -> Iterator[tuple[str, str]]:
-    """(stamp, text) of one pod's archived lines in a `RunArchive.cut` (or `cut_since`): each file's
-    bytes from its start to its end."""
-    for path, start, end in files:
-        with path.open("rb") as handle:
-            handle.seek(start)
-            data = handle.read(end - start)
-        for raw in data.decode("utf-8", errors="replace").splitlines():
-            stamp, _, text = raw.partition(" ")
-            yield stamp, text
+    def read_cut(self, files: list[Span]) -> Iterator[tuple[str, str]]:
+        """(stamp, text) of one pod's archived lines in a `cut` (or `cut_since`): each file's bytes from its
+        start to its end, found by generation; a file the cap rotated away since is skipped."""
+        for path, start, end, generation in files:
+            handle = self._open_generation(path, generation)
+            if handle is None:
+                continue
+            with handle:
+                handle.seek(start)
+                data = handle.read(end - start)
+            for raw in data.decode("utf-8", errors="replace").splitlines():
+                stamp, _, text = raw.partition(" ")
+                yield stamp, text
 
 
 def _tail_line(path: Path) -> str:

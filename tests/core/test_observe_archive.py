@@ -119,8 +119,6 @@ def test_many_pods_keep_few_files_open(tmp_path: Path) -> None:
 def test_cut_since_reads_only_what_came_after_the_marks_rotation_included(tmp_path: Path) -> None:
     """A reader that fell behind reads from its marks: the same file from its offset, a file rotated since
     from its offset in `<pod>.log.1`, a pod new since from its start."""
-    from ranktable.observe.archive import read_cut
-
     archive = RunArchive(tmp_path, "ns", "j", "u", {"a": 0, "b": 1}, cap_bytes=2 * 64 * 1024 * 2)
     archive.append("a", 0, [("s1", "a1")])
     archive.append("b", 1, [("s1", "b1")])
@@ -132,7 +130,9 @@ def test_cut_since_reads_only_what_came_after_the_marks_rotation_included(tmp_pa
     archive.append("c", 2, [("s1", "c1")])
 
     def since(marks: dict[str, tuple[int, int]]) -> dict[str, list[str]]:
-        return {pod: [text for _, text in read_cut(files)] for pod, _, files in archive.cut_since(marks)}
+        return {
+            pod: [text for _, text in archive.read_cut(files)] for pod, _, files in archive.cut_since(marks)
+        }
 
     assert (archive.dir / "b.log.1").is_file()  # b rotated (twice: its mark's file is gone)
     assert since(marks) == {"a": ["a2"], "b": [big, "b3"], "c": ["c1"]}
