@@ -21,3 +21,28 @@ def ranktable_home() -> Path:
         base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
         return Path(base) / "jupyter" / "ranktable"
     return Path(jupyter_data_dir()) / "ranktable"
+
+
+# The JupyterLab server's `c.Ranktable` cluster settings, exported to the processes it starts (kernels,
+# local and remote, and terminals) so `%ranktable jobs` and `ranktable job list` there see its cluster.
+SHARED_SETTINGS_ENV = {
+    "kubeconfig": "RANKTABLE_KUBECONFIG",
+    "context": "RANKTABLE_CONTEXT",
+    "namespace": "RANKTABLE_NAMESPACE",
+    "state_dir": "RANKTABLE_HOME",
+}
+
+
+def export_shared_settings(settings: dict[str, str | None], environ: dict[str, str] | None = None) -> None:
+    """Put each set value of `settings` (keys of SHARED_SETTINGS_ENV) into `environ` (os.environ)."""
+    target = os.environ if environ is None else environ
+    for key, name in SHARED_SETTINGS_ENV.items():
+        value = settings.get(key)
+        if value:
+            target[name] = value
+
+
+def shared_settings(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The settings a server exported to this process (missing keys: not set)."""
+    source = os.environ if environ is None else environ
+    return {key: source[name] for key, name in SHARED_SETTINGS_ENV.items() if source.get(name)}

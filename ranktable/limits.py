@@ -37,6 +37,8 @@ MAX_NODES = 65_536
 """Nodes (pods) of one job."""
 MAX_COUNT = 1 << 20
 """Any other whole number in a job spec (retries, NPUs per pod, parallel sizes)."""
+MAX_PATH = 4096
+"""Characters in one path (PATH_MAX): a profile's shared folder, a volume's mount path."""
 KEEP_LOGS_S = 60.0
 """Seconds a stop or resubmit waits at most for the run's logs to reach its archive before the pods go."""
 

@@ -20,6 +20,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.display import display
 
 from ranktable.errors import InputError, RanktableError
+from ranktable.home import shared_settings
 from ranktable.magic_results import ShownDict, ShownList, ShownStr, pre_html, table_html, text_html
 
 if TYPE_CHECKING:
@@ -94,9 +95,10 @@ class RanktableMagics(Magics):
 
     def __init__(self, shell: Any = None, **kwargs: Any) -> None:
         super().__init__(shell, **kwargs)
-        self.kubeconfig: str | None = None
-        self.context: str | None = None
-        self.namespace = "default"
+        inherited = shared_settings()  # the JupyterLab server's cluster, when it started this kernel
+        self.kubeconfig: str | None = inherited.get("kubeconfig")
+        self.context: str | None = inherited.get("context")
+        self.namespace = inherited.get("namespace", "default")
         self._jobs: dict[tuple[str | None, str | None, str], Jobs] = {}
         self.manager: Any = None  # SSH connections; None: the process-wide manager
         self.remote: Any = None  # the remote use cases (its port forwards: this kernel's), on first use
@@ -284,7 +286,8 @@ class RanktableMagics(Magics):
         """`%%ranktable job --name N --image I [--nodes 4 ...] [--submit]`; the cell is the command."""
         from ranktable.compose.manifests import compose, dump_manifests
         from ranktable.compose.spec_flags import add_spec_flags, spec_from_args
-        from ranktable.compose.validate import has_errors, validate_spec
+        from ranktable.compose.validate import has_errors
+        from ranktable.usecases.storage import placed_and_checked
 
         p = _Parser(prog="%%ranktable job", add_help=True)
         add_spec_flags(p, required=True)
@@ -299,7 +302,7 @@ class RanktableMagics(Magics):
         command = (cell or "").strip()
         if command and args.script is None:
             spec = replace(spec, command=[*SHELL, command])
-        issues = validate_spec(spec)
+        spec, issues = placed_and_checked(spec)
         if args.submit and has_errors(issues):
             raise UsageError(
                 "not submitted: "

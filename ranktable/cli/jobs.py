@@ -184,10 +184,12 @@ def manifests_or_spec(text: str, where: str) -> list[dict[str, Any]]:
 
 
 def _checked(spec: JobSpec) -> JobSpec:
-    """Print every finding to stderr; refuse (exit 1) when any is an error."""
-    from ranktable.compose.validate import has_errors, validate_spec
+    """The spec placed on the profiles' shared storage; every finding printed to stderr; refused (exit 1)
+    when any is an error."""
+    from ranktable.compose.validate import has_errors
+    from ranktable.usecases.storage import placed_and_checked
 
-    issues = validate_spec(spec)
+    spec, issues = placed_and_checked(spec)
     for issue in issues:
         print(issue, file=sys.stderr)
     if has_errors(issues):
@@ -236,7 +238,9 @@ def _submit(args: argparse.Namespace) -> int:
         spec = spec_from_manifests(docs)
         if args.namespace:
             spec.namespace = args.namespace
-        _checked(spec)
+        placed = _checked(spec)
+        if placed is not spec:  # a path on a profile's shared storage: the pods' path, its volume added
+            docs = compose(placed)
         namespace = args.namespace or spec.namespace
     else:
         spec = _checked(spec_from_args(args))

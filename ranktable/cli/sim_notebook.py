@@ -50,9 +50,8 @@ def _serve(args: argparse.Namespace) -> int:
         ) from exc
     key = instance.keys.client_key_path
     print(f"simulated Notebook instance on 127.0.0.1:{instance.port} (sandbox {instance.root})")
-    print(
-        f"profile {args.name!r} registered: user {instance.user}, key {key}, remote dir {instance.root}/work"
-    )
+    print(f"profile {args.name!r} registered: user {instance.user}, key {key}")
+    print(f"shared storage (jobs see it at the same path; sync goes there): {instance.shared}")
     print(f"try: ranktable exec {args.name} -- pwd")
     print(f" or: ssh -p {instance.port} -i {key} {instance.user}@127.0.0.1 pwd")
     print("Ctrl-C stops it.", flush=True)

@@ -47,6 +47,14 @@ def _pool_options(parser: argparse.ArgumentParser) -> None:
         help="where the pool keeps its kubeconfig, objects and pod logs (default: $RANKTABLE_HOME/sim)",
     )
     parser.add_argument(
+        "--shared-storage",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a host folder standing for storage every node mounts (SFS Turbo): pods whose hostPath "
+        "volume mounts it (or a folder in it) at the same path see it; repeatable",
+    )
+    parser.add_argument(
         "--control-plane",
         choices=("python", "real"),
         default="python",
@@ -62,7 +70,13 @@ def _serve_args(args: argparse.Namespace) -> list[str]:
         out += ["--tenants", str(args.tenants)]
     if args.topology:
         out += ["--topology", str(Path(args.topology).expanduser().resolve())]
+    for folder in _shared_storage(args):
+        out += ["--shared-storage", str(folder)]
     return out
+
+
+def _shared_storage(args: argparse.Namespace) -> tuple[Path, ...]:
+    return tuple(Path(d).expanduser().resolve() for d in args.shared_storage)
 
 
 def _check(args: argparse.Namespace) -> None:
@@ -74,6 +88,11 @@ def _check(args: argparse.Namespace) -> None:
         from ranktable.sim.fabric import default_fabric
 
         default_fabric(args.nodes, args.leaves)  # raises a clear error for bad counts
+    for folder in args.shared_storage:
+        if not Path(folder).expanduser().is_dir():
+            raise InputError(
+                "is not a folder", where=f"--shared-storage {folder}", fix="create it or give an existing one"
+            )
     if args.tenants is not None and not 0 <= args.tenants < max(args.nodes, 1):
         raise InputError(
             f"{args.tenants} tenant nodes leave no node free",
@@ -152,6 +171,7 @@ def _serve(args: argparse.Namespace) -> int:
         topology=Path(args.topology).expanduser().resolve() if args.topology else None,
         resume=args.resume,
         tenants=args.nodes // 8 if args.tenants is None else args.tenants,
+        shared_storage=_shared_storage(args),
     )
     if args.control_plane == "real":
         if args.resume:

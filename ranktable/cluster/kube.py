@@ -24,6 +24,7 @@ from kubernetes.client.rest import ApiException
 from urllib3.util.ssl_ import create_urllib3_context, resolve_cert_reqs
 
 from ranktable.errors import ConflictError, InputError, NotFoundError, RanktableError
+from ranktable.home import SHARED_SETTINGS_ENV
 
 DEFAULT_TIMEOUT = (5.0, 30.0)
 WATCH_SECONDS = 60
@@ -38,13 +39,14 @@ NO_KUBECONFIG_FIX = (
 
 
 def resolve_kubeconfig(kubeconfig: str | None) -> str | None:
-    """An explicit path, else ``$KUBECONFIG``, else ``~/.kube/config``; None when there is none at all.
+    """An explicit path, else the JupyterLab server's (``$RANKTABLE_KUBECONFIG``, in its kernels and
+    terminals), else ``$KUBECONFIG``, else ``~/.kube/config``; None when there is none at all.
 
     Falling back to the simulated pool is the caller's visible choice (the CLI says so), never made here.
     """
     if kubeconfig:
         return kubeconfig
-    env = os.environ.get("KUBECONFIG")
+    env = os.environ.get(SHARED_SETTINGS_ENV["kubeconfig"]) or os.environ.get("KUBECONFIG")
     if env:
         return env.split(os.pathsep)[0]
     default = Path.home() / ".kube" / "config"

@@ -340,3 +340,8 @@ def _parallel(value: Any) -> ParallelSpec:
             )
         sizes[kind] = size
     return ParallelSpec(**sizes)
+
+
+def volume_from_dict(value: Any, where: str) -> VolumeSpec:
+    """One volume from JSON (a profile's shared storage uses the same shape as `spec.volumes[i]`)."""
+    return _volume(value, where)

@@ -7,6 +7,7 @@ info are the platform's routing rules and sizing advice the guides state but not
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -22,6 +23,7 @@ from ranktable.compose.manifests import (
 )
 from ranktable.compose.quantity import parse_quantity
 from ranktable.compose.spec import FRAMEWORKS, RANK_TABLE_VERSIONS, VOLUME_KINDS, JobSpec
+from ranktable.compose.storage import SharedStorage, mounted_at, pod_path
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 NPU_COUNTS = (1, 2, 4, 8, 16)
@@ -58,12 +60,16 @@ def has_errors(issues: list[Issue]) -> bool:
     return any(i.severity == ERROR for i in issues)
 
 
-def validate_spec(spec: JobSpec, flavours: dict[str, Flavour] | None = None) -> list[Issue]:
-    """Every problem found, errors first; an empty list means the spec is ready to submit."""
+def validate_spec(
+    spec: JobSpec, flavours: dict[str, Flavour] | None = None, shared: Sequence[SharedStorage] = ()
+) -> list[Issue]:
+    """Every problem found, errors first; an empty list means the spec is ready to submit. `shared`: the
+    shared storages known (profiles), so a script outside every volume is told which one to add."""
     out: list[Issue] = []
     table = flavours if flavours is not None else load_flavours()
     _names(spec, out)
     _program(spec, out)
+    _script_mounted(spec, shared, out)
     flavour = table.get(spec.flavour)
     if flavour is None:
         out.append(
@@ -193,6 +199,33 @@ def _program(spec: JobSpec, out: list[Issue]) -> None:
             out.append(
                 Issue("entry.master_port", ERROR, f"{spec.entry.master_port} is not a port", "e.g. 29500")
             )
+
+
+def _script_mounted(spec: JobSpec, shared: Sequence[SharedStorage], out: list[Issue]) -> None:
+    """An absolute script path no volume mounts is found only if the image holds it: say which volume
+    would show it to the pods (the shared storage it is on), before the pods crash-loop on it."""
+    script = spec.entry.script if spec.entry is not None else ""
+    if not script.startswith("/") or mounted_at(script, spec.volumes) is not None:
+        return
+    mounted = ", ".join(f"{v.name} at {v.mount_path}" for v in spec.volumes) or "none"
+    on = pod_path(script, shared) or next(
+        ((script, s) for s in shared if mounted_at(script, [s.volume]) is not None), None
+    )
+    if on is not None:
+        fix = f"add the {on[1].describe()}"
+        if on[0] != script:
+            fix += f" and run {on[0]}, its path in the pods"
+    else:
+        fix = "add the volume holding it (--hostpath / --pvc), or give a profile its shared storage"
+    out.append(
+        Issue(
+            "entry.script",
+            WARNING,
+            f"{script} lies outside every mounted volume (mounted: {mounted}): the pods find it only if "
+            "the image holds it",
+            fix,
+        )
+    )
 
 
 def _npus(spec: JobSpec, flavour: Flavour | None, out: list[Issue]) -> None:

@@ -21,6 +21,7 @@ from jupyter_client.connect import KernelConnectionInfo
 from jupyter_client.provisioning import KernelProvisionerBase
 from traitlets import Bool, Int, Unicode
 
+from ranktable.home import shared_settings
 from ranktable.remote import kernel_remote as remote
 from ranktable.remote.kernel_link import KernelLink, open_link
 from ranktable.remote.kernel_output import DEFAULT_CAP, IopubRelay, Throttled
@@ -56,6 +57,7 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         self._pgid: int | None = None  # its process group, kept until cleanup kills any leftovers
         self.remote_ports: dict[str, int] = {}
         self.remote_dir: str | None = None
+        self._inherited: dict[str, str] = shared_settings()  # the server's settings (pre_launch: its env)
         self._files: RemoteFiles | None = None
         self._exit_code: int | None = None
         self._last_poll = 0.0
@@ -187,7 +189,9 @@ class SSHKernelProvisioner(KernelProvisionerBase):
             km.write_connection_file()
             self.connection_info = km.get_connection_info()
         cmd = list(self.kernel_spec.argv) if self.kernel_spec else []
-        return await super().pre_launch(cmd=cmd, **kwargs)
+        launch = await super().pre_launch(cmd=cmd, **kwargs)
+        self._inherited = shared_settings(launch.get("env") or {})
+        return launch
 
     async def launch_kernel(self, cmd: list[str], **kwargs: Any) -> KernelConnectionInfo:
         """Start ipykernel on the remote (cmd, env and cwd are local notions and are not used)."""
@@ -228,7 +232,13 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         remote.write_connection_file(run, self._files, info)
         iopub = self.remote_ports["iopub_port"] if self.keep_output else None
         self.pid = self._pgid = remote.launch(
-            run, self.python, self.remote_dir, self._files, iopub_port=iopub, cap=self.output_log_bytes
+            run,
+            self.python,
+            self.remote_dir,
+            self._files,
+            iopub_port=iopub,
+            cap=self.output_log_bytes,
+            settings=self._inherited,  # the server's cluster: `%ranktable jobs` works at once
         )
         self._wait_until_listening()
         if self.keep_output:

@@ -138,13 +138,37 @@ _LAUNCHER = (
 )
 
 
+def inherited_exports(settings: dict[str, str]) -> str:
+    """Shell that exports the JupyterLab server's cluster settings (`ranktable.home.shared_settings`) to
+    the remote kernel; a kubeconfig or state folder that is not on the instance is left out, so a real
+    instance keeps its own."""
+    from ranktable.home import SHARED_SETTINGS_ENV
+
+    q = shlex.quote
+    out = []
+    for key, value in sorted(settings.items()):
+        name = SHARED_SETTINGS_ENV[key]
+        test = {"kubeconfig": "-f", "state_dir": "-d"}.get(key)
+        export = f"export {name}={q(value)}; "
+        out.append(f"if [ {test} {q(value)} ]; then {export}fi; " if test else export)
+    return "".join(out)
+
+
 def launch(
-    run: Run, python: str, root: str, files: RemoteFiles, *, iopub_port: int | None = None, cap: int = 0
+    run: Run,
+    python: str,
+    root: str,
+    files: RemoteFiles,
+    *,
+    iopub_port: int | None = None,
+    cap: int = 0,
+    settings: dict[str, str] | None = None,
 ) -> int:
     """Start ipykernel detached (own session, SIGHUP ignored) in ``root``; returns its pid (= its pgid).
 
     With ``iopub_port``, the kernel's IOPub output is also recorded to ``files.iopub_log`` (bounded by
-    ``cap`` bytes per file) by a recorder in the kernel's process group.
+    ``cap`` bytes per file) by a recorder in the kernel's process group. ``settings``: the server's
+    cluster settings the kernel inherits.
     """
     from ranktable.remote.kernel_output import DEFAULT_CAP, RECORDER
 
@@ -153,6 +177,7 @@ def launch(
     if iopub_port:
         recorder = f" {q(RECORDER)} {q(files.iopub_log)} {int(iopub_port)} {int(cap or DEFAULT_CAP)}"
     script = (
+        f"{inherited_exports(settings or {})}"
         f"mkdir -p {q(root)} && cd {q(root)} && rm -f {q(files.pid_file)} && "
         f"{{ {q(python)} -c {q(_LAUNCHER)} {q(files.pid_file)} {q(files.connection_file)}{recorder} "
         f"> {q(files.log_file)} 2>&1 < /dev/null & }} && "

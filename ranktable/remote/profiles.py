@@ -17,6 +17,7 @@ from typing import Any
 
 import paramiko
 
+from ranktable.compose.storage import SharedStorage
 from ranktable.errors import ConflictError, InputError, NotFoundError
 from ranktable.home import ranktable_home
 from ranktable.remote.localuser import local_user_name
@@ -128,6 +129,8 @@ class Profile:
     remote_dir: str = DEFAULT_REMOTE_DIR
     sync: SyncSettings = field(default_factory=SyncSettings)
     max_channels: int = 8
+    # the instance folder on storage the jobs' pods mount too (SFS Turbo, OBS, a PVC), and that volume
+    shared: SharedStorage | None = None
 
     def __post_init__(self) -> None:
         validate_name(_text(self.name, "name", limit=64))
@@ -161,10 +164,21 @@ class Profile:
             raise InputError("empty remote directory", where="remote_dir", fix="give e.g. /home/ma-user/work")
         if not isinstance(self.sync, SyncSettings):
             raise InputError("must be an object", where="sync", fix='e.g. {"upload": "explicit"}')
+        if self.shared is not None and not isinstance(self.shared, SharedStorage):
+            object.__setattr__(self, "shared", SharedStorage.from_json(self.shared))
+
+    @property
+    def working_dir(self) -> str:
+        """Where sync, automatic upload, `ranktable run` and remote kernels work: `remote_dir` when it was
+        given, else the shared folder (where jobs see what is synced), else ~/work."""
+        if self.shared is not None and self.remote_dir == DEFAULT_REMOTE_DIR:
+            return self.shared.instance_path
+        return self.remote_dir
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["sync"]["ignore"] = list(self.sync.ignore)
+        data["shared"] = None if self.shared is None else self.shared.to_json()
         return data
 
     @classmethod
@@ -374,7 +388,7 @@ class ProfileStore:
             user=profile.user or conf.get("user") or DEFAULT_USER,
             key_file=str(Path(key).expanduser()) if key else None,
             jump=jump,
-            remote_dir=profile.remote_dir,
+            remote_dir=profile.working_dir,
         )
 
     def _resolve_spec(self, spec: str, *, depth: int) -> Endpoint:
@@ -401,7 +415,7 @@ class ProfileStore:
         )
 
 
-PATCHABLE = ("host", "port", "user", "key_file", "jump", "remote_dir", "max_channels", "sync")
+PATCHABLE = ("host", "port", "user", "key_file", "jump", "remote_dir", "max_channels", "sync", "shared")
 
 
 def profile_from_request(body: object, default_sync: SyncSettings | None = None) -> Profile:

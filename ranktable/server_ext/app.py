@@ -8,6 +8,7 @@ from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
 
+from ranktable.home import export_shared_settings
 from ranktable.server_ext.config import Ranktable
 from ranktable.server_ext.routes import ROUTES
 from ranktable.server_ext.services import Services
@@ -41,6 +42,7 @@ class RanktableApp(ExtensionApp):
         self.services = Services(config, root_dir=root_dir, log=self.log)
         self.settings["ranktable_services"] = self.services
         self._hook_contents_manager()
+        self._hook_kernel_env(config)
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(ROUTES)
@@ -63,6 +65,23 @@ class RanktableApp(ExtensionApp):
             hook(model=model, os_path=os_path, contents_manager=contents_manager, **kwargs)
 
         contents.post_save_hook = chained
+
+    def _hook_kernel_env(self, config: Ranktable) -> None:
+        """Kernels started from here (local and remote) get this server's cluster settings in their
+        environment, so `%ranktable jobs` sees the panel's cluster; this process's own stays as it is."""
+        exports: dict[str, str] = {}  # (the state folder is RANKTABLE_HOME already: share_state_dir)
+        settings = {"kubeconfig": config.kubeconfig, "context": config.context}
+        export_shared_settings({**settings, "namespace": config.namespace}, exports)
+        kernels = getattr(self.serverapp, "kernel_manager", None)
+        if kernels is None or not exports:
+            return
+        start = kernels.start_kernel
+
+        async def start_kernel(*args: Any, **kwargs: Any) -> Any:
+            kwargs["env"] = {**(kwargs.get("env") or os.environ), **exports}
+            return await start(*args, **kwargs)
+
+        kernels.start_kernel = start_kernel
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         """Re-attach the remote kernels a previous server left running (they kept their output)."""

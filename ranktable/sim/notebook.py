@@ -5,6 +5,10 @@ server mode, public-key auth only (the key pair it generates, like the platform'
 a local shell in the sandbox, SFTP confined to the sandbox, ``direct-tcpip`` only to loopback targets, and at
 most 10 simultaneous connections (the platform's limit; the 11th is closed straight away). It is not a
 security boundary: commands run as the local user.
+
+Like a ModelArts instance, it has its own disk (``<root>/work``) and a folder on shared storage
+(``<root>/shared``, standing for SFS Turbo): the simulated pool mounts that folder into job pods at the
+same absolute path (``ranktable sim start --shared-storage``), so code synced there is what a job runs.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ log = logging.getLogger(__name__)
 MAX_CONNECTIONS = 10
 LOOPBACK_TARGETS = frozenset({"127.0.0.1", "localhost", "::1"})
 DEFAULT_USER = "ma-user"
+SHARED_FOLDER = "shared"
 
 
 class _InstanceInterface(paramiko.ServerInterface):
@@ -98,6 +103,7 @@ class SimulatedNotebook:
         max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.root = Path(root).resolve()
+        self.shared = self.root / SHARED_FOLDER
         self.keys = SimKeys(Path(state_dir))
         self.user = user
         self.max_connections = max_connections
@@ -127,6 +133,8 @@ class SimulatedNotebook:
     def bind(self) -> None:
         """Create keys and the sandbox, then listen (so the port is known before serving)."""
         self.root.mkdir(parents=True, exist_ok=True)
+        self.shared.mkdir(exist_ok=True)
+        self.shared.chmod(0o755)  # the pods' user reads what is synced there
         self.keys.ensure()
         self._host_key = self.keys.host_key()
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

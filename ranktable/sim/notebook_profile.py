@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ranktable.compose.spec import VolumeSpec
+from ranktable.compose.storage import SharedStorage
 from ranktable.home import ranktable_home
 from ranktable.remote import ProfileStore, default_manager
 from ranktable.remote.hostkeys import HostKeyStore, fingerprint, host_id
-from ranktable.remote.profiles import Profile
+from ranktable.remote.profiles import DEFAULT_REMOTE_DIR, Profile
 from ranktable.sim.notebook import DEFAULT_USER, SimulatedNotebook
 
 DEFAULT_PROFILE = "sim-notebook"
@@ -26,6 +28,15 @@ def default_root() -> Path:
     return default_state_dir() / "home" / DEFAULT_USER
 
 
+SHARED_VOLUME = "shared"
+
+
+def shared_storage(folder: Path) -> SharedStorage:
+    """The instance's shared folder as jobs see it: a hostPath volume at the same absolute path."""
+    path = str(folder)
+    return SharedStorage(path, VolumeSpec(SHARED_VOLUME, "hostPath", mount_path=path, path=path))
+
+
 def register_profile(instance: SimulatedNotebook, name: str = DEFAULT_PROFILE) -> Profile:
     """Add/replace profile ``name`` for a running instance and pin its host key in our known_hosts."""
     store = ProfileStore()
@@ -36,7 +47,8 @@ def register_profile(instance: SimulatedNotebook, name: str = DEFAULT_PROFILE) -
             port=instance.port,
             user=instance.user,
             key_file=str(instance.keys.client_key_path),
-            remote_dir=str(instance.root / "work"),
+            remote_dir=DEFAULT_REMOTE_DIR,  # so sync, runs and kernels default to the shared folder
+            shared=shared_storage(instance.shared),
         ),
         replace_existing=True,
     )

@@ -49,6 +49,8 @@ class PoolConfig:
     backoff_seconds: float = BACKOFF_SECONDS  # CrashLoopBackOff's first delay (the kubelet's is 10 s)
     limits: Limits = field(default_factory=Limits)  # body size, request time, connections
     tenants: int = 0  # nodes held by other tenants' long-running jobs (a shared pool)
+    # host folders standing for storage every node mounts (SFS Turbo); pods reach them by hostPath
+    shared_storage: tuple[Path, ...] = ()
 
     def fabric(self) -> list[SimNode]:
         if self.topology is not None:
@@ -119,7 +121,9 @@ class Pool:
         bootstrap(self.store, nodes, cfg.tenants)
         self.store.compact()
         self.token = str(saved.get("token") or secrets.token_urlsafe(32))
-        self.kubelet = Kubelet(self.store, self.state_dir, cfg.log_limit, cfg.backoff_seconds)
+        self.kubelet = Kubelet(
+            self.store, self.state_dir, cfg.log_limit, cfg.backoff_seconds, shared=cfg.shared_storage
+        )
         hooks = Hooks(
             read_log=self.kubelet.read_log,
             execute=self._execute,

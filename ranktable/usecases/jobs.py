@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ranktable.compose.manifests import RANK_TABLE_KEY, compose, configmap_name, dump_manifests
 from ranktable.compose.spec import JobSpec
-from ranktable.compose.validate import has_errors, validate_spec
+from ranktable.compose.validate import Issue, has_errors
 from ranktable.errors import InputError, RanktableError
 from ranktable.limits import KEEP_LOGS_S
 
@@ -106,12 +106,20 @@ class Jobs:
             spec = self.spec(raw)
         except InputError as exc:
             return {"issues": [exc_issue(exc)], "yaml": "", "spec": None}
-        issues = [i.to_json() for i in validate_spec(spec, self.flavours())]
+        spec, found = self.placed(spec)
+        issues = [i.to_json() for i in found]
         return {"issues": issues, "yaml": dump_manifests(compose(spec)), "spec": spec.to_dict()}
+
+    def placed(self, spec: JobSpec) -> tuple[JobSpec, list[Issue]]:
+        """`spec` with instance paths on a profile's shared storage turned into the pods' (volume added),
+        and its findings."""
+        from ranktable.usecases.storage import placed_and_checked
+
+        return placed_and_checked(spec, self.flavours(), state_dir=self.settings.state_dir)
 
     def submit(self, spec: JobSpec) -> dict[str, Any]:
         """Validate, then create the ConfigMap and the Volcano Job; the first error is raised."""
-        issues = validate_spec(spec, self.flavours())
+        spec, issues = self.placed(spec)
         if has_errors(issues):
             first = next(i for i in issues if i.severity == "error")
             raise InputError(first.message, where=first.field, fix=first.fix or None)

@@ -148,7 +148,7 @@ def test_cli_rejects_malformed_flags(capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_relative_script_path_warns_before_it_crash_loops() -> None:
-    from ranktable.compose.spec import EntryPoint, JobSpec
+    from ranktable.compose.spec import EntryPoint, JobSpec, VolumeSpec
     from ranktable.compose.validate import WARNING, validate_spec
 
     relative = [
@@ -157,5 +157,6 @@ def test_relative_script_path_warns_before_it_crash_loops() -> None:
         if i.field == "entry.script"
     ]
     assert [(i.severity, "is relative" in i.message) for i in relative] == [(WARNING, True)]
-    absolute = JobSpec(name="a", image="i", entry=EntryPoint("/home/ma-user/work/train.py"))
+    code = VolumeSpec("code", "pvc", mount_path="/home/ma-user/work", claim="code")
+    absolute = JobSpec(name="a", image="i", entry=EntryPoint("/home/ma-user/work/train.py"), volumes=[code])
     assert not [i for i in validate_spec(absolute) if i.field == "entry.script"]

@@ -61,7 +61,7 @@ def test_exec_streams_output_and_exit_code(sim: SimulatedNotebook) -> None:
     assert result.stderr == b"oops\n"
     big = conn.run("head -c 3000000 /dev/zero", timeout=30)  # more than the channel windows
     assert big.exit_status == 0 and len(big.stdout) == 3_000_000
-    assert conn.remote_root() == str(sim.root / "work")
+    assert conn.remote_root() == str(sim.shared)  # the profile's shared folder: where jobs see the code
 
 
 def test_closing_the_channel_kills_the_command(sim: SimulatedNotebook) -> None:
@@ -199,6 +199,13 @@ def test_remote_kernel_on_the_simulator(
     monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "jupyter-data"))
     monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter-data"))
     monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "jupyter-runtime"))
+    # what the JupyterLab server exports from c.Ranktable: the kernel inherits it, a missing path left out
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\n")
+    monkeypatch.setenv("RANKTABLE_KUBECONFIG", str(kubeconfig))
+    monkeypatch.setenv("RANKTABLE_NAMESPACE", "team-a")
+    monkeypatch.setenv("RANKTABLE_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir(exist_ok=True)
     km = KernelManager(kernel_name=install_kernelspec("sim-notebook", python=sys.executable))
     km.start_kernel()
     kc = km.client()
@@ -207,12 +214,19 @@ def test_remote_kernel_on_the_simulator(
         kc.wait_for_ready(timeout=60)
         out: list[str] = []
         reply = kc.execute_interactive(
-            "import os; print(os.getcwd(), os.environ['HOME'])",
+            "import os; print(os.getcwd(), os.environ['HOME'], os.environ.get('RANKTABLE_KUBECONFIG'), "
+            "os.environ.get('RANKTABLE_NAMESPACE'), os.environ.get('RANKTABLE_HOME'))",
             output_hook=lambda m: out.append(m["content"].get("text", "")),
             timeout=30,
         )
         assert reply["content"]["status"] == "ok"
-        assert "".join(out).split() == [str(sim.root / "work"), str(sim.root)]
+        assert "".join(out).split() == [
+            str(sim.shared),
+            str(sim.root),
+            str(kubeconfig),
+            "team-a",
+            str(tmp_path / "home"),
+        ]
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -240,7 +254,17 @@ def test_cli_runs_in_foreground_and_registers_the_profile(tmp_path: Path) -> Non
         port = int(first.split("127.0.0.1:")[1].split()[0])
         profile = json.loads((tmp_path / "home" / "profiles.json").read_text())["profiles"]["sim-notebook"]
         assert (profile["host"], profile["port"], profile["user"]) == ("127.0.0.1", port, "ma-user")
-        assert profile["remote_dir"] == str((tmp_path / "box" / "work").resolve())
+        shared = str((tmp_path / "box" / "shared").resolve())
+        assert profile["remote_dir"] == "~/work" and profile["shared"]["instance_path"] == shared
+        assert profile["shared"]["volume"] == {
+            "name": "shared",
+            "kind": "hostPath",
+            "mount_path": shared,
+            "path": shared,
+            "claim": "",
+            "server": "",
+            "read_only": False,
+        }
         with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
             assert sock.recv(8).startswith(b"SSH-2.0")
     finally:

@@ -116,6 +116,7 @@ class Kubelet:
         log_limit: int = DEFAULT_LIMIT_BYTES,
         backoff_seconds: float = BACKOFF_SECONDS,
         ready_to_start: Callable[[Obj], bool] | None = None,
+        shared: tuple[Path, ...] = (),
     ) -> None:
         self.store = store
         self.backoff_seconds = backoff_seconds
@@ -123,7 +124,7 @@ class Kubelet:
         self.root = ensure_dir(state_dir / "pods")
         self.log_limit = log_limit
         self.runs: dict[tuple[str, str, str], Run] = {}  # (uid, container) ... keyed by uid+container+restart
-        self.sandboxes = Sandboxes(store, self.root)
+        self.sandboxes = Sandboxes(store, self.root, shared=shared)
         self.backoff: dict[tuple[str, str], float] = {}  # (uid, container) -> restart time
         self.deleting: set[str] = set()
         self._lock = threading.RLock()

@@ -173,13 +173,52 @@ def write_npu_smi(bin_dir: Path, pod: Obj) -> None:
     script.chmod(0o755)
 
 
-class Sandboxes:
-    """Sandboxes of the pods this kubelet runs, under `root`."""
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
-    def __init__(self, store: ObjectStore, root: Path, confinement: Confinement | None = None) -> None:
+
+def shared_mounts(pod: Obj, shared: tuple[Path, ...]) -> list[tuple[Path, bool]]:
+    """(path, read_only) of each hostPath volume of `pod` that is node-mounted shared storage (at or under
+    one of `shared`) and that a container mounts at the same path: what the pod sees of it. Other
+    hostPath volumes (the NPU driver's) are ignored, as the images are: the pods see nothing else of the
+    host's private folders."""
+    if not shared:
+        return []
+    spec = pod.get("spec") or {}
+    host_paths = {
+        str(v.get("name")): str((v.get("hostPath") or {}).get("path") or "")
+        for v in spec.get("volumes") or []
+        if isinstance(v, dict) and v.get("hostPath")
+    }
+    roots = tuple(Path(os.path.realpath(r)) for r in shared)
+    out: dict[Path, bool] = {}
+    for container in spec.get("containers") or []:
+        for mount in container.get("volumeMounts") or []:
+            source = host_paths.get(str(mount.get("name")), "")
+            if not source.startswith("/") or mount.get("mountPath") != source or mount.get("subPath"):
+                continue
+            real = Path(os.path.realpath(source))  # a symlink out of the shared storage is not followed
+            if real == Path(source) and real.is_dir() and any(_under(real, r) for r in roots):
+                out[real] = out.get(real, True) and bool(mount.get("readOnly"))
+    return sorted(out.items())
+
+
+class Sandboxes:
+    """Sandboxes of the pods this kubelet runs, under `root`; `shared`: the host folders that stand for
+    storage mounted on every node (SFS Turbo at /mnt/sfs_turbo on a Lite pool), which pods reach through
+    hostPath volumes at the same path."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        root: Path,
+        confinement: Confinement | None = None,
+        shared: tuple[Path, ...] = (),
+    ) -> None:
         self.store = store
         self.root = root
         self.confinement = confinement if confinement is not None else Confinement.detect()
+        self.shared = shared
         self._boxes: dict[str, PodSandbox] = {}
 
     def confine(self, pod: Obj, box: PodSandbox, argv: list[str], cwd: Path) -> list[str]:
@@ -192,14 +231,24 @@ class Sandboxes:
         if conf.uid is not None:
             self._own(box, cwd)
         exposed = _exposed_python()
+        mounts = shared_mounts(pod, self.shared)
+        binds = [
+            *((p, "--ro-bind") for p in exposed),
+            (box.root, "--bind"),
+            *((p, "--ro-bind" if ro else "--bind") for p, ro in mounts),
+        ]
         command = [conf.bwrap, "--bind", "/", "/", "--dev", "/dev"]
-        for hidden in _hidden_ancestors([box.root, *exposed]):
+        hiddens = _hidden_ancestors([box.root, *exposed, *(p for p, _ in mounts)])
+        for hidden in hiddens:
             command += ["--tmpfs", str(hidden)]
-            for path, how in [*((p, "--ro-bind") for p in exposed), (box.root, "--bind")]:
+            for path, how in binds:
                 if hidden in path.parents:  # bound back, through directories others may enter
                     between = [d for d in reversed(path.parents) if hidden in d.parents]
                     command += [a for d in between for a in ("--perms", "0755", "--dir", str(d))]
                     command += [how, str(path), str(path)]
+        for path, read_only in mounts:  # in plain sight already: bound again for its read-only flag
+            if not any(h in path.parents for h in hiddens) and read_only:
+                command += ["--ro-bind", str(path), str(path)]
         if conf.uid is not None:  # tools that look the user up (ssh-keygen, whoami) find the pod user
             for name, entry in (
                 ("passwd", f"pod:x:{conf.uid}:{conf.uid}:simulated pod user:{box.root / 'work'}:/bin/sh\n"),

@@ -103,12 +103,18 @@ class VirtualKubelet(Loop):
     name = "virtual-kubelet"
 
     def __init__(
-        self, store: KubeStore, error_log: Path, nodes: list[SimNode], state_dir: Path, kubelet_port: int = 0
+        self,
+        store: KubeStore,
+        error_log: Path,
+        nodes: list[SimNode],
+        state_dir: Path,
+        kubelet_port: int = 0,
+        shared: tuple[Path, ...] = (),
     ) -> None:
         super().__init__(store, error_log)
         self.nodes = nodes
         self.names = {n.name for n in nodes}
-        self.kubelet = Kubelet(store, state_dir, ready_to_start=self._devices_ready)
+        self.kubelet = Kubelet(store, state_dir, ready_to_start=self._devices_ready, shared=shared)
         self.kubelet_port = kubelet_port
         self._last_renew = 0.0
 

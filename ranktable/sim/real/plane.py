@@ -373,7 +373,9 @@ class RealPool:
         self.store = store
         nodes = self.config.fabric()
         errors_log = self.state_dir / "controller-errors.log"
-        self.kubelet = VirtualKubelet(store, errors_log, nodes, self.state_dir)
+        self.kubelet = VirtualKubelet(
+            store, errors_log, nodes, self.state_dir, shared=self.config.shared_storage
+        )
         self.kubelet_api = KubeletServer(self.kubelet.kubelet, store, cert, key, cert)
         self.kubelet.kubelet_port = self.kubelet_api.port
         self.kubelet_api.start()
