@@ -7,14 +7,14 @@ import {
   ToolbarButton
 } from '@jupyterlab/ui-components';
 
-import { RanktableModel } from './model';
-import { ConnectionsSection } from './components/connections';
-import { SyncSection } from './components/sync';
-import { KernelsSection } from './components/kernels';
-import { JobsList } from './components/jobslist';
-import { ForwardsSection } from './components/forwards';
-import { ForwardsModel, RemoteKernelsModel } from './models/remote';
-import { IRunRef, JobsModel } from './models/jobs';
+import { RanktableModel } from './connections/model';
+import { ConnectionsSection } from './connections/view';
+import { SyncSection } from './sync/view';
+import { KernelsSection } from './kernels/view';
+import { JobsList } from './jobs/view';
+import { ForwardsSection } from './forwards/view';
+import { ForwardsModel, RemoteKernelsModel } from './kernels/model';
+import { IRunRef, JobsModel } from './jobs/model';
 
 /**
  * The Ranktable sidebar: a SidePanel whose sections (Connections, Jobs, Sync, Remote kernels, Port forwards) each

@@ -32,7 +32,7 @@ SCHEMA_ID = "https://jupyter-ranktable.dev/schemas/jobspec.json"
 #: the generated copy the TypeScript form imports (a test checks it is current; regenerate with
 #: ``python -m ranktable.compose.spec_schema``)
 _PACKAGE = Path(__file__).resolve().parents[1]  # ranktable/
-JOBSPEC_SCHEMA_FILE = _PACKAGE.parent / "src" / "jobspec.schema.json"
+JOBSPEC_SCHEMA_FILE = _PACKAGE.parent / "src" / "spec" / "jobspec.schema.json"
 #: the REST API's document, whose ``components/schemas/JobSpec`` is generated from here
 OPENAPI_FILE = _PACKAGE / "server_ext" / "openapi.yaml"
 

@@ -1,0 +1,77 @@
+/**
+ * @jest-environment jsdom
+ */
+import * as React from 'react';
+import { act } from 'react';
+import { createRoot } from 'react-dom/client';
+
+import { ForwardsSection } from './view';
+import { RanktableModel } from '../connections/model';
+import { ForwardsModel } from '../kernels/model';
+import { requestAPI } from '../api/request';
+import { FakeStream, trans } from '../testing/fakes';
+
+jest.mock('../api/request', () => ({
+  requestAPI: jest.fn(),
+  postJSON: jest.fn(),
+  RanktableAPIError: class extends Error {}
+}));
+
+(globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
+
+const flush = () => act(() => new Promise(resolve => setTimeout(resolve, 0)));
+
+describe('ForwardsSection', () => {
+  it("shows another process's forward with its pid and closes it through its ID@PID", async () => {
+    const request = requestAPI as jest.Mock;
+    const mine = {
+      id: 'fwd-1',
+      profile: 'nb',
+      remote_port: 6006,
+      local_port: 40001,
+      url: 'http://127.0.0.1:40001/',
+      bind: '127.0.0.1' as const
+    };
+    const theirs = {
+      ...mine,
+      id: 'fwd-1@4242',
+      local_port: 40002,
+      url: 'http://127.0.0.1:40002/',
+      pid: 4242,
+      owner: 'another process' as const
+    };
+    request.mockResolvedValue({ forwards: [mine, theirs] });
+    const model = new RanktableModel(new FakeStream() as any);
+    const forwards = new ForwardsModel();
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    const root = createRoot(host);
+    act(() => {
+      root.render(
+        <ForwardsSection model={model} trans={trans} forwards={forwards} />
+      );
+    });
+    await flush();
+    const rows = [...host.querySelectorAll<HTMLElement>('[data-forward]')];
+    expect(rows.map(r => r.dataset.forward)).toEqual(['fwd-1', 'fwd-1@4242']);
+    expect(rows[0].textContent).not.toContain('another process');
+    expect(rows[1].textContent).toContain('(another process, pid 4242)');
+    request
+      .mockResolvedValueOnce(theirs)
+      .mockResolvedValue({ forwards: [mine] });
+    const close = [...rows[1].querySelectorAll('button')].find(
+      b => b.textContent === 'Close'
+    )!;
+    act(() => close.click());
+    await flush();
+    expect(request).toHaveBeenCalledWith('forwards/fwd-1%404242', {
+      method: 'DELETE'
+    });
+    expect(
+      [...host.querySelectorAll<HTMLElement>('[data-forward]')].map(
+        r => r.dataset.forward
+      )
+    ).toEqual(['fwd-1']);
+    act(() => root.unmount());
+  });
+});

@@ -1,0 +1,244 @@
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { postJSON, requestAPI } from '../api/request';
+import { Model } from '../ui/model';
+import { StreamClient } from '../api/stream';
+
+import { components, paths } from '../api/openapi';
+
+/** One job as the `jobs` channel and `GET /ranktable/jobs` describe it (generated from openapi.yaml). */
+export type IJobRow = components['schemas']['JobSummary'];
+export type IStopped =
+  paths['/ranktable/jobs/{namespace}/{name}']['delete']['responses']['200']['content']['application/json'];
+
+/** Pod health over a job's pods (the server's `observe.health.job_health`). */
+export type IJobHealth = NonNullable<IJobRow['health']>;
+
+/** A run: one submission of a job, identified by its uid (a same-name resubmit is a new run). */
+export interface IRunRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/** Why the job list cannot be trusted right now, and when it is tried again. */
+export interface IBanner {
+  message: string;
+  reason: string;
+  retryAt: number;
+}
+
+export function jobKey(job: { namespace: string; name: string }): string {
+  return `${job.namespace}/${job.name}`;
+}
+
+export function jobPath(job: { namespace: string; name: string }): string {
+  return `jobs/${encodeURIComponent(job.namespace)}/${encodeURIComponent(job.name)}`;
+}
+
+/** Whether a row needs attention: restarts, a bad last state (CrashLoopBackOff, OOMKilled) or a failed exit. */
+export function healthIssue(job: IJobRow): string {
+  const h = job.health;
+  const parts: string[] = [];
+  if (h && h.reasons) {
+    parts.push(...h.reasons);
+    if (
+      h.exit_code !== null &&
+      h.exit_code !== undefined &&
+      h.exit_code !== 0
+    ) {
+      parts.push(`exit code ${h.exit_code}`);
+    }
+    if (h.restarts) {
+      parts.push(`${h.restarts} restart${h.restarts === 1 ? '' : 's'}`);
+    }
+  }
+  return Array.from(new Set(parts)).join(', ');
+}
+
+/** Pods ready of the pods the job asks for (`2/4`), from pod health when the server sent it. */
+export function podsReady(job: IJobRow): string {
+  const h: IJobHealth | undefined = job.health;
+  const ready = h?.ready ?? job.running ?? 0;
+  return `${ready}/${job.nodes ?? h?.total ?? 0}`;
+}
+
+/** Age in seconds from the creation timestamp (ticks client-side, so it is never frozen). */
+export function ageSeconds(job: IJobRow, now = Date.now()): number | null {
+  if (job.created) {
+    const t = Date.parse(job.created);
+    if (!Number.isNaN(t)) {
+      return Math.max(0, (now - t) / 1000);
+    }
+  }
+  return job.age_seconds ?? null;
+}
+
+const RETRY_MIN_MS = 1000;
+const RETRY_MAX_MS = 5000;
+
+/**
+ * The live job list: one `jobs` subscription for the whole UI, renewed with a short back-off when the
+ * pool or the API is lost (the banner says why and when it retries, and clears on the next data).
+ */
+export class JobsModel extends Model {
+  jobs: IJobRow[] = [];
+  banner: IBanner | null = null;
+  /** Phases seen per run (uid), with when: the Job view's timeline. */
+  readonly history = new Map<string, { phase: string; at: number }[]>();
+  /** Every run seen this session by uid, with its last phase (earlier runs stay openable). */
+  readonly seen = new Map<
+    string,
+    IRunRef & { phase: string; created: string | null }
+  >();
+  private _phaseChanged = new Signal<this, { job: IJobRow; previous: string }>(
+    this
+  );
+  private _delay = RETRY_MIN_MS;
+  private _first = true;
+
+  constructor(readonly stream: StreamClient) {
+    super();
+  }
+
+  /** A job moved to another phase (not emitted for the first snapshot). */
+  get phaseChanged(): ISignal<this, { job: IJobRow; previous: string }> {
+    return this._phaseChanged;
+  }
+
+  /** The current run of a job name, if it still exists. */
+  find(namespace: string, name: string): IJobRow | undefined {
+    return this.jobs.find(j => j.namespace === namespace && j.name === name);
+  }
+
+  findRun(uid: string): IJobRow | undefined {
+    return this.jobs.find(j => j.uid === uid);
+  }
+
+  /** Refetch now (also while the watch is live: the listing replaces the rows, newer events follow). */
+  async refresh(): Promise<void> {
+    try {
+      const data = await requestAPI<{ jobs: IJobRow[] }>('jobs');
+      this._apply(data.jobs);
+      this.banner = null;
+    } catch (error) {
+      this._fail(error);
+    }
+    this.emit();
+  }
+
+  watch(): void {
+    if (this.holds('watch') || this.isDisposed) {
+      return;
+    }
+    const sub = this.stream.subscribe(
+      'jobs',
+      {},
+      {
+        onData: (data: { event: string; jobs?: IJobRow[]; job?: IJobRow }) => {
+          if (data.event === 'snapshot' && data.jobs) {
+            this._apply(data.jobs);
+          } else if (data.event === 'upsert' && data.job) {
+            const job = data.job;
+            const rest = this.jobs.filter(j => jobKey(j) !== jobKey(job));
+            this._apply([...rest, job]);
+          } else if (data.event === 'delete' && data.job) {
+            const gone = jobKey(data.job);
+            this._apply(this.jobs.filter(j => jobKey(j) !== gone));
+          }
+          this.banner = null;
+          this._delay = RETRY_MIN_MS;
+          this.emit();
+        },
+        onError: error => {
+          this.forget('watch');
+          this._fail(error);
+          this.emit();
+          this._retry();
+        },
+        onEnd: () => {
+          this.forget('watch');
+          this._retry();
+        },
+        onReconnect: () => {
+          this.banner = {
+            message: 'Lost the connection to the Jupyter server',
+            reason: 'websocket',
+            retryAt: Date.now()
+          };
+          this.emit();
+        }
+      }
+    );
+    this.hold('watch', sub);
+  }
+
+  /** Archive the run's logs (server side, bounded), then delete the job; says what was kept. */
+  async stop(job: { namespace: string; name: string }): Promise<IStopped> {
+    const result = await requestAPI<IStopped>(jobPath(job), {
+      method: 'DELETE'
+    });
+    await this.refresh();
+    return result;
+  }
+
+  /** Stop and submit again; the answer names the new run. */
+  async resubmit(job: { namespace: string; name: string }): Promise<IRunRef> {
+    const run = await postJSON<IRunRef>(`${jobPath(job)}/resubmit`, {});
+    await this.refresh();
+    return run;
+  }
+
+  async submit(spec: Record<string, unknown>): Promise<IRunRef> {
+    const run = await postJSON<IRunRef>('jobs', { spec });
+    await this.refresh();
+    return run;
+  }
+
+  private _apply(rows: IJobRow[]): void {
+    const before = new Map(this.jobs.map(j => [jobKey(j), j]));
+    const now = Date.now();
+    for (const job of rows) {
+      if (job.uid) {
+        this.seen.set(job.uid, {
+          namespace: job.namespace,
+          name: job.name,
+          uid: job.uid,
+          phase: job.phase,
+          created: job.created ?? null
+        });
+        const seen = this.history.get(job.uid) ?? [];
+        if (!seen.length || seen[seen.length - 1].phase !== job.phase) {
+          seen.push({ phase: job.phase, at: now });
+          this.history.set(job.uid, seen);
+        }
+      }
+      const prev = before.get(jobKey(job));
+      if (!this._first && prev && prev.phase !== job.phase) {
+        this._phaseChanged.emit({ job, previous: prev.phase });
+      }
+    }
+    this._first = false;
+    this.jobs = [...rows].sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  private _fail(error: unknown): void {
+    const e = error as { message?: string; reason?: string };
+    this.banner = {
+      message: e?.message || String(error),
+      reason: e?.reason || 'unavailable',
+      retryAt: Date.now() + this._delay
+    };
+  }
+
+  private _retry(): void {
+    if (this.isDisposed || this.pending('retry')) {
+      return;
+    }
+    if (this.banner) {
+      this.banner = { ...this.banner, retryAt: Date.now() + this._delay };
+    }
+    this.later('retry', () => this.watch(), this._delay);
+    this._delay = Math.min(this._delay * 2, RETRY_MAX_MS);
+  }
+}

@@ -1,0 +1,180 @@
+import { components } from '../api/openapi';
+import { requestAPI } from '../api/request';
+import { Model } from '../ui/model';
+import { IJobRow, IRunRef, ageSeconds, jobKey, jobPath } from './model';
+
+/** An archived run of a job (`components/schemas/Run`, from `GET /ranktable/jobs/{ns}/{name}/runs`). */
+export type IArchivedRun = components['schemas']['Run'];
+
+/** One run the picker offers: the job's current run or an earlier one (archived, or seen this session). */
+export interface IRunChoice extends IRunRef {
+  phase: string;
+  /** Seconds since the run was submitted (null: unknown). */
+  age: number | null;
+  /** The job of this name on the pool is this run (false: an earlier run of the name). */
+  current: boolean;
+}
+
+/** A job name with its runs, newest first (the current run, if any, is first). */
+export interface IJobChoice {
+  namespace: string;
+  name: string;
+  runs: IRunChoice[];
+}
+
+/** A run the UI saw earlier in this session (e.g. before a same-name resubmit replaced it). */
+export interface ISeenRun extends IRunRef {
+  phase: string;
+  created: string | null;
+}
+
+export type PickerState = 'loading' | 'ready' | 'empty' | 'unreachable';
+
+/**
+ * What the launcher's "open a Job view" dialog lists: the pool's jobs (read fresh, so an unreachable
+ * pool is told as such) with each job's earlier runs from the server's run archive and from the runs
+ * this session saw. The dialog only renders it and reads `selected`.
+ */
+export class RunPickerModel extends Model {
+  state: PickerState = 'loading';
+  error = '';
+  choices: IJobChoice[] = [];
+  selected: IRunRef | null = null;
+
+  constructor(private _seen: () => Iterable<ISeenRun> = () => []) {
+    super();
+  }
+
+  async load(namespace?: string, now = Date.now()): Promise<void> {
+    this.state = 'loading';
+    this.emit();
+    let rows: IJobRow[];
+    try {
+      const q = namespace ? `?namespace=${encodeURIComponent(namespace)}` : '';
+      rows = (await requestAPI<{ jobs: IJobRow[] }>(`jobs${q}`)).jobs;
+    } catch (e) {
+      const err = e as { message?: string };
+      this.choices = [];
+      this.selected = null;
+      this.error = err?.message || String(e);
+      this.state = 'unreachable';
+      this.emit();
+      return;
+    }
+    const groups = new Map<string, IJobChoice>();
+    const group = (ns: string, name: string): IJobChoice => {
+      const key = jobKey({ namespace: ns, name });
+      let g = groups.get(key);
+      if (!g) {
+        g = { namespace: ns, name, runs: [] };
+        groups.set(key, g);
+      }
+      return g;
+    };
+    const add = (g: IJobChoice, run: IRunChoice): void => {
+      if (run.uid && !g.runs.some(r => r.uid === run.uid)) {
+        g.runs.push(run);
+      }
+    };
+    for (const row of rows) {
+      if (row.uid) {
+        add(group(row.namespace, row.name), {
+          namespace: row.namespace,
+          name: row.name,
+          uid: row.uid,
+          phase: row.phase,
+          age: ageSeconds(row, now),
+          current: true
+        });
+      }
+    }
+    // earlier runs of the names on the pool: the archive outlives stop, delete and resubmit
+    const archived = await Promise.all(
+      [...groups.values()].map(g =>
+        requestAPI<{ runs: IArchivedRun[] }>(`${jobPath(g)}/runs`)
+          .then(r => r.runs)
+          .catch(() => [] as IArchivedRun[])
+      )
+    );
+    for (const runs of archived) {
+      for (const r of runs) {
+        add(group(r.namespace, r.job), {
+          namespace: r.namespace,
+          name: r.job,
+          uid: r.uid,
+          phase: r.phase ?? 'ended',
+          age: Math.max(0, now / 1000 - r.created),
+          current: false
+        });
+      }
+    }
+    for (const s of this._seen()) {
+      if (namespace && s.namespace !== namespace) {
+        continue;
+      }
+      const t = s.created ? Date.parse(s.created) : NaN;
+      add(group(s.namespace, s.name), {
+        namespace: s.namespace,
+        name: s.name,
+        uid: s.uid,
+        phase: s.phase,
+        age: Number.isNaN(t) ? null : Math.max(0, (now - t) / 1000),
+        current: false
+      });
+    }
+    for (const g of groups.values()) {
+      g.runs.sort(
+        (a, b) =>
+          Number(b.current) - Number(a.current) ||
+          (a.age ?? Infinity) - (b.age ?? Infinity)
+      );
+    }
+    this.choices = [...groups.values()].sort(
+      (a, b) =>
+        a.name.localeCompare(b.name) || a.namespace.localeCompare(b.namespace)
+    );
+    this.error = '';
+    this.state = this.choices.length ? 'ready' : 'empty';
+    const still =
+      this.selected &&
+      this.choices.some(g => g.runs.some(r => r.uid === this.selected!.uid));
+    if (!still) {
+      this.selected = this.choices.length ? ref(this.choices[0].runs[0]) : null;
+    }
+    this.emit();
+  }
+
+  select(run: IRunRef | null): void {
+    this.selected = run ? ref(run) : null;
+    this.emit();
+  }
+}
+
+function ref(run: IRunRef): IRunRef {
+  return { namespace: run.namespace, name: run.name, uid: run.uid };
+}
+
+/** A compact "submitted … ago" age: `42 s`, `7 min`, `3 h 5 min`, `2 d 4 h` (`–` when unknown). */
+export function shortAge(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) {
+    return '–';
+  }
+  const s = Math.max(0, Math.floor(seconds));
+  if (s < 60) {
+    return `${s} s`;
+  }
+  if (s < 3600) {
+    return `${Math.floor(s / 60)} min`;
+  }
+  if (s < 86400) {
+    const m = Math.floor((s % 3600) / 60);
+    return `${Math.floor(s / 3600)} h${m ? ` ${m} min` : ''}`;
+  }
+  const h = Math.floor((s % 86400) / 3600);
+  return `${Math.floor(s / 86400)} d${h ? ` ${h} h` : ''}`;
+}
+
+/** The short form of a run's uid shown beside its name (the Job view's tab says the same). */
+export function shortUid(uid: string): string {
+  return uid.slice(0, 8);
+}

@@ -1,0 +1,166 @@
+import * as React from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { formatSeconds } from '../ui/common';
+import {
+  IJobRow,
+  IRunRef,
+  JobsModel,
+  ageSeconds,
+  healthIssue,
+  jobKey,
+  podsReady
+} from './model';
+
+export function useJobs(jobs: JobsModel): void {
+  const [, setTick] = React.useState(0);
+  React.useEffect(() => {
+    const f = () => setTick(t => t + 1);
+    jobs.changed.connect(f);
+    // ages and the banner's countdown tick even when nothing else changes
+    const timer = setInterval(f, 1000);
+    return () => {
+      jobs.changed.disconnect(f);
+      clearInterval(timer);
+    };
+  }, [jobs]);
+}
+
+/** A lost pool or API: the reason, and when it is tried again; gone by itself on the next data. */
+export function Banner(props: {
+  jobs: JobsModel;
+  trans: TranslationBundle;
+}): JSX.Element | null {
+  const { jobs, trans } = props;
+  const b = jobs.banner;
+  if (!b) {
+    return null;
+  }
+  const wait = Math.max(0, Math.ceil((b.retryAt - Date.now()) / 1000));
+  return (
+    <div className="jp-Ranktable-banner" role="alert">
+      <strong>{trans.__('Cluster unavailable')}</strong>
+      <div className="jp-Ranktable-bannerReason">{b.message}</div>
+      <div className="jp-Ranktable-muted">
+        {wait > 0 ? trans.__('retrying in %1 s', wait) : trans.__('retrying…')}{' '}
+        <button
+          className="jp-Ranktable-link"
+          onClick={() => void jobs.refresh()}
+        >
+          {trans.__('Retry now')}
+        </button>
+      </div>
+    </div>
+  );
+}
+
+function JobRow(props: {
+  job: IJobRow;
+  trans: TranslationBundle;
+  onOpen: (run: IRunRef) => void;
+}): JSX.Element {
+  const { job, trans } = props;
+  const issue = healthIssue(job);
+  const ready = podsReady(job);
+  const age = formatSeconds(ageSeconds(job));
+  const open = () =>
+    job.uid &&
+    props.onOpen({ namespace: job.namespace, name: job.name, uid: job.uid });
+  return (
+    <li
+      className="jp-Ranktable-jobRow"
+      data-job={job.name}
+      data-namespace={job.namespace}
+      data-uid={job.uid ?? ''}
+      data-phase={job.phase}
+      title={trans.__(
+        '%1/%2 · %3 · pods ready %4 · rank table %5 · age %6%7',
+        job.namespace,
+        job.name,
+        job.phase,
+        ready,
+        String(job.rank_table ?? '–'),
+        age,
+        issue ? ` · ${issue}` : ''
+      )}
+      tabIndex={0}
+      onClick={open}
+      onKeyDown={e => {
+        if (e.key === 'Enter') {
+          open();
+        }
+      }}
+    >
+      <span
+        className={
+          'jp-Ranktable-health' + (issue ? ' jp-mod-bad' : ' jp-mod-ok')
+        }
+        aria-label={issue ? trans.__('Needs attention: %1', issue) : ''}
+      >
+        {issue ? '!' : ''}
+      </span>
+      <span className="jp-Ranktable-jobName">{job.name}</span>
+      <span className={`jp-Ranktable-phase jp-Ranktable-phase-${job.phase}`}>
+        {job.phase}
+      </span>
+      <span className="jp-Ranktable-ready" aria-label={trans.__('pods ready')}>
+        {ready}
+      </span>
+    </li>
+  );
+}
+
+/** The sidebar's Jobs section: a compact list; a click opens the run's Job view. */
+export function JobsList(props: {
+  jobs: JobsModel;
+  trans: TranslationBundle;
+  onOpen: (run: IRunRef) => void;
+}): JSX.Element {
+  const { jobs, trans } = props;
+  useJobs(jobs);
+  const [search, setSearch] = React.useState('');
+  React.useEffect(() => jobs.watch(), [jobs]);
+  const rows = jobs.jobs.filter(
+    j => !search || j.name.toLowerCase().includes(search.toLowerCase())
+  );
+  return (
+    <div className="jp-Ranktable-sectionBody" data-section="jobs">
+      <Banner jobs={jobs} trans={trans} />
+      <input
+        className="jp-mod-styled jp-Ranktable-jobSearch"
+        type="search"
+        aria-label={trans.__('Filter jobs')}
+        placeholder={trans.__('Filter jobs')}
+        value={search}
+        onChange={e => setSearch(e.target.value)}
+      />
+      {jobs.banner && rows.length > 0 && (
+        <div className="jp-Ranktable-muted">
+          {trans.__('Last known state, not live:')}
+        </div>
+      )}
+      <ul
+        className={
+          'jp-Ranktable-jobList' + (jobs.banner ? ' jp-mod-stale' : '')
+        }
+        aria-label={trans.__('Jobs')}
+      >
+        {rows.length === 0 && (
+          <li className="jp-Ranktable-empty">
+            {jobs.banner
+              ? trans.__('Jobs unknown while the cluster is unavailable.')
+              : trans.__('No jobs.')}
+          </li>
+        )}
+        {rows.map(job => (
+          <JobRow
+            key={jobKey(job)}
+            job={job}
+            trans={trans}
+            onOpen={props.onOpen}
+          />
+        ))}
+      </ul>
+    </div>
+  );
+}

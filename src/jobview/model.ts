@@ -1,0 +1,94 @@
+import { components } from '../api/openapi';
+import { requestAPI, requestChanged } from '../api/request';
+import { ILayoutResult } from '../layout/figure';
+import { Model } from '../ui/model';
+import { IRunRef, jobPath } from '../jobs/model';
+
+/** `GET /ranktable/jobs/{namespace}/{name}` (generated from openapi.yaml). */
+export type IDescription = components['schemas']['Describe'];
+export type IPodRow = IDescription['pods'][number];
+export type IEventRow = IDescription['events'][number];
+
+export const DESCRIBE_EVERY_MS = 2000;
+
+/**
+ * What one run's Job view shows besides logs: its description (pods, events), polled while the view is
+ * open and the run is current; once another run took the name (or the job is gone) it keeps the last one.
+ */
+export class RunModel extends Model {
+  description: IDescription | null = null;
+  layout: ILayoutResult | null = null;
+  error = '';
+  layoutError = '';
+  /** Set once the cluster's job of this name is no longer this run. */
+  ended = '';
+  /** The description's version (ETag): the server answers 304 while it still holds. */
+  private _etag = '';
+
+  constructor(readonly run: IRunRef) {
+    super();
+  }
+
+  start(): void {
+    if (this.pending('describe') || this.isDisposed) {
+      return;
+    }
+    void this.refresh();
+    this.every(
+      'describe',
+      () => {
+        if (!this.ended) {
+          void this.refresh();
+        }
+      },
+      DESCRIBE_EVERY_MS
+    );
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      const got = await requestChanged<IDescription>(
+        jobPath(this.run),
+        this.description ? this._etag : ''
+      );
+      if (!got) {
+        if (this.error) {
+          this.error = ''; // unchanged, and reachable again
+          this.emit();
+        }
+        return; // unchanged: nothing to parse or render
+      }
+      const d = got.data;
+      this._etag = got.etag;
+      if (d.job.uid && this.run.uid && d.job.uid !== this.run.uid) {
+        this.ended = 'a newer run of this job replaced it';
+      } else {
+        this.description = d;
+        this.error = '';
+      }
+    } catch (e) {
+      const err = e as { status?: number; message?: string };
+      if (err.status === 404) {
+        this.ended = 'the job was stopped or deleted';
+      } else {
+        this.error = err.message ?? String(e);
+      }
+    }
+    this.emit();
+  }
+
+  async loadLayout(topologyPath = ''): Promise<void> {
+    const q = topologyPath
+      ? `?topology_path=${encodeURIComponent(topologyPath)}`
+      : '';
+    try {
+      this.layout = await requestAPI<ILayoutResult>(
+        `${jobPath(this.run)}/layout${q}`
+      );
+      this.layoutError = '';
+    } catch (e) {
+      this.layoutError = (e as Error).message ?? String(e);
+    }
+    this.emit();
+  }
+}

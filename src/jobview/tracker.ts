@@ -1,0 +1,34 @@
+import { JupyterFrontEnd } from '@jupyterlab/application';
+import { MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { StreamClient } from '../api/stream';
+import { IRunRef, JobsModel } from '../jobs/model';
+import { JobViewContent, createJobView, jobViewId } from './view';
+
+/** Job views: one per run, tracked (so a reload restores them) and brought forward when opened again. */
+export function trackJobViews(
+  app: JupyterFrontEnd,
+  jobs: JobsModel,
+  stream: StreamClient,
+  trans: TranslationBundle
+): {
+  tracker: WidgetTracker<MainAreaWidget<JobViewContent>>;
+  openRun: (run: IRunRef) => void;
+} {
+  const tracker = new WidgetTracker<MainAreaWidget<JobViewContent>>({
+    namespace: 'ranktable-job'
+  });
+  const openRun = (run: IRunRef): void => {
+    const existing = tracker.find(w => w.id === jobViewId(run));
+    if (existing) {
+      app.shell.activateById(existing.id);
+      return;
+    }
+    const widget = createJobView(run, jobs, stream, trans, openRun);
+    void tracker.add(widget);
+    app.shell.add(widget, 'main');
+    app.shell.activateById(widget.id);
+  };
+  return { tracker, openRun };
+}

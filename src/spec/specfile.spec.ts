@@ -1,0 +1,80 @@
+import jobSpecSchema from './jobspec.schema.json';
+import {
+  compactSpec,
+  formSchema,
+  newSpecText,
+  parseSpecText,
+  schemaFields,
+  specToText,
+  validateSpec
+} from './specfile';
+
+describe('job spec files', () => {
+  it('the form renders every field of the generated JobSpec schema', () => {
+    const fields = Object.keys(jobSpecSchema.properties);
+    expect(fields).toEqual(
+      expect.arrayContaining([
+        'volumes',
+        'secret_env',
+        'rank_table_version',
+        'task_name'
+      ])
+    );
+    expect(Object.keys(formSchema().properties)).toEqual(fields);
+    expect(schemaFields()).toEqual(fields);
+    // nullable fields become plain ones; the entry point is an inline optional object
+    const props = formSchema().properties;
+    expect(props.cpu.type).toBe('string');
+    expect(props.entry.anyOf).toBeUndefined();
+    expect(props.entry.$ref).toBe('#/definitions/EntryPoint');
+  });
+
+  it('stores only what differs from the defaults, and reads it back', () => {
+    const spec = {
+      name: 'bert',
+      image: 'bert:v1',
+      namespace: 'default',
+      nodes: 4,
+      npus_per_node: 8,
+      env: {},
+      cpu: '',
+      entry: { script: '' }
+    };
+    expect(compactSpec(spec)).toEqual({
+      name: 'bert',
+      image: 'bert:v1',
+      nodes: 4
+    });
+    const text = specToText(spec);
+    expect(text).toBe('name: bert\nimage: bert:v1\nnodes: 4\n');
+    expect(parseSpecText(text)).toEqual({
+      spec: { name: 'bert', image: 'bert:v1', nodes: 4 }
+    });
+  });
+
+  it('says what is wrong with a file the form cannot show', () => {
+    expect(parseSpecText('name: [')).toEqual({
+      error: expect.stringContaining('unexpected end')
+    });
+    expect(parseSpecText('- a\n- b')).toEqual({
+      error: expect.stringContaining('expected a mapping')
+    });
+    expect(parseSpecText('name: a\ngpus: 8')).toEqual({
+      error: expect.stringContaining('unknown field(s) gpus')
+    });
+    expect(parseSpecText('x'.repeat(300 * 1024))).toEqual({
+      error: expect.stringContaining('256 KiB')
+    });
+  });
+
+  it('validates each field by the schema, leaving ${param} values to submit time', () => {
+    const errors = validateSpec({ name: 'Bad_Name', image: '', nodes: 0 });
+    const paths = errors.map(e => e.path).sort();
+    expect(paths).toEqual(['image', 'name', 'nodes']);
+    expect(validateSpec({ name: 'ok', image: '${image}', nodes: 2 })).toEqual(
+      []
+    );
+    const fresh = parseSpecText(newSpecText());
+    expect('spec' in fresh && validateSpec(fresh.spec)).toEqual([]);
+  });
+});
