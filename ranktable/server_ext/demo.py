@@ -2,7 +2,10 @@
 
 What `make demo` runs (and the browser tests, with `--test-config`): it starts the embedded defaults
 through the public CLI (`ranktable sim start`, `ranktable sim notebook`), points `c.Ranktable` at them,
-starts JupyterLab with the extension and prints the URL. Ctrl-C (or SIGTERM) stops all three.
+starts JupyterLab with the extension and prints the URL. The instance's shared folder is mounted into
+the pool's pods at the same path; the workspace holds an example project, job file, rank table and
+topology (`ranktable.usecases.demo`). Children's output goes to HOME/demo-logs; Ctrl-C (or SIGTERM) stops
+all three, JupyterLab's kernels (remote ones included) with it.
 """
 
 from __future__ import annotations
@@ -28,18 +31,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "demo"  # the demo's workspace content
+PROFILE = "sim-notebook"  # the SSH profile `ranktable sim notebook` registers
 
 
 def _ranktable(*args: str) -> list[str]:
     return [sys.executable, "-m", "ranktable", *args]
 
 
-def start_pool(state_dir: Path, nodes: int, leaves: int, tenants: int | None = None) -> tuple[str, str]:
-    """Start the simulated Lite pool in the background; returns (kubeconfig, context)."""
+def start_pool(
+    state_dir: Path, nodes: int, leaves: int, tenants: int | None = None, shared: str | None = None
+) -> tuple[str, str]:
+    """Start the simulated Lite pool in the background; returns (kubeconfig, context). `shared`: the
+    instance's shared folder, mounted into the pods that ask for it at the same path."""
     command = _ranktable("sim", "start", "--state-dir", str(state_dir), "--nodes", str(nodes))
     if tenants is not None:
         command += ["--tenants", str(tenants)]
+    if shared:
+        command += ["--shared-storage", shared]
     out = subprocess.run(
         [*command, "--leaves", str(leaves)],
         check=True,
@@ -61,7 +70,12 @@ def start_pool(state_dir: Path, nodes: int, leaves: int, tenants: int | None = N
 def start_notebook(root: Path, log: Path) -> subprocess.Popen[bytes]:
     """The simulated Notebook instance (registers the `sim-notebook` SSH profile, host key pinned)."""
     handle = log.open("wb")
-    proc = subprocess.Popen(_ranktable("sim", "notebook", "--root", str(root)), stdout=handle, stderr=handle)
+    proc = subprocess.Popen(
+        _ranktable("sim", "notebook", "--root", str(root)),
+        stdout=handle,
+        stderr=handle,
+        start_new_session=True,  # Ctrl-C reaches the demo only; it stops the children in order
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if "registered" in log.read_text(errors="replace"):
@@ -73,16 +87,30 @@ def start_notebook(root: Path, log: Path) -> subprocess.Popen[bytes]:
     raise SystemExit("ranktable sim notebook did not start within 60 s")
 
 
-def workspace(root: Path) -> Path:
-    """A folder to open JupyterLab in, holding the example training script the demo jobs run."""
-    root.mkdir(parents=True, exist_ok=True)
-    project = root / "project"
-    project.mkdir(exist_ok=True)
-    if EXAMPLES.is_dir():
-        for item in EXAMPLES.iterdir():
-            if item.is_file() and not (project / item.name).exists():
-                shutil.copy2(item, project / item.name)
-    return root
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 180) -> None:
+    """Return once JupyterLab accepts connections on `port`, so the URL printed next opens."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("JupyterLab exited at start: see demo-logs/jupyterlab.log")
+        with socket.socket() as probe:
+            probe.settimeout(1)
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.2)
+    raise SystemExit(f"JupyterLab did not listen on port {port} within {timeout:.0f} s")
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 20) -> None:
+    """SIGTERM (Jupyter shuts its kernels down, remote ones included), then SIGKILL after `timeout`."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=5)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,18 +135,53 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fresh", action="store_true", help="start from an empty HOME (tests)")
     args = parser.parse_args(argv)
     args.port = args.port or free_port()  # a fixed default collides on a shared machine
-
     home = (args.home or ranktable_home()).resolve()
+    children: list[subprocess.Popen[bytes]] = []
+    for signum in (signal.SIGINT, signal.SIGTERM):  # SIGINT too: a background start may ignore it
+        signal.signal(signum, _interrupt)
+    try:
+        return _run(args, home, children)
+    except KeyboardInterrupt:  # Ctrl-C (or SIGTERM), wherever it came: stop what was started, quietly
+        return 0
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
+        for proc in reversed(children):
+            stop_process(proc)
+        subprocess.run(
+            _ranktable("sim", "stop", "--state-dir", str(home / "sim")),
+            check=False,
+            capture_output=True,
+            timeout=60,
+        )
+        print("stopped JupyterLab, its kernels, the simulated Notebook instance and the pool.", flush=True)
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run(args: argparse.Namespace, home: Path, children: list[subprocess.Popen[bytes]]) -> int:
+    from ranktable.usecases.demo import EXAMPLE_JOB, LAYOUT_DIR, prepare_workspace
+    from ranktable.usecases.jobs import ClusterSettings
+    from ranktable.usecases.storage import known_shared_storage
+
     if args.fresh and home.exists():
-        subprocess.run(_ranktable("sim", "stop", "--state-dir", str(home / "sim")), check=False, timeout=60)
+        subprocess.run(
+            _ranktable("sim", "stop", "--state-dir", str(home / "sim")), check=False, capture_output=True
+        )
         shutil.rmtree(home)
     home.mkdir(parents=True, exist_ok=True)
     os.environ["RANKTABLE_HOME"] = str(home)
     if args.fresh:  # tests: kernelspecs installed from the panel stay inside HOME
         os.environ["JUPYTER_DATA_DIR"] = str(home / "jupyter-data")
-    root = workspace((args.root or home / "workspace").resolve())
-    kubeconfig, context = start_pool(home / "sim", args.nodes, args.leaves, args.tenants)
-    notebook = start_notebook(home / "notebook", home / "sim-notebook.log")
+    logs = home / "demo-logs"
+    logs.mkdir(exist_ok=True)
+    children.append(start_notebook(home / "notebook", logs / "sim-notebook.log"))
+    shared = next(s.instance_path for s in known_shared_storage() if s.label == f"profile {PROFILE}")
+    kubeconfig, context = start_pool(home / "sim", args.nodes, args.leaves, args.tenants, shared)
+    root = (args.root or home / "workspace").resolve()
+    settings = ClusterSettings(kubeconfig=kubeconfig, context=context)
+    prepare_workspace(root, EXAMPLES, shared, settings)
     lab_cmd = [
         sys.executable,
         "-m",
@@ -128,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         f"--ServerApp.root_dir={root}",
         f"--Ranktable.kubeconfig={kubeconfig}",
         f"--Ranktable.context={context}",
+        f"--Ranktable.topology={root / LAYOUT_DIR / 'topology.yaml'}",
+        "--Ranktable.keep_remote_kernels=False",  # Ctrl-C stops the remote kernels too
     ]
     url = f"http://127.0.0.1:{args.port}/lab"
     if args.test_config:
@@ -141,29 +206,25 @@ def main(argv: list[str] | None = None) -> int:
         lab_cmd.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         lab_cmd.append("--allow-root")  # containers and CI run as root
-    lab = subprocess.Popen(lab_cmd, env=lab_env)
-
-    def stop(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-    print(f"\nsimulated pool: KUBECONFIG={kubeconfig} (context {context})", flush=True)
-    print(f"simulated Notebook instance: SSH profile 'sim-notebook' (log {home / 'sim-notebook.log'})")
-    print(f"JupyterLab with the Ranktable panel: {url}")
-    print("open the Ranktable panel in the left sidebar; Ctrl-C stops everything.", flush=True)
-    try:
-        return lab.wait()
-    except KeyboardInterrupt:
-        return 0
-    finally:
-        for proc in (lab, notebook):
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-        subprocess.run(_ranktable("sim", "stop", "--state-dir", str(home / "sim")), check=False, timeout=60)
+    with (logs / "jupyterlab.log").open("wb") as lab_log:
+        children.append(
+            subprocess.Popen(lab_cmd, env=lab_env, stdout=lab_log, stderr=lab_log, start_new_session=True)
+        )
+    wait_listening(args.port, children[-1])
+    print(
+        f"""
+Ranktable demo: everything below is simulated on this machine.
+  JupyterLab        {url}
+  simulated pool    {args.nodes} Snt9B nodes under {args.leaves} leaves (KUBECONFIG={kubeconfig})
+  Notebook instance SSH profile {PROFILE!r}; its shared storage {shared}
+                    (sync goes there, and jobs' pods see it at the same path)
+  workspace         {root}
+                    project/train.py, {EXAMPLE_JOB}, {LAYOUT_DIR}/ (rank table + topology)
+  logs              {logs}
+Walk-through: docs/first-hour.md. Ctrl-C stops everything.""",
+        flush=True,
+    )
+    return children[-1].wait()
 
 
 if __name__ == "__main__":
