@@ -11,8 +11,7 @@ submit is only as good as this guess. Two node choices are modelled:
   (one pod, or every candidate under one leaf); otherwise the forecast is a range, its best case (leaf
   by leaf) and worst case (alternating leaves).
 
-A hard `networkTopology` of tier 1 (the whole gang inside one leaf HyperNode) is `one_leaf`: then only
-leaves that can hold the gang are candidates, and any of them gives the same layout.
+Composed jobs carry no `networkTopology`, so its confinement of a gang to one HyperNode is not modelled.
 """
 
 from __future__ import annotations
@@ -55,8 +54,6 @@ def forecast_placement(
     pods: int,
     npus: int,
     policy: str,
-    *,
-    one_leaf: bool = False,
 ) -> PlacementForecast:
     """The nodes `pods` pods of `npus` NPUs each get, one pod per node (the jobs' hostname anti-affinity).
 
@@ -64,9 +61,6 @@ def forecast_placement(
     Raises ValueError when the gang does not fit (the caller says what to do).
     """
     fitting = sorted(name for name, count in free.items() if count >= npus)
-    if one_leaf:
-        by_leaf = _by_leaf(fitting, leaf_of)
-        fitting = sorted(n for nodes in by_leaf.values() if len(nodes) >= pods for n in nodes)
     if len(fitting) < pods:
         raise ValueError(f"{len(fitting)} free node(s) fit a pod of {npus} NPUs; the gang needs {pods}")
     if policy == SPREAD_BY_LEAF:
@@ -75,17 +69,10 @@ def forecast_placement(
             True, policy, "the simulated pool's scheduler spreads a gang over leaves", [("predicted", order)]
         )
     by_leaf = _by_leaf(fitting, leaf_of)
-    if one_leaf:
-        leaf = min(by_leaf, key=lambda name: (-len(by_leaf[name]), name))
-        return PlacementForecast(
-            True,
-            policy,
-            "hard network topology: the whole gang inside one leaf",
-            [("predicted", by_leaf[leaf][:pods])],
-        )
     if pods == 1 or len(by_leaf) == 1:
+        why = "one pod" if pods == 1 else "every free node that fits is under one leaf"
         return PlacementForecast(
-            True, policy, "every free node that fits is under one leaf", [("predicted", fitting[:pods])]
+            True, policy, f"{why}: any choice gives this layout", [("predicted", fitting[:pods])]
         )
     return PlacementForecast(
         False,

@@ -11,7 +11,11 @@ import { ReactWidget } from '@jupyterlab/ui-components';
 import { ErrorLine, errorText, formatSeconds } from '../ui/common';
 import { DiagnosisPanel } from './diagnosis';
 import { JobInsights } from './insights';
-import { LayoutFigure, LayoutFigures } from '../layout/figure';
+import {
+  LayoutFigure,
+  LayoutFigures,
+  PlacementLine
+} from '../layout/figure';
 import { LogView } from '../logs/view';
 import { ranktableIcon } from '../ui/icon';
 import {
@@ -197,11 +201,7 @@ function LayoutTab(props: { run: RunModel; trans: TranslationBundle }) {
       <ErrorLine error={run.layoutError} />
       {run.layout && (
         <>
-          {run.layout.placement?.summary && (
-            <p className="jp-Ranktable-placement">
-              {run.layout.placement.summary}
-            </p>
-          )}
+          <PlacementLine result={run.layout} />
           <LayoutFigures result={run.layout} trans={trans} />
           <LayoutFigure result={run.layout} trans={trans} />
         </>

@@ -5,7 +5,7 @@ import * as React from 'react';
 import { act } from 'react';
 import { createRoot } from 'react-dom/client';
 
-import { ILayoutResult, LayoutFigures } from './figure';
+import { ILayoutResult, LayoutFigures, PlacementLine } from './figure';
 
 (globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -94,5 +94,29 @@ describe('LayoutFigures', () => {
     expect(a3).toContainEqual(['SuperPoD crossings (2)', '4', '2']);
     expect(a3).toContainEqual(['all-reduce (est.)', '30.0 ms', '30.0 ms']);
     expect(a3.some(r => r[0] === 'HCCL algorithm')).toBe(false);
+  });
+});
+
+describe('PlacementLine', () => {
+  function text(result: ILayoutResult): string {
+    const host = document.createElement('div');
+    const root = createRoot(host);
+    act(() => root.render(<PlacementLine result={result} />));
+    const out = host.textContent ?? '';
+    act(() => root.unmount());
+    return out;
+  }
+  const report = { given: side(0.0243), planned: side(0.0151), speedup: 1.6 };
+
+  it('shows the actual placement beside the forecast', () => {
+    const summary =
+      'placement: as predicted: actual leaf crossings 4, 24.3 ms -> 15.1 ms with routing (1.60x)';
+    expect(
+      text({ svg: '', report, placement: { summary, verdict: 'as predicted' } })
+    ).toBe(summary);
+  });
+
+  it('shows nothing when the job has no forecast', () => {
+    expect(text({ svg: '', report, placement: null })).toBe('');
   });
 });

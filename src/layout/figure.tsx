@@ -99,6 +99,17 @@ export function describeTarget(el: Element | null): string {
 }
 
 /** Given-vs-planned key figures of a layout report. */
+/** A running job's placement beside the preview's forecast, in one line (nothing without one). */
+export function PlacementLine(props: {
+  result: ILayoutResult;
+}): JSX.Element | null {
+  const summary = props.result.placement?.summary;
+  if (!summary) {
+    return null;
+  }
+  return <p className="jp-Ranktable-placement">{summary}</p>;
+}
+
 export function LayoutFigures(props: {
   result: ILayoutResult;
   trans: TranslationBundle;

@@ -222,7 +222,7 @@ function SpecForm(props: {
             {!layout && !layoutError && (
               <p className="jp-Ranktable-muted">
                 {trans.__(
-                  'Preview layout shows where the job would likely land.'
+                  'Preview layout shows where the scheduler is expected to place the job.'
                 )}
               </p>
             )}

@@ -25,10 +25,6 @@ def test_volcano_is_exact_when_every_choice_is_the_same_layout() -> None:
     free = {"n1": 0, "n2": 0, "n3": 8, "n4": 8}  # leaf a is busy: only leaf b is left
     forecast = forecast_placement(free, LEAF_OF, 2, 8, RANDOM_AMONG_EQUALS)
     assert forecast.exact and forecast.cases == [("predicted", ["n3", "n4"])]
-    one_leaf = forecast_placement(
-        dict.fromkeys(LEAF_OF, 8), LEAF_OF, 2, 8, RANDOM_AMONG_EQUALS, one_leaf=True
-    )
-    assert one_leaf.exact and one_leaf.cases == [("predicted", ["n1", "n2"])]
 
 
 def test_a_gang_that_does_not_fit_is_refused() -> None:

@@ -170,6 +170,10 @@ test('a Job view per run: a same-name resubmit opens a new run with its own logs
   await view2.getByRole('tab', { name: 'Layout' }).click();
   const svg = view2.locator('.jp-Ranktable-svg svg');
   await expect(svg).toBeVisible({ timeout: 60000 });
+  // the actual placement beside the preview's forecast, in one line above the figures
+  await expect(view2.locator('.jp-Ranktable-placement')).toContainText(
+    /^placement: .*actual leaf crossings \d+.*\(preview: predicted leaf crossings/
+  );
   const frame = (await view2.locator('.jp-Ranktable-panZoom').boundingBox())!;
   const content = (await view2.boundingBox())!;
   expect(frame.width).toBeGreaterThan(content.width * 0.9);
@@ -213,6 +217,14 @@ test('a job spec file: the form and the text editor agree on the file', async ({
     timeout: 30000
   });
   await shoot(page, 'spec-editor');
+  // the preview's first line says where the pool's scheduler is expected to place the job
+  await form.getByRole('button', { name: 'Preview layout' }).click();
+  await expect(
+    form.locator('.jp-Ranktable-fieldWarning').first()
+  ).toContainText(
+    /^preview: expected on \S+, \S+ \(the simulated pool's scheduler spreads/,
+    { timeout: 60000 }
+  );
   await page.keyboard.press('Control+s');
 
   // the same file as text: the form's change is there; a text edit shows up in the form
