@@ -39,6 +39,10 @@ MAX_COUNT = 1 << 20
 """Any other whole number in a job spec (retries, NPUs per pod, parallel sizes)."""
 MAX_PATH = 4096
 """Characters in one path (PATH_MAX): a profile's shared folder, a volume's mount path."""
+MAX_LOG_FILES = 4096
+"""Log files read by one `diagnose --logs` / `metrics --logs` (a 4,096-rank job's per-rank logs)."""
+MAX_LOG_BYTES = 2 * 1024 * MiB
+"""Bytes of logs read by one `--logs` call, all files together (they are held in memory)."""
 KEEP_LOGS_S = 60.0
 """Seconds a stop or resubmit waits at most for the run's logs to reach its archive before the pods go."""
 

@@ -84,7 +84,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_logs)
 
     p = group.add_parser("metrics", help="loss, step time, throughput, lr, grad norm per rank, from the logs")
-    p.add_argument("name")
+    _name_or_logs(p)
     p.add_argument("--run", help="an archived run (job uid or a prefix)")
     out = p.add_mutually_exclusive_group()
     out.add_argument(
@@ -100,12 +100,14 @@ def register(sub: Any) -> None:
         "diagnose",
         help="first failing rank (NPU, server, leaf, pod), errors per rank, stragglers, hangs, pending",
     )
-    p.add_argument("name")
+    _name_or_logs(p)
     p.add_argument("--run", help="an archived run (job uid or a prefix)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--straggler-factor", type=float, help="median step time >= F x the job's (default 1.2)")
     p.add_argument(
-        "--hang-floor", type=float, help="seconds of silence before a rank counts as hung (default 120)"
+        "--hang-floor",
+        type=float,
+        help="least silence (s) before a rank counts as hung; also 10 x the median step (default 60)",
     )
     p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
     p.add_argument(
@@ -419,10 +421,39 @@ def _observe_settings(args: argparse.Namespace) -> Any:
     return ObserveSettings.from_mapping(values, where="flags")
 
 
+def _name_or_logs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", help="the job (omit with --logs)")
+    p.add_argument(
+        "--logs",
+        nargs="+",
+        metavar="PATH",
+        help="log files, folders or a .tar export instead of a live job (a file per rank or pod)",
+    )
+    p.add_argument(
+        "--rank-from",
+        metavar="REGEX",
+        help=r"regex whose first group (or (?P<rank>...)) is a file's rank (default: rank_3, worker_3 ...)",
+    )
+
+
+def _title(observation: Any) -> str:
+    if observation.uid == "files":
+        return f"{observation.name} ({observation.source})"
+    return f"job {observation.name} run {observation.uid} ({observation.source})"
+
+
 def _observation(args: argparse.Namespace) -> Any:
     from ranktable.usecases.observe import observe_run
 
     settings = _observe_settings(args)
+    if args.logs:
+        from ranktable.usecases.log_files import observe_log_files
+
+        if args.name or args.run:
+            raise InputError("give a job name or --logs, not both", where="--logs", fix="drop one")
+        return observe_log_files(args.logs, args.rank_from, settings)
+    if not args.name:
+        raise InputError("no job given", where="name", fix="name the job, or pass --logs PATH...")
     return observe_run(_client(args), args.name, run=args.run, state_dir=args.state_dir, settings=settings)
 
 
@@ -443,7 +474,7 @@ def _metrics(args: argparse.Namespace) -> int:
         return 0
     ranks = data["ranks"]
     if not ranks:
-        print(f"no metric lines in the logs of {args.name} (run {observation.uid}) yet")
+        print(f"no metric lines in {_title(observation)} yet")
         return 0
     rows = [["Rank", "Steps", "Last step", "Loss", "Step time (s)", "Throughput", "LR", "Grad norm"]]
     for rank, series in ranks.items():
@@ -460,7 +491,7 @@ def _metrics(args: argparse.Namespace) -> int:
                 last("grad_norm"),
             ]
         )
-    print(f"job {args.name} run {observation.uid} ({observation.source})")
+    print(_title(observation))
     print(_table(rows))
     for alert in data["alerts"]:
         print(f"alert: {alert['message']}" + (f" (x{alert['count']})" if alert["count"] > 1 else ""))
@@ -488,6 +519,8 @@ def _diagnose(args: argparse.Namespace) -> int:
 
     observation = _observation(args)
     result = observation.diagnosis()
+    if args.svg and args.logs:
+        raise InputError("--svg draws a job's layout: it needs a job, not --logs", where="--svg")
     if args.svg:
         from ranktable.usecases.jobs import job_layout
 
@@ -497,7 +530,7 @@ def _diagnose(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=1))
         return 0
-    print(f"job {args.name} run {observation.uid} ({observation.source}): {result['summary']}")
+    print(f"{_title(observation)}: {result['summary']}")
     first = result["first_failure"]
     if first:
         print(f"first failure: rank {first['rank']} ({place_text(first)}) at {first['time']}")

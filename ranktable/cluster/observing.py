@@ -159,6 +159,10 @@ def pending_info(
         ).get("items")
         or []
     )
+    labels = {
+        str((n.get("metadata") or {}).get("name")): dict((n.get("metadata") or {}).get("labels") or {})
+        for n in client.list_nodes()
+    }
     return pending_reason(
         job=job,
         npus_per_pod=npus_per_pod(job),
@@ -166,6 +170,8 @@ def pending_info(
         node_leaf=capacity.node_leaf,
         queue=queue,
         queue_jobs=jobs,
+        total_per_node=capacity.total_per_node,
+        node_labels=labels,
     )
 
 

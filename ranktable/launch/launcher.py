@@ -3,9 +3,10 @@
 Waits for the platform to complete the rank table (``ranktable wait``), applies the route plan when
 ``ROUTE_PLAN=true`` and the job has 3+ nodes (``ranktable route``, its exports applied), finds this
 server in the table, then starts the training script: MindSpore once per local NPU with
-``RANK_TABLE_FILE``/``RANK_ID``/``DEVICE_ID``/``RANK_SIZE``; PyTorch through torchrun with
-``NODE_RANK`` from the plan (``RANK_AFTER_ACC``). The training image needs only the minimal install in
-docs/launcher.md: this module uses the standard library; ``wait`` and ``route`` use the pure core.
+``RANK_TABLE_FILE``/``RANK_ID``/``DEVICE_ID``/``RANK_SIZE``, each child's output lines tagged ``[rankN]: ``
+(as torchrun tags its own) so triage files a traceback under the rank that printed it; PyTorch through
+torchrun with ``NODE_RANK`` from the plan (``RANK_AFTER_ACC``). The training image needs only the minimal
+install in docs/launcher.md: this module uses the standard library; ``wait`` and ``route`` use the pure core.
 """
 
 from __future__ import annotations
@@ -18,10 +19,11 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 LAUNCH_COMMAND = ["ranktable", "launch"]
 DEFAULT_RANK_TABLE = "/user/config/jobstart_hccl.json"
@@ -164,12 +166,35 @@ def run(args: argparse.Namespace) -> int:
         child_env = dict(env, RANK_ID=str(rank_id), DEVICE_ID=str(device_id), RANK_SIZE=str(server.rank_size))
         children.append(([python, *program], child_env))
     _say(f"server {server.server_id}: {len(children)} process(es), ranks {[r for _, r in server.devices]}")
-    return _supervise(children)
+    return _supervise(children, tags=[rank for _, rank in server.devices])
 
 
-def _supervise(commands: list[tuple[list[str], dict[str, str]]]) -> int:
-    """Start all processes, forward SIGTERM/SIGINT, return the first non-zero exit code (else 0)."""
-    procs = [subprocess.Popen(argv, env=env) for argv, env in commands]
+_WRITE = threading.Lock()
+
+
+def _relay(source: IO[bytes], sink: IO[bytes], tag: bytes) -> None:
+    """Copy a child's output line by line, each prefixed with its rank tag (whole lines, so the ranks'
+    lines never interleave mid-line)."""
+    for line in iter(source.readline, b""):
+        with _WRITE:
+            sink.write(tag + line if line.endswith(b"\n") else tag + line + b"\n")
+            sink.flush()
+    source.close()
+
+
+def _supervise(commands: list[tuple[list[str], dict[str, str]]], tags: list[int] | None = None) -> int:
+    """Start all processes (their output tagged ``[rankN]: `` when `tags` gives each one's rank), forward
+    SIGTERM/SIGINT, return the first non-zero exit code (else 0)."""
+    pipe = subprocess.PIPE if tags else None
+    procs = [subprocess.Popen(argv, env=env, stdout=pipe, stderr=pipe) for argv, env in commands]
+    relays = []
+    for proc, rank in zip(procs, tags or [], strict=False):
+        tag = f"[rank{rank}]: ".encode()
+        for source, sink in ((proc.stdout, sys.stdout.buffer), (proc.stderr, sys.stderr.buffer)):
+            if source is not None:
+                relay = threading.Thread(target=_relay, args=(source, sink, tag), daemon=True)
+                relay.start()
+                relays.append(relay)
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         for proc in procs:
@@ -188,6 +213,8 @@ def _supervise(commands: list[tuple[list[str], dict[str, str]]]) -> int:
         if alive:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 alive[0].wait(timeout=0.5)
+    for relay in relays:
+        relay.join()
     return failed or next((p.returncode for p in procs if p.returncode != 0), 0)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from itertools import accumulate
@@ -17,7 +17,9 @@ from typing import Any
 import re2
 import yaml
 
-PRIMARY, VICTIM = "primary", "victim"
+PRIMARY, VICTIM, CONTEXT = "primary", "victim", "context"
+"""Roles: a fault that starts a failure, a symptom of another rank's, or a line that only says which rank
+the following lines belong to (torchrun's failure summary)."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,11 @@ class Signature:
         }
 
 
-_PEER = re.compile(r"(?i)remote[_ ]?rank\D{0,4}(\d+)|user_rank\D{0,3}(\d+)")
+_PEER = re.compile(
+    r"(?i)remote[_ ]?rank\D{0,4}(\d+)|user_rank\D{0,3}(\d+)"
+    r"|Ranks? (\d+)(?:, \d+)* failed to pass monitoredBarrier"
+)
+_SCRIPT = re.compile(r"can't open file '([^']+)'")
 
 
 class Catalogue:
@@ -115,6 +121,8 @@ class Catalogue:
     def exit_signature(self, exit_code: int | None, reason: str | None = None) -> Signature | None:
         if reason == "OOMKilled":
             exit_code = 137
+        if exit_code is not None and -64 < exit_code < 0:
+            exit_code = 128 - exit_code  # a signal as Python reports it (-11) is the shell's 128 + 11
         return self.exits.get(exit_code) if exit_code is not None else None
 
     def by_code(self, code: str) -> Signature | None:
@@ -126,7 +134,43 @@ def named_peer(line: str) -> int | None:
     match = _PEER.search(line)
     if match is None:
         return None
-    return int(match.group(1) or match.group(2))
+    return int(next(g for g in match.groups() if g is not None))
+
+
+def refine(signature: Signature, line: str, mounts: tuple[str, ...] = ()) -> Signature:
+    """The signature with advice that depends on the line itself: a missing script given by an absolute
+    path is not a working-directory problem (the path is simply not there; say which volumes are)."""
+    if signature.code != "CANT_OPEN_FILE":
+        return signature
+    found = _SCRIPT.search(line)
+    if found is None:
+        return signature
+    path = found.group(1)
+    if not path.startswith("/"):
+        return replace(
+            signature,
+            explanation=(
+                f"Python could not open the training script {path!r}: a relative path is resolved against "
+                "the container's working directory, which is not where the code was synced."
+            ),
+        )
+    where = (
+        f"the volumes mounted in the pod are {', '.join(mounts)}"
+        if mounts
+        else "check which volumes the pod mounts (kubectl describe pod)"
+    )
+    return replace(
+        signature,
+        explanation=(
+            f"The script path {path} is absolute and does not exist in the container: the code is neither "
+            "in the image at that path nor on a volume mounted there."
+        ),
+        fix=(
+            f"Put the code on shared storage that the job mounts and use the path the pods see; {where}. "
+            "A path copied from the Notebook instance works only if the same storage is mounted at the same "
+            "path in the pods."
+        ),
+    )
 
 
 @lru_cache(maxsize=1)

@@ -36,7 +36,7 @@ from ranktable.observe.template import _TOKEN, Template
 DIGITS = b"0123456789"
 _DIGIT_RUN = re.compile(r"[0-9]+")
 TAG_DIGITS = 17  # the line path strips "[rankN]:" only when "]:" ends within the first 24 characters
-KEYWORDS = ("loss", "step", "iteration", "Loss")  # the line path's test for a possible metric line
+KEYWORDS = ("loss", "step", "iteration", "Loss", "PerSec")  # the line path's test for a possible metric line
 MAX_RUN = 18  # digits of a run read as int64
 _POW10_INT = 10 ** np.arange(MAX_RUN + 1, dtype=np.int64)
 _POW10 = np.array([10.0**k for k in range(23)])  # exact doubles

@@ -17,28 +17,36 @@ from typing import Any
 
 import numpy as np
 
-from ranktable.observe.catalogue import Catalogue, catalogue, named_peer
+from ranktable.observe.catalogue import CONTEXT, Catalogue, catalogue, named_peer, refine
 from ranktable.observe.fastpath import Group, PodShapes, match_batch, match_pods
 from ranktable.observe.layout import RankLayout
 from ranktable.observe.parsers import LineParser, compile_user_patterns
 from ranktable.observe.series import MAX_ALERTS, Alerts, RankSeries, Rows
 from ranktable.observe.settings import ObserveSettings
 from ranktable.observe.template import MAX_TEMPLATES, Template, learn, match, parsed_by_plain
-from ranktable.observe.text import clean, inline_time, kube_time, kube_time_array, rank_tag
+from ranktable.observe.text import clean, inline_time, kube_time, kube_time_array, line_prefix
 from ranktable.observe.triage import (
+    UPGRADE_WINDOW_S,
     ErrorEvent,
     advice,
     better,
+    common_cause,
     first_failure,
     hung,
     iso,
     shared_switch,
+    silent_ranks,
     stragglers,
 )
 
 # Error lines name their rank in several ways: torch_npu ``(PID:1, Device:0, RankID:13)``, DeepSpeed and
-# the watchdog ``[Rank 5]``, plain prints ``rank 13 ...``.
-_LINE_RANK = re.compile(r"RankID:\s*(\d+)|\[Rank (\d+)\]|^rank[\s:=]+(\d+)\b")
+# the watchdog ``[Rank 5]`` / ``[PG 1 Rank 5]``, Megatron ``Rank 11: found NaN`` / ``Rank 2, node ...``,
+# plain prints ``rank 13 ...``; torchrun's ``failed (exitcode: -11) local_rank: 2`` names a local rank and
+# an OOM message its NPU (``(NPU 3; ...``).
+_LINE_RANK = re.compile(r"RankID:\s*(\d+)|\bRank (\d+)[\]:,]|^rank[\s:=]+(\d+)\b")
+_LOCAL_RANK = re.compile(r"\(exitcode: -?\d+\) local_rank: (\d+)")
+_NPU_INDEX = re.compile(r"\(NPU (\d+);")
+_SUMMARY_RANK = re.compile(r"^\s*rank\s*:\s*(\d+)")
 _first, _second = itemgetter(0), itemgetter(1)
 # the torchrun tags _tag strips from an ASCII line (a "]:" ending within its first 24 characters)
 _TAGS = re.compile(
@@ -100,6 +108,11 @@ class RunObserver:
         self._clock: float | None = None  # the newest log time seen
         self.lines = 0
         self._named: dict[str, int] = {}  # pod -> the rank its last rank-naming metric line named
+        # pod -> (rank, time) an error line named (torch_npu RankID, torchrun summary): the untagged error
+        # lines right after it (the CANN code, the exit code) belong to that rank
+        self._error_rank: dict[str, tuple[int, float | None]] = {}
+        self._unnamed: dict[str, ErrorEvent] = {}  # pod -> its last error line filed under no named rank
+        self.mounts: tuple[str, ...] = ()  # the pods' volume mount paths, when known (for advice)
         self.pod_ends: dict[str, float] = {}  # pod -> when its container ended (any exit code)
 
     # -- state, with held template rows merged first ------------------------------------------------
@@ -239,7 +252,14 @@ class RunObserver:
             if "\r" in text or "\x1b" in text:
                 text = clean(text)
             rank, tagged, text = self._tag(pod, default, text)
-            if always or "loss" in text or "step" in text or "iteration" in text or "Loss" in text:
+            if (
+                always
+                or "loss" in text
+                or "step" in text
+                or "iteration" in text
+                or "Loss" in text
+                or "PerSec" in text
+            ):
                 parsed: tuple[str, Any] | None = None
                 found = match(known, text) if known else None
                 if found is not None and (found[0].fields is None or parsed_by_plain(order)):
@@ -265,7 +285,7 @@ class RunObserver:
                     self._metric(sample, rank, when)
                     continue
             if has_errors:
-                self._error(pod, node_rank, rank, stamp, text)
+                self._error(pod, node_rank, rank, stamp, text, tagged)
 
     def feed_lines(self, lines: Iterable[Any]) -> None:
         """Objects with ``pod``, ``node_rank``, ``timestamp`` and ``text`` (the cluster's LogLine), batched
@@ -348,8 +368,8 @@ class RunObserver:
         default = self.layout.default_rank(pod, node_rank)
         tagged = [self._tag(pod, default, texts[index]) for index in others]
         for hit in self.catalogue.error_lines([text for _, _, text in tagged]):
-            rank, _, text = tagged[hit]
-            self._error(pod, node_rank, rank, stamps[others[hit]], text)
+            rank, is_tagged, text = tagged[hit]
+            self._error(pod, node_rank, rank, stamps[others[hit]], text, is_tagged)
 
     def _no_error_lines(self, texts: list[str]) -> bool:
         """Whether no line of `texts` is an error once its tag is stripped (see _tag): True only when the
@@ -364,18 +384,26 @@ class RunObserver:
         return not self.catalogue.any_error(stripped)
 
     def _tag(self, pod: str, default: int, text: str) -> tuple[int, bool, str]:
-        """The rank a line's torchrun tag names (else `default`), whether it had one, and the rest."""
-        if not text.startswith("["):
+        """The rank a line's prefixes name (torchrun or launcher tag, Ray worker; else `default`), whether
+        they named one, and the text after them (see text.line_prefix)."""
+        first = text[:1]
+        if first == "[":
+            end = text.find("]:", 0, 24)
+            if text.startswith("[rank") and text[5:end].isdigit():  # the common case, inline
+                rank, rest = int(text[5:end]), text[end + 2 :]
+                return rank, True, rest[1:] if rest.startswith(" ") else rest
+        elif first != "(" and not first.isdigit() and "] " not in text[:48] and "]:" not in text[:48]:
             return default, False, text
-        end = text.find("]:", 0, 24)
-        if text.startswith("[rank") and text[5:end].isdigit():  # rank_tag's common case, inline
-            rank, text = int(text[5:end]), text[end + 2 :]
-            return rank, True, text[1:] if text.startswith(" ") else text
-        tag = rank_tag(text)
+        tag = line_prefix(text)
         if tag is None:
             return default, False, text
         kind, number, text = tag
-        return number if kind == "rank" else (self.layout.local_rank(pod, number) or default), True, text
+        if kind == "rank":
+            return number, True, text
+        if kind == "default":
+            local = self.layout.local_rank(pod, number)
+            return (local, True, text) if local is not None else (default, False, text)
+        return default, False, text
 
     def _pod_shapes(self, pod: str, known: list[Template]) -> PodShapes:
         shapes = self._shapes.get(pod)
@@ -617,25 +645,82 @@ class RunObserver:
         loss = sample.get("loss")
         if loss is not None:
             self._alerts.check(rank, series, loss, step, when)
+        norm = sample.get("grad_norm")
+        if norm is not None:
+            self._alerts.check_grad(rank, norm, step, when)
         if when is not None:
             self._progress[rank] = (when, step)
 
-    def _error(self, pod: str, node_rank: int, rank: int, stamp: str, text: str) -> None:
+    def _error(
+        self, pod: str, node_rank: int, rank: int, stamp: str, text: str, tagged: bool = False
+    ) -> None:
         signature = self.catalogue.classify(text)
         if signature is None:
             return
+        when = line_time(stamp, text)
+        if signature.role == CONTEXT:
+            found = _SUMMARY_RANK.match(text)
+            if found is not None:
+                self._error_rank[pod] = (int(found.group(1)), when)
+            return
         self._error_counts[signature.code] = self._error_counts.get(signature.code, 0) + 1
-        match = _LINE_RANK.search(text)
-        if match is not None:
-            rank = int(next(g for g in match.groups() if g is not None))
-        event = ErrorEvent(
-            rank, node_rank, pod, line_time(stamp, text), signature, text.strip(), named_peer(text)
-        )
+        rank, how = self._line_rank(pod, rank, text, tagged, when)
+        signature = refine(signature, text, self.mounts)
+        event = ErrorEvent(rank, node_rank, pod, when, signature, text.strip(), named_peer(text))
+        unnamed = self._unnamed.pop(pod, None)
+        if how == "named" and unnamed is not None:
+            self._claim(unnamed, rank, when)
+        elif how == "default":
+            self._unnamed[pod] = event
         current = self._errors.get(rank)
         if current is None:
             self._errors[rank] = event
         elif better(current, event):
             event.time = current.time if current.time is not None else event.time
+            self._errors[rank] = event
+
+    def _line_rank(self, pod: str, rank: int, text: str, tagged: bool, when: float | None) -> tuple[int, str]:
+        """The rank an error line belongs to and how it is known: the rank it names (RankID, [Rank N],
+        Rank N:), a local rank it names, its tag, the rank an error line of this pod named just before,
+        the NPU it names, else the pod's default rank."""
+        match = _LINE_RANK.search(text)
+        if match is not None:
+            named = int(next(g for g in match.groups() if g is not None))
+            self._error_rank[pod] = (named, when)
+            return named, "named"
+        found = _LOCAL_RANK.search(text)
+        if found is not None:
+            local = self.layout.local_rank(pod, int(found.group(1)))
+            if local is not None:
+                return local, "local"
+        if tagged:
+            return rank, "tag"
+        context = self._error_rank.get(pod)
+        if context is not None and (
+            when is None or context[1] is None or when - context[1] <= UPGRADE_WINDOW_S
+        ):
+            return context[0], "context"
+        found = _NPU_INDEX.search(text)
+        if found is not None:
+            device = int(found.group(1))
+            place = next((p for p in self.layout.by_pod.get(pod, []) if p.device == device), None)
+            if place is not None:
+                return place.rank, "npu"
+        return rank, "default"
+
+    def _claim(self, event: ErrorEvent, rank: int, when: float | None) -> None:
+        """An untagged error line followed at once by a line naming its rank (torch_npu prints the
+        exception, then ``[ERROR] ... RankID:N``, then the CANN code) belongs to that rank."""
+        if event.rank == rank or self._errors.get(event.rank) is not event:
+            return
+        if when is not None and event.time is not None and when - event.time > UPGRADE_WINDOW_S:
+            return
+        del self._errors[event.rank]
+        event.rank = rank
+        current = self._errors.get(rank)
+        if current is None or (
+            current.time is not None and event.time is not None and event.time < current.time
+        ):
             self._errors[rank] = event
 
     def pod_ended(self, pod: str, when: float | None) -> None:
@@ -681,8 +766,10 @@ class RunObserver:
         medians = {r: m for r, s in self.series.items() if (m := s.median_step_time()) is not None}
         job_median, slow = stragglers(medians, self.layout, self.settings.straggler_factor)
         silent = hung(self.progress, job_median, self.layout, self.settings, now, self._stopped())
-        first = first_failure(self.errors)
+        first = first_failure(self.errors, self.layout)
         ranks = max(len(self.layout), len(self.series), len(self.errors))
+        common = common_cause(self.errors, self.layout)
+        silent_quiet = silent_ranks(self.errors, self.layout)
         errors = sorted(
             self.errors.values(), key=lambda e: (e.time if e.time is not None else float("inf"), e.rank)
         )
@@ -693,7 +780,10 @@ class RunObserver:
             "stragglers": slow,
             "hung": silent,
             "pending": pending,
-            "advice": advice(first, self.errors, ranks, self.settings) + shared_switch(slow, silent),
+            "common_cause": common,
+            "divergence": self.alerts.divergence(),
+            "advice": advice(first, self.errors, ranks, self.settings, common, silent_quiet)
+            + shared_switch(slow, silent),
             "job_median_step_time_s": round(job_median, 6) if job_median is not None else None,
             "error_counts": dict(sorted(self.error_counts.items())),
             "log_time": iso(self.clock),
@@ -706,12 +796,25 @@ class RunObserver:
 def summary(diagnosis: dict[str, Any]) -> str:
     """One line for notifications and tables."""
     first = diagnosis.get("first_failure")
+    common = diagnosis.get("common_cause")
+    if common:
+        return (
+            f"{diagnosis['phase']}: every rank ({common['ranks']}) failed with {common['code']} - "
+            f"{common['title']}: one cause on all ranks"
+        )
     if first:
         where = ", ".join(f"{k} {first[k]}" for k in ("server", "leaf") if first.get(k))
         who = f"rank {first['rank']}" if first.get("rank") is not None else f"node rank {first['node_rank']}"
         place = first["pod"] + (", " + where if where else "")
         return f"{diagnosis['phase']}: {who} ({place}) failed first: {first['code']} - {first['title']}"
     parts = []
+    diverged = diagnosis.get("divergence") or []
+    if diverged:
+        ranks = sorted({a["rank"] for a in diverged})
+        parts.append(
+            f"training diverged ({diverged[0]['kind'].replace('_', ' ')} at step {diverged[0]['step']}) on "
+            f"rank(s) {', '.join(map(str, ranks[:5]))}"
+        )
     if diagnosis.get("hung"):
         parts.append("hung rank(s) " + ", ".join(str(h["rank"]) for h in diagnosis["hung"][:5]))
     if diagnosis.get("stragglers"):

@@ -53,10 +53,12 @@ def mindspore(text: str) -> Sample | None:
 # lr: 1e-05, ..., global_norm: [1.508834], train_throughput_per_npu: 170.738T``;
 # 2023 releases: ``loss:[a/b], time: x ms``
 _MF_EPOCH = re.compile(r"Epoch:\[\s*(\d+)/\s*(\d+)\],\s*step:\[\s*(\d+)/\s*(\d+)\]")
-_MF_LOSS = re.compile(rf"\bloss:\s*\[?\s*({NUM})")
+# a value is a number or a one-element array ``[1.508834]``; ``[1 31049]`` (a numpy pair) is not one value
+_ONE = rf"(?:\[\s*({NUM})\s*\]|({NUM})(?![\d.]))"
+_MF_LOSS = re.compile(rf"\bloss:\s*{_ONE}")
 _MF_TIME = re.compile(rf"(?:per_step_time|\btime):\s*({NUM})\s*ms")
-_MF_LR = re.compile(rf"\blr:\s*\[?\s*({NUM})")
-_MF_NORM = re.compile(rf"global_norm:\s*\[?\s*({NUM})")
+_MF_LR = re.compile(rf"\blr:\s*{_ONE}")
+_MF_NORM = re.compile(rf"global_norm:?\s*{_ONE}")
 _MF_TPUT = re.compile(rf"train_throughput_per_npu:\s*({NUM})\s*T")
 
 
@@ -77,7 +79,9 @@ def mindformers(text: str) -> Sample | None:
     ):
         found = pattern.search(text, m.end())
         if found:
-            out[key] = _num(found.group(1)) * scale
+            value = next((g for g in found.groups() if g is not None), None)
+            if value is not None:
+                out[key] = _num(value) * scale
     if "throughput" in out:
         out["throughput_unit"] = "TFLOPS/NPU"
     return out
@@ -137,9 +141,31 @@ def hf_trainer(text: str) -> Sample | None:
 _DS_STEP = re.compile(rf"\bstep=(\d+),\s*skipped=\d+,\s*lr=\[\s*({NUM})")
 _DS_TPUT = re.compile(rf"global_step=(\d+),\s*RunningAvgSamplesPerSec=({NUM}),\s*CurrSamplesPerSec=({NUM})")
 _DS_RANK = re.compile(r"\[Rank (\d+)\]")
+# older releases' timer: ``[timer.py:189:stop] 0/40, SamplesPerSec=83.48, MemAllocated=...`` (epoch/step)
+_DS_TPUT_OLD = re.compile(rf"\b\d+/(\d+), SamplesPerSec=({NUM})")
+# the pipeline engine: ``steps: 10 loss: 0.6931 iter time (s): 1.234 samples/sec: 51.9``
+_DS_PIPE = re.compile(rf"\bsteps: (\d+) loss: ({NUM}) iter time \(s\): ({NUM}) samples/sec: ({NUM})")
 
 
 def deepspeed(text: str) -> Sample | None:
+    if "SamplesPerSec=" in text and "step=" not in text:
+        old = _DS_TPUT_OLD.search(text)
+        if old:
+            return {
+                "step": int(old.group(1)),
+                "throughput": _num(old.group(2)),
+                "throughput_unit": "samples/s",
+            }
+    if "iter time (s)" in text:
+        pipe = _DS_PIPE.search(text)
+        if pipe:
+            return {
+                "step": int(pipe.group(1)),
+                "loss": _num(pipe.group(2)),
+                "step_time_s": _num(pipe.group(3)),
+                "throughput": _num(pipe.group(4)),
+                "throughput_unit": "samples/s",
+            }
     if "step=" not in text:
         return None
     m = _DS_STEP.search(text)
@@ -212,6 +238,20 @@ def plain(text: str) -> Sample | None:
     return out
 
 
+# -- a step-time line of its own: ``Epoch 1/200, Step 100/3995, step time: 654.40 ms`` (MindYOLO and
+# others print it beside the loss line); the log's own time beats one derived from the wall clock
+_STEP_TIME = re.compile(rf"\b[Ss]tep[:\s]+(\d+)(?:/\d+)?,?\s+step[ _]time:\s*({NUM})\s*(ms|s)\b")
+
+
+def step_time_line(text: str) -> Sample | None:
+    if "step time" not in text and "step_time" not in text:
+        return None
+    m = _STEP_TIME.search(text)
+    if m is None:
+        return None
+    return {"step": int(m.group(1)), "step_time_s": _num(m.group(2)) * (0.001 if m.group(3) == "ms" else 1.0)}
+
+
 Parser = Callable[[str], "Sample | None"]
 BUILT_IN: tuple[tuple[str, Parser], ...] = (
     ("mindformers", mindformers),
@@ -219,6 +259,7 @@ BUILT_IN: tuple[tuple[str, Parser], ...] = (
     ("hf_trainer", hf_trainer),
     ("deepspeed", deepspeed),
     ("mindspore", mindspore),
+    ("step_time", step_time_line),
     ("plain", plain),
 )
 

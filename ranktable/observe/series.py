@@ -21,6 +21,8 @@ FIELDS = ("step", "time", "loss", "step_time_s", "throughput", "lr", "grad_norm"
 MAX_ALERTS = 500
 STEP_WINDOW = 64
 LOSS_WEIGHT = 0.1  # exponential moving average of the loss: about the last 10-20 steps
+SPIKE_AFTER = 1  # points before a loss can be a spike: a jump from the first logged loss counts too
+DIVERGENCE = ("nan", "inf", "grad_nan", "grad_inf")  # alert kinds that mean training diverged
 
 
 class RankSeries:
@@ -35,6 +37,7 @@ class RankSeries:
         "loss_mean",
         "max_points",
         "nan_steps",
+        "own_step_time",
         "records",
         "seen",
         "step_times",
@@ -59,6 +62,7 @@ class RankSeries:
         self.last_epoch: int | None = None
         self.records = 0
         self._pending = False  # the last stored row can still take fields of the same step
+        self.own_step_time = False  # the log prints step times: none is derived from the clock any more
 
     def median_step_time(self) -> float | None:
         return median(self.step_times) if self.step_times else None
@@ -77,7 +81,7 @@ class RankSeries:
     def _next_step(self, step: int, when: float | None, derive: bool) -> None:
         """A new step: keep every stride-th one (with its step time derived from the clock when
         the line has none) and advance the counters."""
-        derived = self._derive_step_time(step, when) if derive else None
+        derived = self._derive_step_time(step, when) if derive and not self.own_step_time else None
         self.seen += 1
         self._pending = (self.seen - 1) % self.stride == 0
         if self._pending:
@@ -117,6 +121,8 @@ class RankSeries:
             new = True
             self._next_step(step, when, derive="step_time_s" not in sample)
         step_time = sample.get("step_time_s")
+        if step_time is not None and math.isfinite(step_time):
+            self.own_step_time = True
         if step_time is not None and math.isfinite(step_time) and self.records > 1:
             self.step_times.append(step_time)  # the first step includes graph compilation: skip it
         if sample.get("throughput_unit"):
@@ -154,6 +160,8 @@ class RankSeries:
             step = (self.last_step or 0) + 1
         if step != self.last_step:
             self._next_step(step, when, derive=step_time is None)
+        if step_time is not None and math.isfinite(step_time):
+            self.own_step_time = True
         if step_time is not None and math.isfinite(step_time) and self.records > 1:
             self.step_times.append(step_time)
         if unit:
@@ -190,6 +198,12 @@ class RankSeries:
         new[0] |= not known[0]
         records = self.records + np.cumsum(new)
         derived = self._derived(rows, steps, before, known, new, index)
+        timed = np.flatnonzero(np.isfinite(rows.step_time))  # NaN: none; the log's own times
+        if self.own_step_time:
+            derived[:] = math.nan
+        elif len(timed):
+            derived[int(timed[0]) + 1 :] = math.nan  # none derived after the log printed its own
+            self.own_step_time = True
         explicit = ~np.isnan(rows.step_time) & np.isfinite(rows.step_time) & (records > 1)
         appended = ~np.isnan(derived) | explicit
         if appended.any():
@@ -407,7 +421,7 @@ class Alerts:
             self._raise(rank, kind, step, when, _json_float(loss), message)
             return
         typical = series.loss_mean
-        if series.loss_count >= 8 and typical > 0 and loss > self.spike_factor * typical:
+        if series.loss_count >= SPIKE_AFTER and typical > 0 and loss > self.spike_factor * typical:
             ratio = loss / typical
             message = (
                 f"rank {rank}: loss {loss:.4g} at step {step} is {ratio:.1f}x its recent mean {typical:.4g}"
@@ -424,7 +438,7 @@ class Alerts:
         values = loss.tolist()
         at, alerts = 0, 0
         while at < len(values):
-            if series.loss_count < 8 or alerts > 8:  # warming up, or alert after alert: row by row
+            if series.loss_count < SPIKE_AFTER or alerts > 8:  # warming up, or alert after alert: row by row
                 moment = float(when[at])
                 self.check(rank, series, values[at], int(steps[at]), None if moment != moment else moment)
                 at += 1
@@ -461,6 +475,19 @@ class Alerts:
         np.minimum(np.minimum.accumulate(losses[:-1]), mean, out=lowest[1:])
         with np.errstate(over="ignore"):
             return bool((lowest > 0).all() and (losses < self.spike_factor * lowest * (1 - 1e-9)).all())
+
+    def check_grad(self, rank: int, norm: float, step: int | None, when: float | None) -> None:
+        """A NaN/Inf gradient norm: training diverged even when the loss printed stays finite (HF prints
+        0.0, Megatron drops the loss)."""
+        if norm == norm and norm not in (math.inf, -math.inf):
+            return
+        kind = "grad_nan" if norm != norm else "grad_inf"
+        message = f"rank {rank}: grad norm is {_json_float(norm)} at step {step}"
+        self._raise(rank, kind, step, when, _json_float(norm), message)
+
+    def divergence(self) -> list[dict[str, Any]]:
+        """The alerts that mean training diverged, earliest first."""
+        return [a for a in self.to_json() if a["kind"] in DIVERGENCE]
 
     def _raise(
         self, rank: int, kind: str, step: int | None, when: float | None, value: Any, message: str

@@ -22,7 +22,7 @@ _LIMITS: dict[str, tuple[float, float]] = {
 class ObserveSettings:
     straggler_factor: float = 1.2  # a rank whose median step time is >= this x the job's median
     hang_factor: float = 10.0  # silent for more than this x the median step time ...
-    hang_floor_s: float = 120.0  # ... and more than this many seconds, while others progress
+    hang_floor_s: float = 60.0  # ... and at least this many seconds (10 x a 0.5 s step is 5 s: too eager)
     spike_factor: float = 3.0  # a loss above this x the median of the rank's recent losses
     max_points: int = 500  # kept per rank and metric (older points thinned), so memory stays bounded
     connect_timeout_s: float = 120.0  # HCCL_CONNECT_TIMEOUT the job runs with (for EI0006 advice)

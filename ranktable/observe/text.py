@@ -45,6 +45,45 @@ def rank_tag(text: str) -> tuple[str, int, str] | None:
     return None
 
 
+# Prefixes launchers and log collectors put before a trainer's own text, outermost first: Ray's
+# ``(WorkerDict pid=1, ip=...)`` / ``(worker1, rank=1, ...)``, a host and stream (``node [stderr]``), a
+# NeMo-run task (``i.pretrain/0``), srun -l's task number (``29: ``), torchrun's ``[rank9]:`` /
+# ``[default3]:`` (the in-container launcher tags its children the same way).
+_PREFIX = re.compile(
+    r"\((?P<ray>[^()]*(?:\([^()]*\)[^()]*)*)\)\s+"
+    r"|\[(?P<kind>rank|default)(?P<number>[0-9]{1,7})\]: ?"
+    r"|[\w.-]+ \[std(?:out|err)\] "
+    r"|[\w.-]+/[0-9]+ (?=\[)"
+    r"|[0-9]{1,6}: (?=\[(?:rank|default)[0-9])"
+)
+_RAY_RANK = re.compile(r"\brank=([0-9]+)")
+MAX_PREFIXES = 4
+
+
+def line_prefix(text: str) -> tuple[str, int, str] | None:
+    """(kind, number, rest) for a line with known prefixes: kind "rank" (global rank), "default" (local
+    rank on the node) or "" (prefixes that name no rank); None when the line has none. A rank tag beats
+    a local one; the innermost of each kind wins."""
+    kind, number, at = "", -1, 0
+    for _ in range(MAX_PREFIXES):
+        match = _PREFIX.match(text, at)
+        if match is None:
+            break
+        ray = match.group("ray")
+        if ray is not None:
+            if "pid=" not in ray and "rank=" not in ray:
+                break
+            found = _RAY_RANK.search(ray)
+            if found is not None:
+                kind, number = "rank", int(found.group(1))
+        elif match.group("kind") is not None and (kind != "rank" or match.group("kind") == "rank"):
+            kind, number = match.group("kind"), int(match.group("number"))
+        at = match.end()
+    if not at:
+        return None
+    return kind, number, text[at:]
+
+
 @lru_cache(maxsize=4096)
 def _minute_epoch(prefix: str) -> float:
     """Seconds since the epoch of ``YYYY-MM-DDTHH:MM`` (UTC); cached because lines share minutes."""

@@ -20,6 +20,7 @@ from ranktable.observe.layout import RankLayout, RankPlace
 from ranktable.observe.settings import ObserveSettings
 
 UPGRADE_WINDOW_S = 30.0  # a more specific line this soon after a generic one tells what the error was
+COMMON_WINDOW_S = 60.0  # every rank failing with the same error within this many seconds: one cause on all
 MAX_LINE = 500
 
 
@@ -62,14 +63,20 @@ def iso(when: float | None) -> str | None:
 
 def better(current: ErrorEvent, new: ErrorEvent) -> bool:
     """Whether ``new`` (later on the same rank) names the error more precisely than ``current``."""
-    if new.signature.specificity <= current.signature.specificity:
+    if new.signature.specificity < current.signature.specificity:
         return False
+    if new.signature.specificity == current.signature.specificity and not (
+        new.signature.role == PRIMARY and current.signature.role != PRIMARY
+    ):
+        return False  # a cause printed after its wrapper (EE9999 after "HCCL function error") names it
     if current.time is None or new.time is None:
         return True
     return new.time - current.time <= UPGRADE_WINDOW_S
 
 
-def first_failure(errors: dict[int, ErrorEvent]) -> ErrorEvent | None:
+def first_failure(errors: dict[int, ErrorEvent], layout: RankLayout | None = None) -> ErrorEvent | None:
+    """The earliest primary fault; else the rank the victims name (monitored barrier, remote rank), even
+    one with no error of its own; else the earliest report."""
     if not errors:
         return None
     events = list(errors.values())
@@ -82,16 +89,78 @@ def first_failure(errors: dict[int, ErrorEvent]) -> ErrorEvent | None:
         peer, _ = named.most_common(1)[0]
         if peer in errors:
             return errors[peer]
+        reporter = min((e for e in events if e.peer == peer), key=key)
+        place = layout.place(peer) if layout is not None else None
+        return ErrorEvent(
+            peer,
+            place.node_rank if place else reporter.node_rank,
+            place.pod if place else reporter.pod,
+            reporter.time,
+            reporter.signature,
+            f"named by rank {reporter.rank}: {reporter.line}",
+        )
     return min(events, key=key)
 
 
+def common_cause(errors: dict[int, ErrorEvent], layout: RankLayout) -> dict[str, Any] | None:
+    """Every rank of the run failed with the same error within COMMON_WINDOW_S: one cause on all ranks
+    (the same script, data, configuration or environment), not one failure and its victims."""
+    if len(errors) < 2:
+        return None
+    events = list(errors.values())
+    codes = {e.signature.code for e in events}
+    if len(codes) != 1:
+        return None
+    if len(layout) and not set(layout.by_rank) <= set(errors):
+        return None  # a rank with no error may be the one the others wait for
+    times = [e.time for e in events if e.time is not None]
+    spread = max(times) - min(times) if times else 0.0
+    if spread > COMMON_WINDOW_S:
+        return None
+    signature = events[0].signature
+    return {
+        "code": signature.code,
+        "title": signature.title,
+        "ranks": len(events),
+        "spread_s": round(spread, 3),
+    }
+
+
+def silent_ranks(errors: dict[int, ErrorEvent], layout: RankLayout) -> list[int]:
+    """Ranks of the layout that reported nothing while every other one reported the same timeout."""
+    if len(errors) < 2 or not len(layout):
+        return []
+    if len({e.signature.code for e in errors.values()}) != 1:
+        return []
+    if any(e.signature.role == PRIMARY for e in errors.values()):
+        return []
+    return sorted(set(layout.by_rank) - set(errors))
+
+
 def advice(
-    first: ErrorEvent | None, errors: dict[int, ErrorEvent], ranks: int, settings: ObserveSettings
+    first: ErrorEvent | None,
+    errors: dict[int, ErrorEvent],
+    ranks: int,
+    settings: ObserveSettings,
+    common: dict[str, Any] | None = None,
+    silent: list[int] | None = None,
 ) -> list[str]:
     """Hints that need the whole timeline, e.g. whether EI0006 calls for a longer HCCL_CONNECT_TIMEOUT."""
     if first is None:
         return []
     out: list[str] = []
+    if common is not None:
+        return [
+            f"every rank ({common['ranks']}) failed with {common['code']} within {common['spread_s']:.0f} s: "
+            "one cause common to all ranks (the same script, data, configuration or environment), "
+            "not one failure and its victims"
+        ]
+    if silent:
+        shown = ", ".join(map(str, silent[:8])) + (" ..." if len(silent) > 8 else "")
+        return [
+            f"every rank that reported an error reports {first.signature.code}; rank(s) {shown} reported "
+            "nothing: look at them first (stuck, slow or dead before the collective)"
+        ]
     same = [e for e in errors.values() if e.signature.code == first.signature.code and e.time is not None]
     others = len(errors) - 1
     if first.signature.code == "EI0006" and same:

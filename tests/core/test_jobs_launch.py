@@ -111,9 +111,10 @@ def launch(
 
 
 def ranks_started(output: str) -> list[tuple[int, str]]:
-    return sorted(
-        (int(m[0]), m[1]) for m in re.findall(r"^rank (\d+)/32 server \S+ device (\d+)", output, re.M)
-    )
+    """Each child's start line, tagged by the launcher with the rank that printed it."""
+    found = re.findall(r"^\[rank(\d+)\]: rank (\d+)/32 server \S+ device (\d+)", output, re.M)
+    assert all(tag == rank for tag, rank, _ in found)  # the tag is the child's own rank
+    return sorted((int(rank), device) for _, rank, device in found)
 
 
 def test_mindspore_starts_one_process_per_local_npu(tmp_path: Path) -> None:
@@ -142,7 +143,11 @@ def test_routing_is_skipped_below_three_nodes(tmp_path: Path) -> None:
 def test_one_failing_rank_stops_the_others_and_sets_the_exit_code(tmp_path: Path) -> None:
     done = launch(write_tables(tmp_path), server_ip(0), "--steps", "100000", "--fail-at", "3")
     assert done.returncode == 1
-    assert "simulated failure" in done.stdout
+    assert "simulated failure" in done.stdout + done.stderr
+    # every line a child printed carries its rank, so triage files the traceback under that rank
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line]
+    children = [line for line in lines if re.search(r"\brank \d+ (?:step|server)", line)]
+    assert children and all(re.match(r"\[rank(\d+)\]: rank \1 ", line) for line in children)
 
 
 def test_an_initializing_table_times_out_without_starting(tmp_path: Path) -> None:

@@ -103,3 +103,52 @@ def test_queue_position_and_closed_queue() -> None:
         queue_jobs=others,
     )
     assert closed["reason"].startswith("queue default is Closed")
+
+
+def _pending(me: dict, totals: dict[str, int], labels: dict[str, dict[str, str]] | None = None) -> dict:
+    return pending_reason(
+        job=me,
+        npus_per_pod=8,
+        free_per_node=dict(totals),  # an idle pool: everything free, still never runnable
+        node_leaf={},
+        queue={"status": {"state": "Open"}},
+        queue_jobs=[me],
+        total_per_node=totals,
+        node_labels=labels or {},
+    )
+
+
+def test_a_job_the_pool_can_never_run_is_named_with_the_fix() -> None:
+    pool = {f"n{i}": 8 for i in range(4)}
+    labels = {n: {"accelerator-type": "module-910b-8"} for n in pool}
+    selected = job("sel", "2026-01-01T00:00:01Z")
+    selected["spec"]["tasks"] = [
+        {"replicas": 2, "template": {"spec": {"nodeSelector": {"accelerator-type": "module-910c-16"}}}}
+    ]
+    result = _pending(selected, pool, labels)
+    assert result["never"] is True
+    assert result["reason"].startswith("can never run: no node matches accelerator-type=module-910c-16")
+    affinity = job("aff", "2026-01-01T00:00:01Z")
+    term = {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["gold"]}]}
+    affinity["spec"]["tasks"] = [
+        {
+            "replicas": 2,
+            "template": {
+                "spec": {
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}
+                        }
+                    }
+                }
+            },
+        }
+    ]
+    assert _pending(affinity, pool, labels)["reason"].startswith("can never run: no node matches")
+    small = {f"n{i}": 4 for i in range(4)}
+    too_big = _pending(job("big-pod", "2026-01-01T00:00:01Z"), small)
+    assert too_big["reason"].startswith("can never run: each pod requests 8 NPUs and the largest node has 4")
+    gang = _pending(job("gang", "2026-01-01T00:00:01Z", nodes=6), pool)
+    assert gang["reason"].startswith("can never run: the gang needs 6 pods of 8 NPUs at once")
+    fits = _pending(job("ok", "2026-01-01T00:00:01Z"), pool)
+    assert fits["never"] is False and not fits["reason"].startswith("can never run")

@@ -42,17 +42,17 @@ def test_mindformers_record_with_lr_norm_throughput_and_timestamps() -> None:
     assert data["time"][0] == pytest.approx(inline_time("2025-04-07 15:34:29,173"))
 
 
-def test_megatron_iteration_lines_with_nan_loss_alert() -> None:
+def test_megatron_iteration_lines_with_a_nan_iteration_alert() -> None:
     result = feed_file("megatron.log")
     data = result["ranks"]["-1"]
     assert data["step"] == [199, 200, 201]
     assert data["loss"][:2] == [pytest.approx(7.401205), pytest.approx(7.357863)]
-    assert data["loss"][2] == "nan"
+    assert data["loss"][2] is None  # Megatron prints no loss for a NaN iteration
     assert data["step_time_s"][1] == pytest.approx(0.6894)
     assert data["lr"][1] == pytest.approx(6e-05)
     assert data["grad_norm"][1] == pytest.approx(4.66)
     assert data["throughput_unit"] == "TFLOP/s/GPU"
-    assert [a["kind"] for a in result["alerts"]] == ["nan"]
+    assert [a["kind"] for a in result["alerts"]] == ["grad_nan"]
     assert result["alerts"][0]["step"] == 201
 
 
@@ -174,3 +174,72 @@ def test_job_spec_carries_metric_patterns_through_the_manifest() -> None:
     assert spec_from_manifests(compose(spec)).metric_patterns == spec.metric_patterns
     with pytest.raises(InputError, match=r"spec.metric_patterns\[0\]: unknown group name\(s\) speed"):
         JobSpec.from_dict({"name": "a", "image": "i", "metric_patterns": ["(?P<speed>\\d+)"]})
+
+
+def test_mindformers_norm_without_colon_and_numpy_pairs_are_not_one_value() -> None:
+    line = "{ Epoch:[  1/  2], step:[    2/   19], loss: 10.633, per_step_time: 1752ms, global_norm [10.58]"
+    assert mindformers(line)["grad_norm"] == pytest.approx(10.58)
+    pair = "{ Epoch:[  1/  2], step:[    2/   19], loss: [1 31049], per_step_time: 1752ms, lr: [1 31049]"
+    sample = mindformers(pair)
+    assert "loss" not in sample and "lr" not in sample
+    assert sample["step_time_s"] == pytest.approx(1.752)
+
+
+def test_old_deepspeed_timer_and_pipeline_lines() -> None:
+    assert deepspeed("[timer.py:189:stop] 0/40, SamplesPerSec=83.5, MemAllocated=0.26GB") == {
+        "step": 40,
+        "throughput": 83.5,
+        "throughput_unit": "samples/s",
+    }
+    assert deepspeed("steps: 10 loss: 0.6931 iter time (s): 1.234 samples/sec: 51.9") == {
+        "step": 10,
+        "loss": 0.6931,
+        "step_time_s": 1.234,
+        "throughput": 51.9,
+        "throughput_unit": "samples/s",
+    }
+
+
+def test_a_logs_own_step_time_beats_the_clock_and_stops_deriving() -> None:
+    observer = RunObserver()
+    lines = [
+        ("2026-01-01T00:00:00Z", "Epoch 1/9, Step 1/99, loss: 3.0"),
+        ("2026-01-01T00:00:00Z", "Epoch 1/9, Step 1/99, step time: 500.0 ms"),
+        ("2026-01-01T00:00:09Z", "Epoch 1/9, Step 2/99, loss: 2.9"),
+        ("2026-01-01T00:00:09Z", "Epoch 1/9, Step 2/99, step time: 400.0 ms"),
+        ("2026-01-01T00:00:19Z", "Epoch 1/9, Step 3/99, loss: 2.8"),
+        ("2026-01-01T00:00:19Z", "Epoch 1/9, Step 3/99, step time: 300.0 ms"),
+    ]
+    observer.feed("p0", 0, lines)
+    data = observer.metrics_json()["ranks"]["-1"]
+    assert data["step_time_s"] == [0.5, 0.4, 0.3]
+    assert observer.series[-1].median_step_time() == pytest.approx(0.35)  # not the 9-10 s clock gaps
+
+
+def test_divergence_alerts_from_the_grad_norm_and_an_early_spike() -> None:
+    observer = RunObserver()
+    observer.feed("p0", 0, [("", "{'loss': 0.0, 'grad_norm': nan, 'learning_rate': 1e-05, 'epoch': 0.1}")])
+    assert [a["kind"] for a in observer.metrics_json()["alerts"]] == ["grad_nan"]
+    assert "training diverged (grad nan at step 1)" in observer.diagnose("Running")["summary"]
+    spike = RunObserver()
+    spike.feed("p0", 0, [("", "step 1 loss 1.5"), ("", "step 2 loss 63.1")])  # one earlier point suffices
+    assert [a["kind"] for a in spike.metrics_json()["alerts"]] == ["spike"]
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("(WorkerDict pid=63294) [rank3]:[E416 x] boom", ("rank", 3, "[E416 x] boom")),
+        ("(worker1, rank=1, pid=7, ip=10.0.0.1) RuntimeError: x", ("rank", 1, "RuntimeError: x")),
+        ("(ActorWorker(actor_train-1) pid=18175, ip=1.2.3.4) Traceback", ("", -1, "Traceback")),
+        ("i.pretrain/0 [default2]:[rank2]: RuntimeError: y", ("rank", 2, "RuntimeError: y")),
+        ("29: [rank29]: z", ("rank", 29, "z")),
+        ("node-7 [stderr] [default1]:w", ("default", 1, "w")),
+        ("(function operator()) not a prefix", None),
+        ("[W326 11:49:12 compiler_depend.ts:133] Warning", None),
+    ],
+)
+def test_line_prefixes_are_stripped_and_name_their_rank(line: str, expected: object) -> None:
+    from ranktable.observe.text import line_prefix
+
+    assert line_prefix(line) == expected

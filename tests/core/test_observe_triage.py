@@ -128,13 +128,83 @@ def test_catalogue_ignores_metric_and_info_lines() -> None:
     assert not catalogue().any_error("step 1 loss 2.0\nstep 2 loss 1.9")
 
 
-def test_crash_looping_relative_script_path() -> None:
+def test_crash_looping_absolute_script_path_says_it_does_not_exist_and_names_the_mounts() -> None:
     observer = RunObserver(RankLayout.uniform([("demo-worker-0", 0)], 8))
+    observer.mounts = ("/mnt/sfs_turbo", "/user/config")
     lines = [tuple(x.split(" ", 1)) for x in (LOGS / "crashloop.log").read_text().splitlines()]
     observer.feed("demo-worker-0", 0, lines)
     observer.pod_exit("demo-worker-0", 0, 2, "Error", kube_time("2026-12-01T07:10:02Z"))
     first = observer.diagnose("Running")["first_failure"]
-    assert first["code"] == "CANT_OPEN_FILE" and "absolute script path" in first["fix"]
+    assert first["code"] == "CANT_OPEN_FILE"
+    assert "/home/ma-user/examples/train.py is absolute and does not exist" in first["explanation"]
+    assert "relative" not in first["explanation"]
+    assert "/mnt/sfs_turbo, /user/config" in first["fix"]
+
+
+def test_relative_script_path_explains_the_working_directory() -> None:
+    observer = RunObserver(RankLayout.uniform([("p0", 0)], 1))
+    observer.feed("p0", 0, [("", "python3: can't open file 'train.py': [Errno 2] No such file or directory")])
+    first = observer.diagnose("Failed")["first_failure"]
+    assert "relative path is resolved against the container's working directory" in first["explanation"]
+
+
+def test_every_rank_failing_alike_within_seconds_is_one_cause_not_victims() -> None:
+    layout = RankLayout.uniform([("p0", 0), ("p1", 1)], 2)
+    observer = RunObserver(layout)
+    line = "/usr/bin/python3: can't open file '/work/train.py': [Errno 2] No such file or directory"
+    for pod, node in (("p0", 0), ("p1", 1)):
+        base = 2 * node
+        observer.feed(
+            pod, node, [(f"2026-01-01T00:00:0{base + i}Z", f"[rank{base + i}]: {line}") for i in (0, 1)]
+        )
+    result = observer.diagnose("Failed")
+    assert result["common_cause"] == {
+        "code": "CANT_OPEN_FILE",
+        "title": "Script not found",
+        "ranks": 4,
+        "spread_s": 3.0,
+    }
+    assert (
+        result["summary"]
+        == "Failed: every rank (4) failed with CANT_OPEN_FILE - Script not found: one cause on all ranks"
+    )
+    assert "not one failure and its victims" in result["advice"][0]
+    assert not any("victims of rank" in a for a in result["advice"])
+    # the same error a minute apart, or a rank without it, is not one common cause
+    late = RunObserver(layout)
+    late.feed(
+        "p0", 0, [("2026-01-01T00:00:00Z", f"[rank0]: {line}"), ("2026-01-01T00:00:01Z", f"[rank1]: {line}")]
+    )
+    late.feed(
+        "p1", 1, [("2026-01-01T00:05:00Z", f"[rank2]: {line}"), ("2026-01-01T00:05:01Z", f"[rank3]: {line}")]
+    )
+    assert late.diagnose("Failed")["common_cause"] is None
+    partial = RunObserver(layout)
+    partial.feed(
+        "p0", 0, [("2026-01-01T00:00:00Z", f"[rank0]: {line}"), ("2026-01-01T00:00:01Z", f"[rank1]: {line}")]
+    )
+    assert partial.diagnose("Failed")["common_cause"] is None
+
+
+def test_same_timeout_everywhere_but_a_silent_rank_points_at_that_rank() -> None:
+    layout = RankLayout.uniform([("p0", 0)], 3)
+    observer = RunObserver(layout)
+    observer.feed(
+        "p0",
+        0,
+        [
+            ("2026-01-01T00:00:00Z", "[rank0]: [Rank 0] Watchdog caught collective operation timeout"),
+            ("2026-01-01T00:00:01Z", "[rank2]: [Rank 2] Watchdog caught collective operation timeout"),
+        ],
+    )
+    advice = observer.diagnose("Failed")["advice"]
+    assert advice and "rank(s) 1 reported nothing: look at them first" in advice[0]
+
+
+def test_pod_exit_by_negative_signal_is_the_shells_code() -> None:
+    observer = RunObserver(RankLayout.uniform([("p0", 0)], 1))
+    observer.pod_exit("p0", 0, -11, "Error", 10.0)
+    assert observer.diagnose("Failed")["first_failure"]["code"] == "EXIT_139"
 
 
 def test_pod_exit_codes() -> None:
@@ -231,3 +301,18 @@ def test_classify_names_the_first_catalogue_entry_that_matches() -> None:
         several += len(matching) > 1
         assert cat.classify(line) == (matching[0] if matching else None), line
     assert several >= 4
+
+
+def test_the_hang_threshold_scales_with_the_jobs_step_time_with_a_60_s_floor() -> None:
+    from ranktable.observe.triage import hung
+
+    layout = RankLayout.uniform([("p0", 0)], 2)
+    settings = ObserveSettings()
+    assert settings.hang_floor_s == 60.0
+    # 1 s steps: the floor rules; rank 1 silent 70 s while rank 0 progresses is hung
+    quick = hung({0: (1000.0, 900), 1: (930.0, 830)}, 1.0, layout, settings, 1000.0)
+    assert [(h["rank"], h["threshold_s"]) for h in quick] == [(1, 60.0)]
+    # 30 s steps: 10 x 30 s = 300 s; 200 s of silence is one slow step or two, not a hang
+    slow = hung({0: (1000.0, 90), 1: (800.0, 84)}, 30.0, layout, settings, 1000.0)
+    assert slow == []
+    assert hung({0: (1000.0, 90), 1: (690.0, 80)}, 30.0, layout, settings, 1000.0)[0]["threshold_s"] == 300.0
