@@ -51,6 +51,14 @@ def size_text(limit: int) -> str:
     return f"{limit // MiB} MiB" if limit >= MiB and limit % MiB == 0 else f"{limit:,} bytes"
 
 
+def amount_text(size: int) -> str:
+    """A measured size for people: ``3.5 KiB``, ``12.0 MiB`` (a run's 3,599 bytes are not "0.0 MiB")."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", MiB), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
 # -- files ------------------------------------------------------------------------------------------------
 def read_bytes(path: str | os.PathLike[str], *, limit: int = MAX_FILE_BYTES, what: str = "file") -> bytes:
     """At most `limit` bytes of a file (reads one byte more to tell an over-long or endless input)."""

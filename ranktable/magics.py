@@ -12,7 +12,7 @@ import argparse
 import html
 import shlex
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
     from ranktable.compose.spec import JobSpec
     from ranktable.usecases.jobs import Jobs
-
-SHELL = ["/bin/bash", "-c"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -182,7 +180,7 @@ class RanktableMagics(Magics):
     def _cmd_stop(self, argv: list[str]) -> list[str]:
         """`%ranktable stop NAME [--keep-logs S]`: archive the run's logs, delete the job and ConfigMap."""
         from ranktable.limits import KEEP_LOGS_S
-        from ranktable.usecases.jobs import stop_job
+        from ranktable.usecases.runs import stop_job
 
         p = self._cluster_parser("stop")
         p.add_argument("name")
@@ -285,7 +283,7 @@ class RanktableMagics(Magics):
     def _cmd_job(self, argv: list[str], cell: str | None) -> dict[str, Any]:
         """`%%ranktable job --name N --image I [--nodes 4 ...] [--submit]`; the cell is the command."""
         from ranktable.compose.manifests import compose, dump_manifests
-        from ranktable.compose.spec_flags import add_spec_flags, spec_from_args
+        from ranktable.compose.spec_flags import add_spec_flags, spec_from_args, with_cell
         from ranktable.compose.validate import has_errors
         from ranktable.usecases.storage import placed_and_checked
 
@@ -299,10 +297,11 @@ class RanktableMagics(Magics):
         if args.namespace is None:
             args.namespace = self.namespace
         spec: JobSpec = spec_from_args(args)
-        command = (cell or "").strip()
-        if command and args.script is None:
-            spec = replace(spec, command=[*SHELL, command])
-        spec, issues = placed_and_checked(spec)
+        notes: list[Any] = []
+        if (cell or "").strip() and args.script is None:
+            spec, notes = with_cell(spec, cell or "")
+        spec, checked = placed_and_checked(spec)
+        issues = [*notes, *checked]
         if args.submit and has_errors(issues):
             raise UsageError(
                 "not submitted: "

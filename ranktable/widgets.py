@@ -11,9 +11,10 @@ from typing import Any
 
 import ipywidgets as w
 
+from ranktable.compose.argv import shell_words
+from ranktable.compose.spec_flags import SHELL
 from ranktable.errors import InputError, RanktableError
 
-SHELL = ["/bin/bash", "-c"]
 #: how a volume is typed on one line (the CLI's --hostpath/--pvc/--nfs syntax, with the kind first)
 VOLUME_FORMS = {
     "hostPath": ("name", "path", "mount_path"),
@@ -131,13 +132,11 @@ class _Field:
 
     def _record(self, record: dict[str, Any]) -> dict[str, Any] | None:
         """The record's value; None while a required part is empty or every part is at its default."""
-        import shlex
-
         values: dict[str, Any] = {}
         for key, sub in record["properties"].items():
             value = self.parts[key].value
             if sub.get("type") == "array":
-                values[key] = shlex.split(value)
+                values[key] = shell_words(value, f"{self.name}.{key}")
             elif sub.get("type") == "integer":
                 values[key] = int(value)
             else:

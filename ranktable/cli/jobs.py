@@ -378,13 +378,21 @@ def _logs(args: argparse.Namespace) -> int:
 
 
 def _archived_logs(args: argparse.Namespace) -> int:
+    from ranktable.limits import amount_text
     from ranktable.usecases.observe import archived_lines, job_runs
 
     namespace = args.namespace or "default"
     if args.runs:
         runs = job_runs(namespace, args.name, args.state_dir)
-        rows = [["Run", "Created", "Phase", "Pods", "Size"]] + [
-            [r.uid, _iso(r.created), r.phase or "?", str(len(r.pods)), f"{r.bytes / 2**20:.1f} MiB"]
+        rows = [["Run", "Submitted", "Ended", "Phase", "Pods", "Size"]] + [
+            [
+                r.uid,
+                _iso(r.created),
+                _iso(r.ended) if r.ended is not None else "-",
+                r.phase or "?",
+                str(len(r.pods)),
+                amount_text(r.bytes),
+            ]
             for r in runs
         ]
         print(_table(rows) if runs else f"no archived runs of {args.name} in {namespace}")
@@ -588,7 +596,7 @@ def _watch(args: argparse.Namespace) -> int:
 
 def _stop(args: argparse.Namespace) -> int:
     from ranktable.cli import CliError
-    from ranktable.usecases.jobs import stop_job
+    from ranktable.usecases.runs import stop_job
 
     if args.keep_logs < 0:
         raise CliError(f"--keep-logs must be 0 or more seconds; got {args.keep_logs:g}")

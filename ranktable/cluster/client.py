@@ -38,6 +38,7 @@ from ranktable.errors import ConflictError, InputError, NotFoundError, Ranktable
 from ranktable.hccl import check_document, parse_rank_table
 from ranktable.launch.launcher import ROUTING_MIN_NODES, TOR_FILE
 from ranktable.observe.health import pod_health
+from ranktable.observe.text import kube_time
 from ranktable.plan.forecast import NODE_CHOICE_ANNOTATION, SCHEDULER_CONFIGMAP, SCHEDULER_NAMESPACE
 from ranktable.plan.routing import routing_plan
 from ranktable.topology import topology_from_tor_file
@@ -286,7 +287,7 @@ class ClusterClient:
         return describe_job(
             job,
             pods,
-            job_events(name, pods, events or []),
+            job_events(job, pods, events or []),
             node_leaf,
             self.rank_table_status(name),
             lambda: self.npu_capacity(node_leaf),
@@ -499,16 +500,42 @@ def node_leaves(kube: Kube, nodes: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def job_events(name: str, pods: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The namespace's events about job `name` or its pods."""
-    names = {name, *(str((p.get("metadata") or {}).get("name")) for p in pods)}
-    prefix = f"{name}-"
+def job_events(
+    job: dict[str, Any], pods: list[dict[str, Any]], events: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The namespace's events about this run of the job: its Volcano job, pods and PodGroup.
+
+    A resubmit reuses the job's and pods' names, so names alone mix the runs (a healthy run listed the
+    BackOff events of the run stopped before it): an event is this run's when it names one of its objects'
+    uids, or names one of its objects and happened since the run was created (a pod Volcano recreated)."""
+    meta = job.get("metadata") or {}
+    name, uid = str(meta.get("name") or ""), str(meta.get("uid") or "")
+    uids = {uid, *(str((p.get("metadata") or {}).get("uid") or "") for p in pods)} - {""}
+    names = {str((p.get("metadata") or {}).get("name")) for p in pods}
+    tasks = (job.get("spec") or {}).get("tasks") or []
+    names |= {f"{name}-{t.get('name')}-{i}" for t in tasks for i in range(int(t.get("replicas") or 0))}
+    since = kube_time(str(meta.get("creationTimestamp") or ""))
+    podgroup = f"{name}-{uid}" if uid else None
     out = []
     for e in events:
-        involved = str((e.get("involvedObject") or {}).get("name", ""))
-        if involved in names or involved.startswith(prefix):
+        involved = e.get("involvedObject") or {}
+        who, whose = str(involved.get("name") or ""), str(involved.get("uid") or "")
+        ours = (whose and whose in uids) or who == podgroup
+        named = who in names or (who == name and not whose)  # the job of another run has another uid
+        if ours or (named and _since(e, since)):
             out.append(e)
     return out
+
+
+def _since(event: dict[str, Any], created: float | None) -> bool:
+    """Whether the event happened at or after `created` (unknown times: yes)."""
+    stamp = (
+        event.get("firstTimestamp")
+        or event.get("eventTime")
+        or (event.get("metadata") or {}).get("creationTimestamp")
+    )
+    when = kube_time(str(stamp or ""))
+    return created is None or when is None or when >= created
 
 
 def describe_job(

@@ -353,7 +353,7 @@ class JobTable:
             out = describe_job(
                 job,
                 pods,
-                job_events(name, pods, events),
+                job_events(job, pods, events),
                 leaves,
                 table,
                 lambda: self.client.npu_capacity(leaves),

@@ -45,6 +45,18 @@ def pod_index_of(pod: str) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
+def run_created(job: dict[str, Any]) -> dict[str, float]:
+    """``{"created": epoch seconds}`` of the run (its job's creationTimestamp) for its archive's meta, so
+    the archive says when the run was submitted, not when its logs were first archived; {} if unknown."""
+    created = kube_time(str((job.get("metadata") or {}).get("creationTimestamp") or ""))
+    return {} if created is None else {"created": created}
+
+
+def run_ended(job: dict[str, Any]) -> float | None:
+    """When the run reached its current phase (the job's lastTransitionTime), for an ended run."""
+    return kube_time(str(((job.get("status") or {}).get("state") or {}).get("lastTransitionTime") or ""))
+
+
 def npus_per_pod(job: dict[str, Any]) -> int:
     try:
         container = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
@@ -224,6 +236,7 @@ class RunFollower:
                     "patterns": patterns,
                     "layout": [p.to_json() for p in self.layout.by_rank.values()],
                     "npus_per_pod": npus_per_pod(self.job),
+                    **run_created(self.job),
                 },
             )
             self.archive_lock = threading.Lock()
@@ -301,9 +314,9 @@ class RunFollower:
         else:
             self.archive.close()
 
-    def set_phase(self, phase: str) -> None:
+    def set_phase(self, phase: str, ended: float | None = None) -> None:
         with self.archive_lock:
-            self.archive.set_phase(phase)
+            self.archive.set_phase(phase, ended)
 
     def _set_layout(self) -> None:
         with self.archive_lock:

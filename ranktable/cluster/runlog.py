@@ -180,7 +180,7 @@ class RunLog:
     def __init__(
         self, client: ClusterClient, name: str, job: dict[str, Any], uid: str, root: Path, on_end: Any
     ) -> None:
-        from ranktable.cluster.observing import npus_per_pod, pod_names
+        from ranktable.cluster.observing import npus_per_pod, pod_names, run_created
 
         pods = dict(pod_names(name, job))
         self.key = (client.namespace, name, uid)
@@ -198,6 +198,7 @@ class RunLog:
                     p.to_json() for p in RankLayout.uniform(list(pods.items()), npus).by_rank.values()
                 ],
                 "npus_per_pod": npus,
+                **run_created(job),
             },
         )
         self._resume = self.archive.last_stamps()  # what an earlier server (or follower) archived

@@ -6,13 +6,15 @@ Pure argparse over the JobSpec fields, so interfaces can share it without import
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
+from dataclasses import replace
 from typing import Any
 
-from ranktable.compose.spec import JobSpec
+from ranktable.compose.argv import python_script, shell_words
+from ranktable.compose.spec import EntryPoint, JobSpec
+from ranktable.compose.validate import Issue
 from ranktable.errors import InputError
-from ranktable.limits import brief, decode_utf8, load_json, read_stream, read_text
+from ranktable.limits import decode_utf8, load_json, read_stream, read_text
 
 
 def add_spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
@@ -115,18 +117,6 @@ def read_input(path: str, what: str) -> str:
     return decode_utf8(read_stream(sys.stdin.buffer, "stdin", what=what), "stdin", what=what)
 
 
-def split_words(value: str, flag: str) -> list[str]:
-    """A flag's value split like a shell does (not run by one); an unterminated quote names the flag."""
-    try:
-        return shlex.split(value)
-    except ValueError as exc:
-        raise InputError(
-            f"cannot split {brief(value)} into words: {str(exc).lower()}",
-            where=flag,
-            fix="close the quote, or escape it with a backslash",
-        ) from None
-
-
 def spec_from_args(args: argparse.Namespace) -> JobSpec:
     """A JobSpec from --spec JSON plus flags (flags win), checked field by field."""
     data: dict[str, Any] = {}
@@ -153,9 +143,9 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
     }
     data.update({k: v for k, v in simple.items() if v is not None})
     if args.container_command is not None:
-        data["command"] = split_words(args.container_command, "--command")
+        data["command"] = shell_words(args.container_command, "--command")
     if args.script is not None:
-        data["entry"] = {"script": args.script, "args": split_words(args.script_args or "", "--script-args")}
+        data["entry"] = {"script": args.script, "args": shell_words(args.script_args or "", "--script-args")}
         if args.master_port is not None:
             data["entry"]["master_port"] = args.master_port
         if args.python:
@@ -183,3 +173,29 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
     if not data.get("name") or not data.get("image"):
         raise InputError("a job needs --name and --image (or a --spec file with both)", where="flags")
     return JobSpec.from_dict(data)
+
+
+SHELL = ["/bin/bash", "-c"]
+
+
+def with_cell(spec: JobSpec, cell: str) -> tuple[JobSpec, list[Issue]]:
+    """`%%ranktable job`'s cell as the job's training command: ``python SCRIPT ARGS`` (one command) runs
+    through the in-container launcher like every other job (rank table, RANK_ID, DEVICE_ID per NPU);
+    anything else runs with bash once per pod, and a warning says so."""
+    lines = [line for line in cell.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    found = python_script(shell_words(cell, "cell", comments=True)) if len(lines) == 1 else None
+    if found is not None:
+        python, script, args = found
+        interpreter = "" if python == "python" else python
+        entry = EntryPoint(script, args, python=interpreter)
+        if spec.entry is not None:
+            entry = replace(entry, master_port=spec.entry.master_port)
+        return replace(spec, entry=entry, command=[]), []
+    warning = Issue(
+        "cell",
+        "warning",
+        "the cell runs with bash once per pod, without the launcher: its processes get no RANK_ID, "
+        "DEVICE_ID or RANK_TABLE_FILE",
+        "start the training script as one command, `python train.py ARGS`, to run it through the launcher",
+    )
+    return replace(spec, command=[*SHELL, cell.strip()]), [warning]

@@ -131,6 +131,7 @@ class RunInfo:
     pods: dict[str, int]
     phase: str | None
     rotated: bool
+    ended: float | None = None  # when the run ended (finished, failed or stopped); None while it runs
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -142,6 +143,7 @@ class RunInfo:
             "pods": self.pods,
             "phase": self.phase,
             "rotated": self.rotated,
+            "ended": self.ended,
         }
 
 
@@ -171,7 +173,28 @@ def _info(namespace: str, job: str, uid: str, meta: dict[str, Any]) -> RunInfo:
         {str(k): int(v) for k, v in (meta.get("pods") or {}).items()},
         meta.get("phase"),
         bool(meta.get("rotated")),
+        _float(meta.get("ended")),
     )
+
+
+def _float(value: Any) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def record_run(root: Path, namespace: str, job: str, uid: str, **fields: Any) -> None:
+    """Merge `fields` (phase, ended, spec...) into a run's meta.json, the run's record even when none of
+    its logs were archived (a stop that kept none); not while a `RunArchive` of the run is open."""
+    path = run_dir(root, namespace, job, uid)
+    path.mkdir(parents=True, exist_ok=True)
+    meta = _read_meta(path) or {"namespace": namespace, "job": job, "uid": uid, "pods": {}, "bytes": 0}
+    meta.update(fields)
+    meta.setdefault("created", meta.get("archived") or time.time())
+    tmp = path / "meta.json.tmp"
+    tmp.write_text(json.dumps(meta), encoding="utf-8")
+    os.replace(tmp, path / "meta.json")
 
 
 def run_meta(root: Path, run: RunInfo) -> dict[str, Any]:
@@ -256,10 +279,13 @@ class RunArchive:
             _checked(pod, "pod name")
         old = _read_meta(self.dir) or {}
         self.meta: dict[str, Any] = {
+            **old,  # what a stop recorded (ended, spec) stays
             "namespace": namespace,
             "job": job,
             "uid": uid,
+            # when the run was created (the callers pass the job's creationTimestamp), not the archive
             "created": old.get("created") or time.time(),
+            "archived": old.get("archived") or time.time(),
             "pods": {**(old.get("pods") or {}), **pods},
             "bytes": int(old.get("bytes") or 0),
             "rotated": bool(old.get("rotated")),
@@ -337,8 +363,11 @@ class RunArchive:
                     out[pod] = tail.partition(" ")[0]
         return out
 
-    def set_phase(self, phase: str) -> None:
+    def set_phase(self, phase: str, ended: float | None = None) -> None:
+        """The run's phase as last seen; `ended` once it is final (kept from the first time told)."""
         self.meta["phase"] = phase
+        if ended is not None and self.meta.get("ended") is None:
+            self.meta["ended"] = ended
         self.flush()
 
     def flush(self) -> None:

@@ -113,7 +113,21 @@ def job_health(pods: list[dict[str, Any]]) -> dict[str, Any]:
         "exit_code": codes[0] if codes else None,
         "ready": sum(1 for h in healths if h.ready),
         "total": len(healths),
+        "failing": failing(healths),
     }
+
+
+def failing(healths: list[PodHealth]) -> str | None:
+    """Why a run is failing, worst first (``CrashLoopBackOff, exit code 1``); None when it is not.
+
+    Pods in a crash loop are "Running" and ready between restarts, so a job's phase and ready count hide
+    it: a bad waiting reason, an OOM kill or a non-zero exit (now or before the last restart) is failing."""
+    waiting = sorted({h.reason for h in healths if h.reason in BAD_WAITING})
+    oom = any("OOMKilled" in (h.reason, h.last_reason) for h in healths)
+    codes = sorted({c for h in healths for c in (h.exit_code, h.last_exit_code) if c not in (None, 0)})
+    parts = [*(str(r) for r in waiting), *(["OOMKilled"] if oom else [])]
+    parts += [f"exit code {c}" for c in codes[:1]]
+    return ", ".join(parts) or None
 
 
 def health_text(health: dict[str, Any]) -> str:

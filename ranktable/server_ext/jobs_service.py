@@ -115,9 +115,9 @@ class JobsService:
         topology = str(self.services.local_file(str(path), "topology_path")) if path else None
         return self.usecases.layout_preview(spec, topology, message_bytes(body))
 
-    def resubmit(self, namespace: str, name: str) -> dict[str, Any]:
+    def resubmit(self, namespace: str, name: str, run: str | None = None) -> dict[str, Any]:
         self.services.observe.live.release(namespace, name)
-        return self.usecases.resubmit(namespace, name)
+        return self.usecases.resubmit(namespace, name, run)
 
     # -- streams ------------------------------------------------------------------------------------------
     async def logs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:

@@ -107,7 +107,8 @@ class JobResubmitHandler(RanktableHandler):
     @web.authenticated
     @authorized("write")
     async def post(self, namespace: str, name: str) -> None:
-        self.reply(await self.blocking(self.services.jobs.resubmit, namespace, name), status=201)
+        run = self.get_query_argument("run", None)
+        self.reply(await self.blocking(self.services.jobs.resubmit, namespace, name, run), status=201)
 
 
 class JobMetricsHandler(RanktableHandler):

@@ -39,24 +39,6 @@ class ClusterSettings:
     keep_logs_s: float = KEEP_LOGS_S  # a stop's wait for the run's logs to reach the archive (0: keep none)
 
 
-def kept_logs(client: ClusterClient, name: str, state_dir: str | None, keep_logs_s: float) -> str | None:
-    """The run's logs into its archive before its pods go (at most `keep_logs_s` s; 0: skipped)."""
-    if keep_logs_s <= 0:
-        return None
-    from ranktable.usecases.observe import keep_run_logs
-
-    return keep_run_logs(client, name, state_dir=state_dir, timeout=keep_logs_s)
-
-
-def stop_job(
-    client: ClusterClient, name: str, *, state_dir: str | None = None, keep_logs_s: float = KEEP_LOGS_S
-) -> tuple[list[str], str | None]:
-    """(what was deleted, what was kept of the logs): the pods' logs go with the job, so they are
-    archived first."""
-    kept = kept_logs(client, name, state_dir, keep_logs_s)
-    return client.stop(name), kept
-
-
 class Jobs:
     """The job use cases against one cluster (a client per namespace, created on first use)."""
 
@@ -145,6 +127,8 @@ class Jobs:
 
     def stop(self, namespace: str | None, name: str) -> dict[str, Any]:
         """Archive the run's logs (so they outlive its pods), then delete the job and its ConfigMap."""
+        from ranktable.usecases.runs import stop_job
+
         deleted, kept = stop_job(
             self.client(namespace),
             name,
@@ -153,11 +137,19 @@ class Jobs:
         )
         return {"deleted": deleted, "logs": kept}
 
-    def resubmit(self, namespace: str | None, name: str) -> dict[str, Any]:
-        """The same manifests again, the current run's logs archived first (a new run has a new uid)."""
-        client = self.client(namespace)
-        kept = kept_logs(client, name, self.settings.state_dir, self.settings.keep_logs_s)
-        return {**client.resubmit(name, timeout=float(self.settings.request_timeout)).to_json(), "logs": kept}
+    def resubmit(self, namespace: str | None, name: str, run: str | None = None) -> dict[str, Any]:
+        """Run `run` (None: the current one) again with the same spec; a job of that name still on the
+        cluster is stopped first, its logs archived. A stopped run's spec comes from its record."""
+        from ranktable.usecases.runs import resubmit_run
+
+        return resubmit_run(
+            self.client(namespace),
+            name,
+            run,
+            state_dir=self.settings.state_dir,
+            keep_logs_s=self.settings.keep_logs_s,
+            timeout=float(self.settings.request_timeout),
+        )
 
     def rank_table(self, namespace: str | None, name: str) -> dict[str, Any]:
         """The job's rank table (as the platform filled it) with its validation report."""

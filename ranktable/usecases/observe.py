@@ -78,14 +78,14 @@ def _finish(
     watched_pods: list[dict[str, Any]] | None = None,
 ) -> Observation:
     """Pod exits and the pending reason on top of what the logs said."""
-    from ranktable.cluster.observing import pending_info, pod_exits
+    from ranktable.cluster.observing import pending_info, pod_exits, run_ended
 
     pods = follower.refresh_pods(watched_pods)
     node_ranks = {p.pod: p.node_rank for p in follower.layout.by_rank.values()}
     phase = _phase(job)
     with follower.lock:
         pod_exits(follower.observer, pods, node_ranks)
-    follower.set_phase(phase)
+    follower.set_phase(phase, (run_ended(job) or time.time()) if phase in ENDED_PHASES else None)
     pending = pending_info(client, job, pods)
     return Observation(follower.name, follower.uid, phase, follower.observer, "live", pending, follower.lock)
 

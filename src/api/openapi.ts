@@ -467,7 +467,10 @@ export interface paths {
   };
   '/ranktable/jobs/{namespace}/{name}/resubmit': {
     parameters: {
-      query?: never;
+      query?: {
+        /** @description The run to submit again (job uid or a unique prefix): the current run by default, or a stopped run from its record. */
+        run?: string;
+      };
       header?: never;
       path: {
         namespace: components['parameters']['namespace'];
@@ -477,10 +480,13 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Stop the job (its run's logs archived first) and submit the same spec again. */
+    /** Submit a run's spec again; a job of that name on the cluster is stopped first (its run's logs archived). */
     post: {
       parameters: {
-        query?: never;
+        query?: {
+          /** @description The run to submit again (job uid or a unique prefix): the current run by default, or a stopped run from its record. */
+          run?: string;
+        };
         header?: never;
         path: {
           namespace: components['parameters']['namespace'];
@@ -1845,13 +1851,17 @@ export interface components {
       namespace: string;
       job: string;
       uid: string;
+      /** @description When the run was submitted (epoch seconds) */
       created: number;
       bytes: number;
       pods: {
         [key: string]: number;
       };
+      /** @description The last phase seen; the final one once the run ended (Stopped: stopped before it ended) */
       phase: string | null;
       rotated: boolean;
+      /** @description When the run ended (epoch seconds); null while it runs */
+      ended?: number | null;
     };
     Error: {
       message: string;
@@ -2003,6 +2013,8 @@ export interface components {
         ready?: number;
         /** @description pods that exist */
         total?: number;
+        /** @description Why the run is failing (CrashLoopBackOff, OOMKilled, exit code N); null when it is not */
+        failing?: string | null;
       };
     };
     Submitted: {
@@ -2057,7 +2069,14 @@ export interface components {
         upload?: 'always' | 'explicit' | 'never';
         delete_remote?: boolean;
       };
+      shared?: components['schemas']['SharedStorage'];
     };
+    /** @description The instance folder on storage the jobs' pods mount too (SFS Turbo, OBS, a PVC); sync, runs and remote kernels default to it, and job scripts under it run at the volume's mount path. */
+    SharedStorage: {
+      /** @description absolute path on the instance */
+      instance_path: string;
+      volume: components['schemas']['VolumeSpec'];
+    } | null;
     Profile: {
       name: string;
       host: string;
@@ -2067,6 +2086,7 @@ export interface components {
       jump?: string | null;
       remote_dir?: string;
       sync?: Record<string, never>;
+      shared?: components['schemas']['SharedStorage'];
       /** @description the folder last synced to this profile (where saves are uploaded from), relative to the Jupyter root; null when none yet (listings only) */
       local_dir?: string | null;
     };

@@ -44,7 +44,14 @@ def test_oom_killed_image_pull_and_healthy() -> None:
     health = job_health(
         [pod({"running": {}}, ready=True), pod({"terminated": {"reason": "OOMKilled", "exitCode": 137}})]
     )
-    assert health == {"restarts": 0, "reasons": ["OOMKilled"], "exit_code": 137, "ready": 1, "total": 2}
+    assert health == {
+        "restarts": 0,
+        "reasons": ["OOMKilled"],
+        "exit_code": 137,
+        "ready": 1,
+        "total": 2,
+        "failing": "OOMKilled, exit code 137",
+    }
     assert health_text(health) == "OOMKilled, exit 137"
 
 

@@ -119,7 +119,9 @@ def test_stop_with_keep_logs_0_keeps_none(
     capsys.readouterr()
     assert run(pool, "job", "stop", "bare", "--keep-logs", "0", "--state-dir", str(state)) == 0
     assert capsys.readouterr().out.splitlines() == ["deleted job/bare, configmap/configmap1980-bare"]
-    assert not (state / "logs").exists()
+    (record,) = (state / "logs" / "default" / "bare").iterdir()  # the run's record, no logs
+    assert [p.name for p in record.iterdir()] == ["meta.json"]
+    assert json.loads((record / "meta.json").read_text())["phase"] == "Stopped"
 
 
 def test_wait_timeout_and_bad_rank_exit_non_zero(

@@ -14,6 +14,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from tests.integration.fixtures.simpool import SimPoolHandle
 from tests.integration.fixtures.sshd import SshdProfile
 
+TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "train.py")
 COMMAND = "for i in 1 2 3; do echo step $i; sleep 0.2; done; sleep 60"
 
 
@@ -49,10 +50,51 @@ def test_job_cell_shows_validation_and_yaml_without_a_cluster(
     )
     errors = {i["field"].removeprefix("spec.") for i in out["issues"] if i["severity"] == "error"}
     assert "npus_per_node" in errors
-    assert out["spec"]["command"] == ["/bin/bash", "-c", "python train.py"]
+    # `python SCRIPT ARGS` runs through the in-container launcher, its arguments split as a shell does
+    assert out["spec"]["command"] == [] and out["spec"]["entry"]["script"] == "train.py"
+    assert "- ranktable\n" in out["yaml"] and "- launch\n" in out["yaml"]
     assert "kind: Job" in out["yaml"]
+    quoted = ip.run_cell_magic(
+        "ranktable",
+        "job --name bert --image bert:v1 --no-layout",
+        "# train\npython3.9 /work/train.py --steps 300 --tag 'a b'  # ten minutes\n",
+    )
+    assert quoted["spec"]["entry"] == {
+        "script": "/work/train.py",
+        "args": ["--steps", "300", "--tag", "a b"],
+        "master_port": 29500,
+        "python": "python3.9",
+    }
+    # anything else runs with bash once per pod, and says so
+    shell = ip.run_cell_magic("ranktable", "job --name bert --image bert:v1 --no-layout", "cd /w && ./run.sh")
+    assert shell["spec"]["command"] == ["/bin/bash", "-c", "cd /w && ./run.sh"]
+    assert [i["field"] for i in shell["issues"] if i["severity"] == "warning"][:1] == ["cell"]
     with pytest.raises(UsageError, match="needs --name and --image"):
         ip.run_cell_magic("ranktable", "job --nodes 2", "true")
+
+
+def test_job_cell_runs_through_the_launcher_on_the_pool(
+    ip: InteractiveShell, sim_pool: SimPoolHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The README's `%%ranktable job ... python train.py`: every process gets its own rank (#24.5); with
+    bash each printed "rank 0/1"."""
+    monkeypatch.setenv("RANKTABLE_HOME", str(tmp_path / "home"))
+    ip.run_line_magic("ranktable", f"cluster --kubeconfig {sim_pool.kubeconfig} --context {sim_pool.context}")
+    out = ip.run_cell_magic(
+        "ranktable", "job --name cell --image i --nodes 2 --submit --no-layout", f"python {TRAIN} --steps 2"
+    )
+    assert out["submitted"]["name"] == "cell" and not [i for i in out["issues"] if i["field"] == "cell"]
+    ip.run_line_magic("ranktable", "wait cell --timeout 60")
+    deadline = time.monotonic() + 60
+    ranks: set[str] = set()
+    while len(ranks) < 16:
+        assert time.monotonic() < deadline, ranks
+        lines = ip.run_line_magic("ranktable", "logs cell")
+        ranks = {
+            line.split("] ", 1)[1].split()[1] for line in lines if "] rank " in line and " server " in line
+        }
+        time.sleep(0.5)
+    assert ranks == {f"{r}/16" for r in range(16)}
 
 
 def test_a_magic_shows_one_rich_output_never_a_raw_dict(

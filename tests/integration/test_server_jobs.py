@@ -202,8 +202,18 @@ async def test_resubmit_replaces_the_job_with_the_same_spec(jp_fetch: Any) -> No
     described = await call(jp_fetch, "ranktable", "jobs", "default", "again")
     assert described["job"]["nodes"] == 1
     await call(jp_fetch, "ranktable", "jobs", "default", "again", method="DELETE")
+    # a stopped run resubmits from its record (#24.4): nothing of it is left on the cluster
+    response = await jp_fetch(
+        "ranktable", "jobs", "default", "again", "resubmit",
+        method="POST", body="{}", params={"run": second["uid"][:8]}, raise_error=False,
+    )  # fmt: skip
+    assert response.code == 201, response.body
+    third = json.loads(response.body)
+    assert third["uid"] not in (first["uid"], second["uid"])
+    assert (await call(jp_fetch, "ranktable", "jobs", "default", "again"))["job"]["nodes"] == 1
+    await call(jp_fetch, "ranktable", "jobs", "default", "again", method="DELETE")
     await call(
-        jp_fetch, "ranktable", "jobs", "default", "again", "resubmit", method="POST", body={}, expect=404
+        jp_fetch, "ranktable", "jobs", "default", "never", "resubmit", method="POST", body={}, expect=404
     )
 
 
