@@ -167,7 +167,7 @@ def main() -> int:
         sys.stdout.write(proc.stdout[-4000:] + proc.stderr[-2000:])
         return proc.returncode or 1
     data = json.loads(figures[-1])
-    # the server's steps from the logs subscribe to its first batch (jobs_service logs them)
+    # the server's steps from the logs subscribe to its first batch (usecases/logs.py logs them)
     server_steps = [
         line.split("ranktable: ", 1)[1]
         for line in (proc.stdout + proc.stderr).splitlines()

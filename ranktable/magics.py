@@ -13,6 +13,7 @@ import html
 import shlex
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
@@ -24,7 +25,6 @@ from ranktable.home import shared_settings
 from ranktable.magic_results import ShownDict, ShownList, ShownStr, pre_html, table_html, text_html
 
 if TYPE_CHECKING:
-    from ranktable.cluster.client import ClusterClient
     from ranktable.compose.spec import JobSpec
     from ranktable.usecases.jobs import Jobs
 
@@ -147,20 +147,15 @@ class RanktableMagics(Magics):
             )
         return self._jobs[key]
 
-    def client(self, args: argparse.Namespace) -> ClusterClient:
-        return self.jobs(args).client()
-
     def _cmd_cluster(self, argv: list[str]) -> dict[str, Any]:
         """`%ranktable cluster [--kubeconfig F] [--context C] [-n NS]`: set the defaults, show free NPUs."""
         args = self._cluster_parser("cluster").parse_args(argv)
         self.kubeconfig = args.kubeconfig or self.kubeconfig
         self.context = args.context or self.context
         self.namespace = args.namespace or self.namespace
-        client = self.client(args)
-        capacity = client.npu_capacity().to_json()
-        nodes = client.list_nodes()
+        host, capacity, nodes = self.jobs(args).capacity()
         summary = (
-            f"Cluster {client.kube.host} · namespace {self.namespace} · {len(nodes)} nodes · "
+            f"Cluster {host} · namespace {self.namespace} · {nodes} nodes · "
             f"free NPUs per leaf: {capacity.get('per_leaf') or capacity}"
         )
         return ShownDict(capacity, text_html(summary), summary)
@@ -169,7 +164,7 @@ class RanktableMagics(Magics):
     def _cmd_jobs(self, argv: list[str]) -> list[dict[str, Any]]:
         """`%ranktable jobs [-n NS]`: the jobs table."""
         args = self._cluster_parser("jobs").parse_args(argv)
-        jobs = [j.to_json() for j in self.client(args).list_jobs()]
+        jobs = [j.to_json() for j in self.jobs(args).summaries()]
         columns = ["name", "phase", "nodes", "running", "succeeded", "failed", "retries", "queue"]
         if jobs:
             summary = f"{len(jobs)} job(s): " + ", ".join(f"{j['name']} {j['phase']}" for j in jobs)
@@ -180,7 +175,6 @@ class RanktableMagics(Magics):
     def _cmd_stop(self, argv: list[str]) -> list[str]:
         """`%ranktable stop NAME [--keep-logs S]`: archive the run's logs, delete the job and ConfigMap."""
         from ranktable.limits import KEEP_LOGS_S
-        from ranktable.usecases.runs import stop_job
 
         p = self._cluster_parser("stop")
         p.add_argument("name")
@@ -188,7 +182,8 @@ class RanktableMagics(Magics):
         args = p.parse_args(argv)
         if args.keep_logs < 0:
             raise InputError("must be 0 or more seconds", where="--keep-logs")
-        deleted, kept = stop_job(self.client(args), args.name, keep_logs_s=args.keep_logs)
+        stopped = self.jobs(args).stop(None, args.name, keep_logs_s=args.keep_logs)
+        deleted, kept = stopped["deleted"], stopped["logs"]
         summary = "deleted " + ", ".join(deleted) + (f"; {kept}" if kept else "")
         return ShownList(deleted, text_html(summary), summary)
 
@@ -200,7 +195,7 @@ class RanktableMagics(Magics):
         p.add_argument("--rank", type=int, default=None)
         p.add_argument("--timeout", type=float, default=None, help="stop following after S seconds")
         args = p.parse_args(argv)
-        stream = self.client(args).logs(args.name, follow=args.follow, rank=args.rank)
+        stream = self.jobs(args).log_lines(None, args.name, follow=args.follow, rank=args.rank)
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         lines: list[str] = []
         try:
@@ -229,7 +224,7 @@ class RanktableMagics(Magics):
         def progress(text: str) -> None:
             bar.update((time.monotonic() - start) / args.timeout, text)
 
-        result = self.client(args).wait_rank_table(args.name, timeout=args.timeout, progress=progress)
+        result = self.jobs(args).wait_rank_table(None, args.name, args.timeout, progress)
         bar.close()
         summary = f"rank table of {args.name}: {result.report.summary()} (after {result.waited_seconds:.0f}s)"
         return ShownDict(result.to_json(), text_html(summary), summary)
@@ -244,13 +239,11 @@ class RanktableMagics(Magics):
         return ShownDict(layout.report, pre_html(layout.report_text) + layout.svg, layout.report_text)
 
     def _observation(self, name: str, argv: list[str]) -> Any:
-        from ranktable.usecases.observe import observe_run
-
         p = self._cluster_parser(name)
         p.add_argument("name")
         p.add_argument("--run", default=None, help="an archived run (job uid or a prefix)")
         args = p.parse_args(argv)
-        return observe_run(self.client(args), args.name, run=args.run)
+        return self.jobs(args).observation(None, args.name, run=args.run)
 
     def _cmd_metrics(self, argv: list[str]) -> dict[str, Any]:
         """`%ranktable metrics NAME [--run UID]`: loss (mean and per rank), step time per rank, throughput."""
@@ -316,7 +309,7 @@ class RanktableMagics(Magics):
             parts.append(svg)
         summary = f"{spec.name}: {len(issues)} issue(s)"
         if args.submit:
-            result = self.client(args).submit(docs)
+            result = self.jobs(args).submit_manifests(docs)
             out["submitted"] = result.to_json()
             summary = f"submitted {result.name} in {result.namespace}"
             parts.insert(
@@ -345,24 +338,24 @@ class RanktableMagics(Magics):
         return result["report"], str(result["svg"])
 
     # -- SSH -----------------------------------------------------------------------------------------------
-    def _manager(self) -> Any:
-        from ranktable.remote import default_manager
+    def _remote(self) -> Any:
+        """The remote use cases over `self.manager` (None: the process-wide connection manager)."""
+        from ranktable.usecases.remote import Remote
 
-        if self.manager is None:
-            self.manager = default_manager()
-        return self.manager
+        if self.remote is None or (self.manager is not None and self.remote.manager is not self.manager):
+            self.remote = Remote(manager=self.manager)
+        return self.remote
 
     def _cmd_connect(self, argv: list[str]) -> str:
         """`%ranktable connect PROFILE [--accept-host-key FP | --replace-host-key NEW_FP]`: verify the
         connection; a recreated instance's new key is trusted only with its fingerprint typed or pasted."""
-        from ranktable.usecases.remote import Remote
 
         p = _Parser(prog="%ranktable connect")
         p.add_argument("profile")
         p.add_argument("--accept-host-key", default=None, metavar="FINGERPRINT")
         p.add_argument("--replace-host-key", default=None, metavar="NEW_FINGERPRINT")
         args = p.parse_args(argv)
-        remote = Remote(manager=self._manager())
+        remote = self._remote()
         result = remote.test_connection(
             args.profile, accept_host_key=args.accept_host_key, replace_host_key=args.replace_host_key
         )
@@ -387,8 +380,6 @@ class RanktableMagics(Magics):
 
     def _cmd_sync(self, argv: list[str]) -> dict[str, Any]:
         """`%ranktable sync PROFILE [LOCAL_DIR] [--force] [--delete] [--dry-run]`: upload, with progress."""
-        from ranktable.remote.sync import Syncer
-
         p = _Parser(prog="%ranktable sync")
         p.add_argument("profile")
         p.add_argument("local_dir", nargs="?", default=".")
@@ -396,9 +387,7 @@ class RanktableMagics(Magics):
         p.add_argument("--delete", action="store_true", default=None)
         p.add_argument("--dry-run", action="store_true")
         args = p.parse_args(argv)
-        manager = self._manager()
-        profile = manager.profiles.get(args.profile)
-        syncer = Syncer(manager.get(args.profile), args.local_dir, profile.sync)
+        syncer = self._remote().syncer(args.profile, Path(args.local_dir))
         bar = Progress("sync")
 
         def progress(event: Any) -> None:
@@ -417,7 +406,6 @@ class RanktableMagics(Magics):
     def _cmd_forward(self, argv: list[str]) -> Any:
         """`%ranktable forward PROFILE REMOTE_PORT [--local-port P]`, `--list` (this kernel's forwards and
         those of other ranktable processes: CLI, other kernels), `--close ID`."""
-        from ranktable.usecases.remote import Remote
 
         p = _Parser(prog="%ranktable forward")
         p.add_argument("profile", nargs="?")
@@ -426,10 +414,9 @@ class RanktableMagics(Magics):
         p.add_argument("--list", action="store_true")
         p.add_argument("--close", default=None, metavar="ID")
         args = p.parse_args(argv)
-        if self.remote is None:
-            self.remote = Remote(manager=self._manager())
+        remote = self._remote()
         if args.close:
-            closed = self.remote.close_forward(args.close)
+            closed = remote.close_forward(args.close)
             summary = (
                 f"closed {closed['id']} ({closed['url']} -> {closed['profile']}:{closed['remote_port']})"
             )
@@ -439,7 +426,7 @@ class RanktableMagics(Magics):
                 raise UsageError(
                     "%ranktable forward PROFILE REMOTE_PORT [--local-port P] (or --list, --close ID)"
                 )
-            fwd = self.remote.open_forward(args.profile, args.remote_port, args.local_port)
+            fwd = remote.open_forward(args.profile, args.remote_port, args.local_port)
             close = f"close: %ranktable forward --close {fwd['id']}"
             where = f"{fwd['profile']}:{fwd['remote_port']} ({fwd['id']}; {close})"
             url = html.escape(fwd["url"])
@@ -447,7 +434,7 @@ class RanktableMagics(Magics):
             return ShownDict(fwd, link, f"{fwd['url']} -> {where}")
         rows = [
             {**f, "remote": f"{f['profile']}:{f['remote_port']}", "owner": f.get("owner") or "this kernel"}
-            for f in self.remote.list_forwards()
+            for f in remote.list_forwards()
         ]
         summary = f"{len(rows)} forward(s)"
         return ShownList(rows, table_html(rows, ["id", "url", "remote", "owner"]), summary)

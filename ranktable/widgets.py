@@ -157,11 +157,11 @@ class _Field:
 class JobComposer(w.VBox):
     """A form for a job spec built from the JobSpec JSON Schema: every field, messages beside each."""
 
-    def __init__(self, client: Any = None, namespace: str = "default", **kwargs: Any) -> None:
+    def __init__(self, jobs: Any = None, namespace: str = "default", **kwargs: Any) -> None:
         from ranktable.compose.spec_schema import job_spec_schema
 
         schema = job_spec_schema()
-        self.client = client
+        self.jobs = jobs  # the job use cases to submit through (None: the default cluster)
         self.fields = {
             name: _Field(name, prop, schema["$defs"]) for name, prop in schema["properties"].items()
         }
@@ -217,19 +217,16 @@ class JobComposer(w.VBox):
         self.submit_button.disabled = not self.manifests or any(i["severity"] == "error" for i in self.issues)
 
     def submit(self) -> dict[str, Any] | None:
-        """Submit the composed job with the given (or a default) cluster client."""
-        from ranktable.cluster.client import ClusterClient
-        from ranktable.compose.manifests import compose
-        from ranktable.compose.spec import JobSpec
+        """Submit the composed job through the given (or the default cluster's) job use cases."""
+        from ranktable.usecases.jobs import ClusterSettings, Jobs
 
         self.refresh()
         if self.submit_button.disabled:
             self.status.value = "fix the errors first"
             return None
-        spec = JobSpec.from_dict(self.spec_dict())
-        client = self.client or ClusterClient(namespace=spec.namespace)
+        jobs = self.jobs or Jobs(ClusterSettings())
         try:
-            result = client.submit(compose(spec)).to_json()
+            result = jobs.submit(jobs.spec(self.spec_dict()))
         except RanktableError as exc:
             self.status.value = (
                 f'<span style="color:var(--jp-error-color1)">{html.escape(exc.message)}</span>'

@@ -11,9 +11,9 @@ import sys
 
 def choose_cluster(kubeconfig: str | None, context: str | None) -> tuple[str, str | None]:
     """(kubeconfig, context) to use: the user's, or the simulated pool's (started if not running)."""
-    from ranktable.cluster.kube import resolve_kubeconfig
+    from ranktable.usecases.jobs import configured_kubeconfig
 
-    path = resolve_kubeconfig(kubeconfig)
+    path = configured_kubeconfig(kubeconfig)
     if path is not None:
         return path, context
     from ranktable.sim.control import find_running, start_background

@@ -22,8 +22,8 @@ from ranktable.limits import (
 )
 
 if TYPE_CHECKING:
-    from ranktable.cluster.client import ClusterClient
     from ranktable.compose.spec import JobSpec
+    from ranktable.usecases.jobs import Jobs
 
 
 def register(sub: Any) -> None:
@@ -200,12 +200,20 @@ def _checked(spec: JobSpec) -> JobSpec:
     return spec
 
 
-def _client(args: argparse.Namespace) -> ClusterClient:
+def _jobs(args: argparse.Namespace) -> Jobs:
+    """The job use cases against the cluster the flags name (or the simulated pool)."""
     from ranktable.cli.cluster import choose_cluster
-    from ranktable.cluster.client import ClusterClient
+    from ranktable.usecases.jobs import ClusterSettings, Jobs
 
     kubeconfig, context = choose_cluster(args.kubeconfig, args.context)
-    return ClusterClient(kubeconfig, context, args.namespace or "default")
+    settings = ClusterSettings(
+        kubeconfig=kubeconfig,
+        context=context,
+        namespace=args.namespace or "default",
+        state_dir=getattr(args, "state_dir", None),
+        keep_logs_s=getattr(args, "keep_logs", KEEP_LOGS_S),
+    )
+    return Jobs(settings)
 
 
 def _progress(text: str) -> None:
@@ -249,11 +257,11 @@ def _submit(args: argparse.Namespace) -> int:
         docs = compose(spec)
         namespace = args.namespace or spec.namespace
     args.namespace = namespace
-    client = _client(args)
-    result = client.submit(docs)
+    jobs = _jobs(args)
+    result = jobs.submit_manifests(docs)
     print(f"job {result.name} submitted in {result.namespace} (rank table: ConfigMap {result.configmap})")
     if args.wait:
-        return _wait_and_report(client, result.name, 600.0, False)
+        return _wait_and_report(jobs, result.name, 600.0, False)
     return 0
 
 
@@ -275,7 +283,7 @@ def _table(rows: list[list[str]]) -> str:
 def _list(args: argparse.Namespace) -> int:
     from ranktable.observe.health import health_text
 
-    jobs = _client(args).list_jobs()
+    jobs = _jobs(args).summaries()
     if args.json:
         print(json.dumps([j.to_json() for j in jobs], indent=2))
         return 0
@@ -308,8 +316,8 @@ def _list(args: argparse.Namespace) -> int:
 def _describe(args: argparse.Namespace) -> int:
     from ranktable.observe.health import health_text
 
-    client = _client(args)
-    d = client.describe(args.name)
+    jobs = _jobs(args)
+    d = jobs.description(None, args.name)
     if args.json:
         print(json.dumps(d.to_json(), indent=2))
         return 0
@@ -319,9 +327,7 @@ def _describe(args: argparse.Namespace) -> int:
     if j.health and health_text(j.health):
         print(f"Health: {health_text(j.health)}")
     if j.phase in ("Pending", "Inqueue") or any(not p.node for p in d.pods):
-        from ranktable.usecases.observe import job_pending
-
-        pending = job_pending(client, args.name)
+        pending = jobs.pending(None, args.name)
         if pending:
             queue = pending["queue"]
             print(f"Pending: {pending['reason']}")
@@ -364,17 +370,17 @@ def _describe(args: argparse.Namespace) -> int:
 def _logs(args: argparse.Namespace) -> int:
     if args.run or args.runs:
         return _archived_logs(args)
-    stream = _client(args).logs(args.name, follow=args.follow, rank=args.rank)
+    lines = _jobs(args).log_lines(None, args.name, follow=args.follow, rank=args.rank)
     try:
-        for line in stream:
+        for line in lines:
             stamp = f"{line.timestamp} " if args.timestamps else ""
             sys.stdout.write(f"{stamp}[{line.node_rank} {line.pod}] {line.text}\n")
             sys.stdout.flush()
     finally:
-        stream.close()
-    for problem in stream.stats.problems:
+        lines.close()  # a followed run's lines reach its archive before the command returns
+    for problem in lines.problems:
         print(f"ranktable job logs: {problem}", file=sys.stderr)
-    return 1 if stream.stats.problems else 0
+    return 1 if lines.problems else 0
 
 
 def _archived_logs(args: argparse.Namespace) -> int:
@@ -450,9 +456,7 @@ def _title(observation: Any) -> str:
     return f"job {observation.name} run {observation.uid} ({observation.source})"
 
 
-def _observation(args: argparse.Namespace) -> Any:
-    from ranktable.usecases.observe import observe_run
-
+def _observation(args: argparse.Namespace, jobs: Jobs) -> Any:
     settings = _observe_settings(args)
     if args.logs:
         from ranktable.usecases.log_files import observe_log_files
@@ -462,14 +466,14 @@ def _observation(args: argparse.Namespace) -> Any:
         return observe_log_files(args.logs, args.rank_from, settings)
     if not args.name:
         raise InputError("no job given", where="name", fix="name the job, or pass --logs PATH...")
-    return observe_run(_client(args), args.name, run=args.run, state_dir=args.state_dir, settings=settings)
+    return jobs.observation(None, args.name, run=args.run, settings=settings)
 
 
 def _metrics(args: argparse.Namespace) -> int:
     from ranktable.observe.export import metrics_csv
     from ranktable.observe.plot import metrics_svg
 
-    observation = _observation(args)
+    observation = _observation(args, _jobs(args))
     data = observation.metrics()
     if args.svg:
         Path(args.svg).write_text(metrics_svg(data))
@@ -525,14 +529,13 @@ def _where(entry: dict[str, Any]) -> str:
 def _diagnose(args: argparse.Namespace) -> int:
     from ranktable.observe.report import place_text
 
-    observation = _observation(args)
+    jobs = _jobs(args)
+    observation = _observation(args, jobs)
     result = observation.diagnosis()
     if args.svg and args.logs:
         raise InputError("--svg draws a job's layout: it needs a job, not --logs", where="--svg")
     if args.svg:
-        from ranktable.usecases.jobs import job_layout
-
-        layout = job_layout(_client(args), args.name, diagnosis=result)
+        layout = jobs.layout(None, args.name, diagnosis=result)
         Path(args.svg).write_text(layout.svg)
         print(f"wrote {args.svg} ({len(layout.marks)} marked ranks)", file=sys.stderr)
     if args.json:
@@ -570,8 +573,8 @@ def _diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
-def _wait_and_report(client: ClusterClient, name: str, timeout: float, show: bool) -> int:
-    result = client.wait_rank_table(name, timeout=timeout, progress=_progress)
+def _wait_and_report(jobs: Jobs, name: str, timeout: float, show: bool) -> int:
+    result = jobs.wait_rank_table(None, name, timeout, _progress)
     if show:
         print(result.text)
     print(result.report.summary(), file=sys.stderr if show else sys.stdout)
@@ -581,12 +584,12 @@ def _wait_and_report(client: ClusterClient, name: str, timeout: float, show: boo
 
 
 def _wait(args: argparse.Namespace) -> int:
-    return _wait_and_report(_client(args), args.name, args.timeout, args.print)
+    return _wait_and_report(_jobs(args), args.name, args.timeout, args.print)
 
 
 def _watch(args: argparse.Namespace) -> int:
     last = None
-    for change in _client(args).watch_phases(args.name, timeout=args.timeout, progress=_progress):
+    for change in _jobs(args).watch_phases(None, args.name, args.timeout, _progress):
         print(
             f"{change.name}: {change.phase} (running {change.running}, retries {change.retries})", flush=True
         )
@@ -596,21 +599,18 @@ def _watch(args: argparse.Namespace) -> int:
 
 def _stop(args: argparse.Namespace) -> int:
     from ranktable.cli import CliError
-    from ranktable.usecases.runs import stop_job
 
     if args.keep_logs < 0:
         raise CliError(f"--keep-logs must be 0 or more seconds; got {args.keep_logs:g}")
-    deleted, kept = stop_job(_client(args), args.name, state_dir=args.state_dir, keep_logs_s=args.keep_logs)
-    print(f"deleted {', '.join(deleted)}")
-    if kept:
-        print(kept)
+    stopped = _jobs(args).stop(None, args.name)
+    print(f"deleted {', '.join(stopped['deleted'])}")
+    if stopped["logs"]:
+        print(stopped["logs"])
     return 0
 
 
 def _layout(args: argparse.Namespace) -> int:
-    from ranktable.usecases.jobs import job_layout
-
-    layout = job_layout(_client(args), args.name, topology_file=args.topology)
+    layout = _jobs(args).layout(None, args.name, args.topology)
     if args.svg:
         Path(args.svg).write_text(layout.svg)
         print(f"wrote {args.svg}", file=sys.stderr)

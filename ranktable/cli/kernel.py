@@ -35,11 +35,9 @@ def register(sub: Any) -> None:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from ranktable.remote import ProfileStore
-    from ranktable.remote.kernelspec import install_kernelspec
+    from ranktable.usecases.remote import Remote
 
-    ProfileStore().get(args.name)  # NotFoundError says how to add it
-    name = install_kernelspec(args.name, python=args.python, display_name=args.display_name)
-    label = args.display_name or f"Python ({args.name})"
+    installed = Remote().install_kernel(args.name, args.python, args.display_name)
+    name, label = installed["kernel_name"], installed["display_name"]
     print(f"installed kernelspec {name}: {label!r} runs {args.python} on profile {args.name}")
     return 0

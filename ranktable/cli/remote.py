@@ -142,72 +142,58 @@ def register(sub: Any) -> None:
     run.set_defaults(handler=_exec)
 
 
-def _manager() -> Any:
-    from ranktable.remote.manager import default_manager
+def _remote() -> Any:
+    """The remote use cases over the user's profiles (one SSH transport per profile)."""
+    from ranktable.usecases.remote import Remote
 
-    return default_manager()
+    return Remote()
 
 
-def _connected(name: str) -> Any:
-    """The profile's connection, asking for a key passphrase on a terminal (kept in memory only)."""
-    from ranktable.remote.errors import PassphraseRequired, WrongPassphrase
+def _ask_passphrase(key: str, retry: bool, why: Exception) -> str:
+    """A key's passphrase from the terminal (kept in memory only); none without a terminal."""
+    if not sys.stdin.isatty():
+        raise InputError(
+            "needs its passphrase and there is no terminal to ask for it",
+            where=f"key file {key}",
+            fix="run the command in a terminal (the passphrase is asked for and kept in memory only)",
+        ) from why
+    if retry:
+        print("wrong passphrase, try again", file=sys.stderr)
+    return getpass.getpass(f"Passphrase for {key}: ")
 
-    manager = _manager()
-    for attempt in range(3):
-        conn = manager.get(name)
-        try:
-            return conn.connect()
-        except (PassphraseRequired, WrongPassphrase) as exc:
-            key = conn.endpoint.key_file or ""
-            if not sys.stdin.isatty():
-                raise PassphraseRequired(
-                    f"key file {key} needs its passphrase and there is no terminal to ask for it",
-                    where=f"profile {name}",
-                    fix="run the command in a terminal (the passphrase is asked for and kept in memory only)",
-                ) from exc
-            if attempt and isinstance(exc, WrongPassphrase):
-                print("wrong passphrase, try again", file=sys.stderr)
-            manager.set_passphrase(key, getpass.getpass(f"Passphrase for {key}: "))
-    raise InputError("three wrong passphrases", where=f"profile {name}", fix="check the key's passphrase")
+
+def _connected(name: str, remote: Any = None) -> Any:
+    """The profile's connection, asking for a key passphrase on a terminal."""
+    return (remote or _remote()).connected(name, _ask_passphrase)
 
 
 def _add(args: argparse.Namespace) -> int:
-    from ranktable.remote.profiles import DEFAULT_REMOTE_DIR, Profile, ProfileStore
-
-    profile = Profile(
-        name=args.name,
-        host=args.host,
-        port=args.port,
-        user=args.user,
-        key_file=args.key,
-        jump=args.jump,
-        remote_dir=args.remote_dir or DEFAULT_REMOTE_DIR,
-    )
     if args.key and not Path(args.key).expanduser().is_file():
         raise InputError(
             f"key file {args.key} not found", where="--key", fix="give the private key file path"
         )
-    saved = ProfileStore().add(profile)
-    print(f"added profile {saved.name}; next: ranktable ssh test {saved.name}")
+    fields = {"name": args.name, "host": args.host, "port": args.port, "user": args.user}
+    fields.update(key_file=args.key, jump=args.jump, remote_dir=args.remote_dir)
+    saved = _remote().add_profile(fields)
+    print(f"added profile {saved['name']}; next: ranktable ssh test {saved['name']}")
     return 0
 
 
 def _list(args: argparse.Namespace) -> int:
-    from ranktable.remote.profiles import ProfileStore
-
-    store = ProfileStore()
-    profiles = store.list_profiles()
-    invalid = store.invalid_profiles()
-    for name, exc in sorted(invalid.items()):
-        print(f"invalid stored profile {name!r}: {exc.message}; remove it with: ranktable ssh remove {name}")
+    listed = _remote().list_profiles()
+    profiles, invalid = listed["profiles"], listed["invalid"]
+    for bad in invalid:
+        name, why = bad["name"], bad["message"]
+        print(f"invalid stored profile {name!r}: {why}; remove it with: ranktable ssh remove {name}")
     if not profiles and not invalid:
         print("no profiles; add one with: ranktable ssh add NAME --host HOST --key FILE")
         return 0
     rows = [("NAME", "HOST", "PORT", "USER", "KEY", "REMOTE_DIR", "JUMP")]
     for p in profiles:
         rows.append(
-            (p.name, p.host, str(p.port or ""), p.user or "", p.key_file or "", p.remote_dir, p.jump or "")
-        )
+            (p["name"], p["host"], str(p.get("port") or ""), p.get("user") or "", p.get("key_file") or "",
+             p["remote_dir"], p.get("jump") or "")
+        )  # fmt: skip
     if len(rows) == 1:
         return 0
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -217,22 +203,19 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _test(args: argparse.Namespace) -> int:
-    from ranktable.remote.errors import HostKeyChanged, UnknownHostKey
-
-    manager = _manager()
+    remote = _remote()
     if args.replace_host_key:
-        host_id, old, new = manager.replace_host_key(args.name, args.replace_host_key)
+        host_id, old, new = remote.replace_host_key(args.name, args.replace_host_key)
         print(f"host key of {host_id} replaced: was {old}, now {new}")
     if args.accept_host_key:
-        host_id = manager.accept_host_key(args.name, args.accept_host_key)
+        host_id = remote.accept_host_key(args.name, args.accept_host_key)
         print(f"host key {args.accept_host_key} saved for {host_id}")
-    try:
-        conn = _connected(args.name)
-    except HostKeyChanged as exc:
+    result = remote.check_connection(args.name, ask_passphrase=_ask_passphrase, exec_check=True)
+    if result["status"] == "host-key-changed":
         print(
-            f"HOST KEY CHANGED for {exc.host_id}: refused.\n"
-            f"    recorded: {exc.expected}\n"
-            f"    presented: {exc.key_type} {exc.presented}\n"
+            f"HOST KEY CHANGED for {result['host']}: refused.\n"
+            f"    recorded: {result['recorded']}\n"
+            f"    presented: {result['key_type']} {result['presented']}\n"
             "Someone may be intercepting the connection, or the instance was recreated. If it was recreated, "
             "check the new fingerprint with the instance owner (on the instance: "
             "ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub), then trust it by typing or pasting it:\n"
@@ -240,43 +223,36 @@ def _test(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    except UnknownHostKey as exc:
+    if result["status"] == "unknown-host-key":
         print(
-            f"The host {exc.host_id} is not known. Its {exc.key_type} key fingerprint is:\n"
-            f"    {exc.fingerprint}\n"
+            f"The host {result['host']} is not known. Its {result['key_type']} key fingerprint is:\n"
+            f"    {result['fingerprint']}\n"
             "Check it with the instance owner (on the instance: ssh-keygen -lf /etc/ssh/ssh_host_*_key.pub), "
-            f"then accept it:\n    ranktable ssh test {args.name} --accept-host-key {exc.fingerprint}",
+            f"then accept it:\n    ranktable ssh test {args.name} --accept-host-key {result['fingerprint']}",
             file=sys.stderr,
         )
         return 1
-    started = time.perf_counter()
-    result = conn.run("echo ok")
-    rtt = (time.perf_counter() - started) * 1000
-    root = conn.remote_root()
-    ep = conn.endpoint
-    print(f"ok: {ep.user}@{ep.host_id} (exec round trip {rtt:.0f} ms), remote directory {root}")
-    return 0 if result.exit_status == 0 else 1
+    print(
+        f"ok: {result['user']}@{result['host']} (exec round trip {result['round_trip_ms']:.0f} ms), "
+        f"remote directory {result['remote_dir']}"
+    )
+    return 0 if result["status"] == "ok" else 1
 
 
 def _agent(args: argparse.Namespace) -> int:
-    from ranktable.remote import agent
+    from ranktable.usecases.remote import agent_status, stop_agent
 
     if args.action == "stop":
-        print("agent stopped" if agent.stop() else "no agent running")
+        print("agent stopped" if stop_agent() else "no agent running")
         return 0
-    try:
-        for reply in agent.request({"op": "ping"}, start=False):
-            print(f"agent running (pid {reply['result']['pid']}) on {agent.socket_path()}")
-    except (agent.AgentUnavailable, OSError) as exc:
-        print(f"no agent running ({exc})")
+    print(agent_status())
     return 0
 
 
 def _forward(args: argparse.Namespace) -> int:
-    from ranktable.remote.forwards import ForwardRegistry
-
-    _connected(args.name)  # asks for a passphrase on a terminal, reports host-key problems
-    registry = ForwardRegistry(_manager())
+    remote = _remote()
+    _connected(args.name, remote)  # asks for a passphrase on a terminal, reports host-key problems
+    registry = remote.forwards
     forward = registry.open(args.name, args.remote_port, args.local_port)
     print(f"forwarding {forward.url} -> {args.name}:{forward.remote_port} (Ctrl+C stops)", flush=True)
     try:
@@ -291,9 +267,7 @@ def _forward(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
-    from ranktable.remote.profiles import ProfileStore
-
-    ProfileStore().remove(args.name)
+    _remote().remove_profile(args.name)
     print(f"removed profile {args.name}")
     return 0
 
@@ -332,16 +306,9 @@ def _sync(args: argparse.Namespace) -> int:
         result = _sync_through_agent(args)
         if result is not None:
             return _print_result(result)
-    from dataclasses import replace
-
-    from ranktable.remote.autoupload import AutoUploader
-    from ranktable.remote.profiles import ProfileStore
-    from ranktable.remote.sync import Syncer
-
-    settings = ProfileStore().get(args.name).sync
-    if args.delete:
-        settings = replace(settings, delete_remote=True)
-    syncer = Syncer(_connected(args.name), args.local_dir, settings)
+    remote = _remote()
+    _connected(args.name, remote)
+    syncer = remote.syncer(args.name, Path(args.local_dir), delete_remote=bool(args.delete))
     result = syncer.sync(dry_run=args.dry_run, force=args.force, progress=_progress_printer())
     code = _print_result(result)
     if not args.watch or args.dry_run:
@@ -355,7 +322,7 @@ def _sync(args: argparse.Namespace) -> int:
             print(f"[{stamp}] ", end="")
             _print_result(res)
 
-    uploader = AutoUploader(syncer, "always", debounce=WATCH_DEBOUNCE, on_result=report).start(watch=True)
+    uploader = remote.watch_uploads(syncer, report, WATCH_DEBOUNCE)
     print(f"watching {syncer.local_root} (Ctrl+C to stop)")
     stop = threading.Event()
     try:
@@ -372,15 +339,12 @@ def _sync_through_agent(args: argparse.Namespace) -> Any:
     """The sync done by the user's connection agent (an established connection: no login per run);
     None when the agent cannot be used (turned off, a key needing a passphrase, a host key to check):
     then the CLI syncs itself, asking and explaining as usual."""
-    from ranktable.remote import agent
-
-    if not agent.enabled():
-        return None
     from types import SimpleNamespace
+
+    from ranktable.usecases.remote import agent_sync
 
     show = _progress_printer()
     message = {
-        "op": "sync",
         "profile": args.name,
         "local_dir": str(Path(args.local_dir).resolve()),
         "dry_run": args.dry_run,
@@ -388,9 +352,8 @@ def _sync_through_agent(args: argparse.Namespace) -> Any:
         "delete": args.delete,
         "progress": show is not None,
     }
-    try:
-        data = agent.call(message, (lambda event: show(SimpleNamespace(**event))) if show else None)
-    except (agent.AgentUnavailable, OSError):
+    data = agent_sync(message, (lambda event: show(SimpleNamespace(**event))) if show else None)
+    if data is None:
         return None
     # A plain view of the result: importing the sync engine (and paramiko) would cost more than the sync.
     summary = data.pop("summary")
@@ -399,10 +362,10 @@ def _sync_through_agent(args: argparse.Namespace) -> Any:
 
 
 def _download(args: argparse.Namespace) -> int:
-    from ranktable.remote.sync import Syncer
-
-    conn = _connected(args.name)
-    written = Syncer(conn, ".").download(args.remote_path, args.local_path, progress=_progress_printer())
+    remote = _remote()
+    _connected(args.name, remote)
+    syncer = remote.syncer(args.name, Path("."))
+    written = syncer.download(args.remote_path, args.local_path, progress=_progress_printer())
     print(f"downloaded {len(written)} file(s) to {args.local_path}")
     return 0
 
@@ -434,10 +397,9 @@ def exec_command_line(name: str, cmd: list[str], shell: str | None) -> str:
 
 
 def _exec(args: argparse.Namespace) -> int:
-    from ranktable.remote.run import RemoteProcess
-
     command = exec_command_line(args.name, list(args.cmd), args.shell)
-    conn = _connected(args.name)
+    remote = _remote()
+    _connected(args.name, remote)
 
     def out(text: str) -> None:
         sys.stdout.write(text)
@@ -447,7 +409,7 @@ def _exec(args: argparse.Namespace) -> int:
         sys.stderr.write(text)
         sys.stderr.flush()
 
-    process = RemoteProcess(conn, command, on_stdout=out, on_stderr=err).start()
+    process = remote.process(args.name, command, out, err)
     try:
         return process.wait()
     except KeyboardInterrupt:

@@ -160,8 +160,6 @@ class RemoteService:
         return "download", f"download {profile}:{remote_path}", run
 
     def prepare_run(self, body: dict[str, Any]) -> tuple[str, str, OpFunction]:
-        from ranktable.remote.run import run_remote
-
         profile = _name(body, "profile")
         self.usecases.profiles.get(profile)
         command = body.get("command")
@@ -169,7 +167,7 @@ class RemoteService:
             raise InputError(
                 "is required", where="command", fix="the shell command to run in the remote folder"
             )
-        manager = self.usecases.manager
+        remote = self.usecases
 
         def run(emit: Emit, cancel: threading.Event) -> Any:
             def out(stream: str) -> Callable[[str], None]:
@@ -178,9 +176,7 @@ class RemoteService:
 
                 return send
 
-            status = run_remote(
-                manager.get(profile), command, on_stdout=out("stdout"), on_stderr=out("stderr"), cancel=cancel
-            )
+            status = remote.run_command(profile, command, out("stdout"), out("stderr"), cancel)
             return {"exit_status": status}
 
         return "run", f"{profile}: {command}", run
@@ -188,9 +184,8 @@ class RemoteService:
     # -- automatic upload -----------------------------------------------------------------------------------
     def post_save_hook(self) -> Callable[..., None] | None:
         """The SSH layer's save hook (it only enqueues), fed by one AutoUploader per profile in use."""
-        try:
-            from ranktable.remote.autoupload import post_save_hook
-        except ImportError:
+        post_save_hook = self.usecases.save_hook()
+        if post_save_hook is None:
             return None
         try:
             self.usecases.uploads.refresh()

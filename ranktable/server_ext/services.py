@@ -65,10 +65,10 @@ class Services:
         return path
 
     def server_config(self) -> dict[str, Any]:
-        from ranktable.cluster.kube import resolve_kubeconfig
         from ranktable.compose.spec import FRAMEWORKS
+        from ranktable.usecases.jobs import configured_kubeconfig
 
-        kubeconfig = resolve_kubeconfig(self.config.kubeconfig or None)
+        kubeconfig = configured_kubeconfig(self.config.kubeconfig or None)
         return {
             "namespace": self.config.namespace,
             "context": self.config.context,

@@ -8,7 +8,7 @@ core-only install and loading the server extension stays fast.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,8 @@ from ranktable.limits import KEEP_LOGS_S
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
     from ranktable.compose.flavours import Flavour
+    from ranktable.usecases.logs import LogLines
+    from ranktable.usecases.observe import Observation
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ class Jobs:
     ) -> dict[str, Any]:
         return self.client(namespace).describe(name, known).to_json()
 
-    def stop(self, namespace: str | None, name: str) -> dict[str, Any]:
+    def stop(self, namespace: str | None, name: str, keep_logs_s: float | None = None) -> dict[str, Any]:
         """Archive the run's logs (so they outlive its pods), then delete the job and its ConfigMap."""
         from ranktable.usecases.runs import stop_job
 
@@ -133,7 +135,7 @@ class Jobs:
             self.client(namespace),
             name,
             state_dir=self.settings.state_dir,
-            keep_logs_s=self.settings.keep_logs_s,
+            keep_logs_s=self.settings.keep_logs_s if keep_logs_s is None else keep_logs_s,
         )
         return {"deleted": deleted, "logs": kept}
 
@@ -173,25 +175,72 @@ class Jobs:
     ) -> dict[str, Any]:
         """Where a composed job is expected to land (the scheduler's choice on the pool's free nodes,
         plan/forecast.py) and how it would be planned; a range (best and worst) when it cannot be known."""
-        from ranktable.usecases.layout import placement_forecast, preview_layouts
+        from ranktable.usecases.layout import cluster_or_file_topology, placement_forecast, preview_layouts
 
         client = self.client(spec.namespace)
         nodes = client.list_nodes()
-        topology = self._topology(client, nodes, topology_file)
+        if topology_file:
+            topology = cluster_or_file_topology(client, nodes, topology_file)
+        else:
+            topology = cluster_or_file_topology(
+                client, nodes, self.settings.topology, self.settings.topology_format
+            )
         forecast, notes = placement_forecast(client, nodes, topology, spec)
         return preview_layouts(forecast, notes, nodes, topology, spec, message_bytes)
 
-    def _topology(self, client: ClusterClient, nodes: list[dict[str, Any]], topology_file: str | None) -> Any:
-        """The switch tree: a file (given, or the configured one) with node aliases, else the cluster's."""
-        from ranktable.cluster.topology_source import cluster_topology
-        from ranktable.topology import add_node_aliases, load_topology
+    # -- what a terminal or a notebook shows (the adapters' objects, not JSON) ---------------------------
+    def summaries(self, namespace: str | None = None) -> list[Any]:
+        return self.client(namespace).list_jobs()
 
-        if topology_file or self.settings.topology:
-            fmt = None if topology_file else (self.settings.topology_format or None)
-            topology = load_topology(topology_file or str(self.settings.topology), fmt)
-            add_node_aliases(topology, nodes)
-            return topology
-        return cluster_topology(client.kube, nodes)
+    def description(self, namespace: str | None, name: str) -> Any:
+        return self.client(namespace).describe(name)
+
+    def pending(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        from ranktable.usecases.observe import job_pending
+
+        return job_pending(self.client(namespace), name)
+
+    def submit_manifests(self, docs: list[dict[str, Any]], namespace: str | None = None) -> Any:
+        """Create already composed (and checked) manifests: the ConfigMap and the Volcano Job."""
+        return self.client(namespace).submit(docs)
+
+    def wait_rank_table(self, namespace: str | None, name: str, timeout: float, progress: Any = None) -> Any:
+        return self.client(namespace).wait_rank_table(name, timeout=timeout, progress=progress)
+
+    def watch_phases(
+        self, namespace: str | None, name: str, timeout: float | None, progress: Any = None
+    ) -> Iterator[Any]:
+        return self.client(namespace).watch_phases(name, timeout=timeout, progress=progress)
+
+    def capacity(self, namespace: str | None = None) -> tuple[str, dict[str, Any], int]:
+        """(API server, free NPUs overall and per leaf, node count)."""
+        client = self.client(namespace)
+        return client.kube.host, client.npu_capacity().to_json(), len(client.list_nodes())
+
+    def log_lines(self, namespace: str | None, name: str, follow: bool, rank: int | None = None) -> LogLines:
+        """The job's log lines for a terminal or a notebook; a followed run is archived (`usecases.logs`)."""
+        from ranktable.usecases.logs import LogLines
+
+        return LogLines(
+            self.client(namespace), name, follow=follow, rank=rank, state_dir=self.settings.state_dir
+        )
+
+    def observation(
+        self, namespace: str | None, name: str, run: str | None = None, settings: Any = None
+    ) -> Observation:
+        """The run's metrics and diagnosis: the current run's logs read once (and archived), or an
+        archived run."""
+        from ranktable.usecases.observe import observe_run
+
+        client = self.client(namespace)
+        return observe_run(client, name, run=run, state_dir=self.settings.state_dir, settings=settings)
+
+
+def configured_kubeconfig(path: str | None) -> str | None:
+    """The kubeconfig in force: `path`, $KUBECONFIG or ~/.kube/config; None when there is none."""
+    from ranktable.cluster.kube import resolve_kubeconfig
+
+    return resolve_kubeconfig(path)
 
 
 def exc_issue(exc: InputError) -> dict[str, Any]:
@@ -264,8 +313,7 @@ def job_layout(
     """The rank layout of a running job: its completed rank table, the cluster's switch tree, the plan;
     with a `diagnosis`, its first failing rank, stragglers and hung ranks marked on the picture."""
     from ranktable.hccl import parse_rank_table
-    from ranktable.topology import add_node_aliases, load_topology
-    from ranktable.usecases.layout import plan_report, query_for_spec
+    from ranktable.usecases.layout import cluster_or_file_topology, plan_report, query_for_spec
 
     cm_name = configmap_name(name)
     cm = client.get_configmap(cm_name)
@@ -278,15 +326,8 @@ def job_layout(
             fix=f"wait with `ranktable job wait-ranktable {name}`",
         )
     nodes = client.list_nodes()
-    if topology_file:
-        topology = load_topology(topology_file)
-        add_node_aliases(topology, nodes)
-        source = topology_file
-    else:
-        from ranktable.cluster.topology_source import cluster_topology
-
-        topology = cluster_topology(client.kube, nodes)
-        source = topology.source
+    topology = cluster_or_file_topology(client, nodes, topology_file)
+    source = topology_file or topology.source
     spec = _running_spec(client, name, cm)
     planned = plan_report(table, topology, query=query_for_spec(spec))
     text_report = f"topology: {source}\n" + planned.text

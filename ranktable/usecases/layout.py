@@ -6,10 +6,14 @@ layout): the planner, the group-aware order choice, the HCCL cost model and the 
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ranktable.cost import GIB, CollectiveQuery, Comparison, LinkModel, compare, format_report
+from ranktable.errors import InputError, RanktableError
 from ranktable.hccl.bulk import gc_paused
 from ranktable.hccl.model import RankTable
 from ranktable.plan import PlanResult, plan_routes
@@ -91,7 +95,6 @@ def query_from_fields(algo: Any, parallel: Any, operation: Any) -> CollectiveQue
     """A request's `algo` (HCCL_ALGO form), `parallel` ("tp=8,pp=4") and `operation`, checked."""
     from ranktable.collectives.choice import parse_hccl_algo
     from ranktable.collectives.groups import parse_parallel
-    from ranktable.errors import InputError
 
     for name, value in (("algo", algo), ("parallel", parallel), ("operation", operation)):
         if value is not None and not isinstance(value, str):
@@ -286,3 +289,77 @@ def placement_beside_forecast(
     guess = "; ".join(f"{c['label']} {describe_case(c)}" for c in cases)
     summary = f"placement: {verdict}: actual {describe_case(mine)} (preview: {guess})"
     return {"actual": mine, "forecast": preview, "verdict": verdict, "summary": summary}
+
+
+def topology_from(
+    *,
+    path: str | Path | None = None,
+    content: str | bytes | None = None,
+    fmt: str | None = None,
+    default: str | None = None,
+    default_format: str | None = None,
+) -> Topology:
+    """The switch tree a request names: a file, inline content (errors name `topology`, not a temporary
+    file), else the configured `default`; InputError when there is none."""
+    from ranktable.topology.load import load_topology
+
+    if path:
+        return load_topology(path, fmt)
+    if content is None:
+        if default:
+            return load_topology(default, default_format or None)
+        raise InputError(
+            "is required", where="topology", fix="send `topology` (content) or `topology_path` (a file)"
+        )
+    with tempfile.TemporaryDirectory(prefix="ranktable-topology-") as tmp:
+        file = Path(tmp) / "topology"
+        file.write_bytes(content.encode() if isinstance(content, str) else content)
+        try:
+            return load_topology(file, fmt)
+        except RanktableError as exc:  # name the request field, not our temporary file
+            if exc.where:
+                exc.where = exc.where.replace(str(file), "topology")
+                exc.args = (exc.message,)
+            raise
+
+
+def cluster_or_file_topology(
+    client: Any, nodes: list[dict[str, Any]], path: str | None, default_format: str | None = None
+) -> Topology:
+    """A file's switch tree with the cluster's node names as aliases, else the cluster's own (HyperNodes,
+    basic-tor-node-cm or node labels)."""
+    if path:
+        from ranktable.topology import add_node_aliases, load_topology
+
+        topology = load_topology(path, default_format or None)
+        add_node_aliases(topology, nodes)
+        return topology
+    from ranktable.cluster.topology_source import cluster_topology
+
+    return cluster_topology(client.kube, nodes)
+
+
+def plan_json(
+    body: dict[str, Any],
+    rank_table: Callable[[], tuple[str | bytes | dict[str, Any], str]],
+    topology: Callable[[], Topology],
+) -> dict[str, Any]:
+    """`/ranktable/plan`: a rank table document (and where it came from) planned on the request's switch
+    tree, its query applied; the request is checked in the order its fields are read."""
+    from ranktable.hccl.io import parse_rank_table
+
+    size = message_bytes_of(body)
+    query = query_from_fields(body.get("algo"), body.get("parallel"), body.get("operation"))
+    data, source = rank_table()
+    table = parse_rank_table(data, source)
+    return layout_json(table, topology(), message_bytes=size, title=source, query=query)
+
+
+def message_bytes_of(body: dict[str, Any]) -> int | None:
+    """A request's `message_bytes`: a positive integer or absent."""
+    value = body.get("message_bytes")
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise InputError(f"must be a positive integer, not {value!r}", where="message_bytes")
+    return value

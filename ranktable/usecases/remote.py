@@ -9,15 +9,18 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ranktable.errors import RanktableError
+from ranktable.errors import InputError, RanktableError
 
 if TYPE_CHECKING:
     from ranktable.remote.manager import ConnectionManager
     from ranktable.remote.profiles import ProfileStore
+
+AskPassphrase = Callable[[str, bool, Exception], str]  # (key file, a retry?, why) -> the passphrase
 
 
 class Remote:
@@ -84,29 +87,56 @@ class Remote:
         self.manager.close(name)
 
     # -- connection --------------------------------------------------------------------------------------
-    def test_connection(
-        self,
-        name: str,
-        *,
-        passphrase: str | None = None,
-        accept_host_key: str | None = None,
-        replace_host_key: str | None = None,
+    def connected(self, name: str, ask_passphrase: AskPassphrase | None = None) -> Any:
+        """The profile's connection. A key that needs its passphrase is asked for through
+        `ask_passphrase(key_file, retry)` (kept in memory only), at most three times; without it the
+        PassphraseRequired error is raised."""
+        from ranktable.remote.errors import PassphraseRequired, WrongPassphrase
+
+        for attempt in range(3):
+            conn = self.manager.get(name)
+            try:
+                return conn.connect()
+            except (PassphraseRequired, WrongPassphrase) as exc:
+                if ask_passphrase is None:
+                    raise
+                key = conn.endpoint.key_file or ""
+                retry = bool(attempt) and isinstance(exc, WrongPassphrase)
+                self.manager.set_passphrase(key, ask_passphrase(key, retry, exc))
+        raise InputError("three wrong passphrases", where=f"profile {name}", fix="check the key's passphrase")
+
+    def replace_host_key(self, name: str, fingerprint: str) -> tuple[str, str, str]:
+        """Trust a recreated instance's new key, typed or pasted: (host, old fingerprint, new)."""
+        host_id, old, new = self.manager.replace_host_key(name, fingerprint)
+        return host_id, old, new
+
+    def accept_host_key(self, name: str, fingerprint: str) -> str:
+        """Trust an unknown host's key, checked by its fingerprint: the host id."""
+        host_id = str(self.manager.accept_host_key(name, fingerprint))
+        self.manager.close(name)
+        return host_id
+
+    def check_connection(
+        self, name: str, *, ask_passphrase: AskPassphrase | None = None, exec_check: bool = False
     ) -> dict[str, Any]:
-        """Connect and probe; an unknown or changed host key comes back with its fingerprints."""
+        """Connect and probe (`exec_check`: run a command, timed, and resolve the remote folder). An unknown
+        or changed host key, or a key needing a passphrase nobody can ask for, comes back as a status with
+        what the user must check; other failures are raised."""
         from ranktable.remote.errors import HostKeyChanged, PassphraseRequired, UnknownHostKey
 
-        if replace_host_key:
-            self.manager.replace_host_key(name, replace_host_key)
-        if passphrase:
-            profile = self.profiles.get(name)
-            if profile.key_file:
-                self.manager.set_passphrase(profile.key_file, passphrase)
-        if accept_host_key:
-            self.manager.accept_host_key(name, accept_host_key)
-            self.manager.close(name)
-        conn = self.manager.get(name)
         try:
-            conn.connect()
+            conn = self.connected(name, ask_passphrase)
+            if exec_check:
+                started = time.perf_counter()
+                done = conn.run("echo ok")
+                return {
+                    "status": "ok" if done.exit_status == 0 else "error",
+                    "message": f"connected to {conn.endpoint.host_id}",
+                    "round_trip_ms": (time.perf_counter() - started) * 1000,
+                    "remote_dir": conn.remote_root(),
+                    "user": conn.endpoint.user,
+                    "host": conn.endpoint.host_id,
+                }
             alive = conn.probe()
         except UnknownHostKey as exc:
             return {
@@ -126,9 +156,9 @@ class Remote:
                 "presented": exc.presented,
             }
         except PassphraseRequired as exc:
+            if ask_passphrase is not None:
+                raise
             return {"status": "passphrase-required", "message": exc.message}
-        except RanktableError as exc:
-            return {"status": "error", "message": exc.message, "reason": exc.reason, "fix": exc.fix}
         return {
             "status": "ok" if alive else "error",
             "message": f"connected to {conn.endpoint.host_id}"
@@ -136,12 +166,59 @@ class Remote:
             else "connected, but the probe failed",
         }
 
-    def install_kernel(self, profile: str, python: str | None = None) -> dict[str, Any]:
+    def test_connection(
+        self,
+        name: str,
+        *,
+        passphrase: str | None = None,
+        accept_host_key: str | None = None,
+        replace_host_key: str | None = None,
+    ) -> dict[str, Any]:
+        """The panel's and the magics' test: `check_connection` with every failure as a status."""
+        if replace_host_key:
+            self.replace_host_key(name, replace_host_key)
+        if passphrase:
+            profile = self.profiles.get(name)
+            if profile.key_file:
+                self.manager.set_passphrase(profile.key_file, passphrase)
+        if accept_host_key:
+            self.accept_host_key(name, accept_host_key)
+        self.manager.get(name)  # an unknown profile is an error (404), not a status
+        try:
+            return self.check_connection(name)
+        except RanktableError as exc:
+            return {"status": "error", "message": exc.message, "reason": exc.reason, "fix": exc.fix}
+
+    def install_kernel(
+        self, profile: str, python: str | None = None, display_name: str | None = None
+    ) -> dict[str, Any]:
         from ranktable.remote.kernelspec import install_kernelspec
 
-        self.profiles.get(profile)
-        name = install_kernelspec(profile, python=python) if python else install_kernelspec(profile)
-        return {"kernel_name": name, "display_name": f"Python ({profile})"}
+        self.profiles.get(profile)  # NotFoundError says how to add it
+        options: dict[str, Any] = {"python": python} if python else {}
+        if display_name:
+            options["display_name"] = display_name
+        name = install_kernelspec(profile, **options)
+        return {"kernel_name": name, "display_name": display_name or f"Python ({profile})"}
+
+    # -- remote commands ---------------------------------------------------------------------------------
+    def process(self, profile: str, command: str, on_stdout: Any, on_stderr: Any) -> Any:
+        """A started remote command on the profile's (connected) transport: `wait()`, `cancel()`."""
+        from ranktable.remote.run import RemoteProcess
+
+        return RemoteProcess(
+            self.manager.get(profile), command, on_stdout=on_stdout, on_stderr=on_stderr
+        ).start()
+
+    def run_command(self, profile: str, command: str, on_stdout: Any, on_stderr: Any, cancel: Any) -> int:
+        """Run `command` in the remote folder until it ends or `cancel` is set: its exit status."""
+        from ranktable.remote.run import run_remote
+
+        return int(
+            run_remote(
+                self.manager.get(profile), command, on_stdout=on_stdout, on_stderr=on_stderr, cancel=cancel
+            )
+        )
 
     # -- port forwards -----------------------------------------------------------------------------------
     @property
@@ -218,11 +295,31 @@ class Remote:
         return {"kernel_id": kernel_id, "shut_down": True}
 
     # -- sync ----------------------------------------------------------------------------------------------
-    def syncer(self, profile_name: str, local: Path) -> Any:
+    def syncer(self, profile_name: str, local: Path, *, delete_remote: bool = False) -> Any:
+        """The sync engine between `local` and the profile's remote folder (`delete_remote`: also delete
+        remote files gone locally, whatever the profile says)."""
+        from dataclasses import replace
+
         from ranktable.remote.sync import Syncer
 
-        profile = self.profiles.get(profile_name)
-        return Syncer(self.manager.get(profile_name), local, profile.sync, home=self.profiles.home)
+        settings = self.profiles.get(profile_name).sync
+        if delete_remote:
+            settings = replace(settings, delete_remote=True)
+        return Syncer(self.manager.get(profile_name), local, settings, home=self.profiles.home)
+
+    def watch_uploads(self, syncer: Any, on_result: Any, debounce: float) -> Any:
+        """Upload every change under the syncer's folder as it happens (stop it with `stop()`)."""
+        from ranktable.remote.autoupload import AutoUploader
+
+        return AutoUploader(syncer, "always", debounce=debounce, on_result=on_result).start(watch=True)
+
+    def save_hook(self) -> Callable[..., None] | None:
+        """Jupyter's post-save hook feeding the automatic uploads (None when the SSH layer is missing)."""
+        try:
+            from ranktable.remote.autoupload import post_save_hook
+        except ImportError:
+            return None
+        return post_save_hook
 
     def close(self) -> None:
         self.uploads.stop()
@@ -337,3 +434,35 @@ class AutoUploads:
             unregister_uploader(uploader)
             uploader.stop()
         self._uploaders = {}
+
+
+# -- the connection agent (a per-user process holding established connections) ----------------------------
+def agent_status() -> str:
+    """Whether the user's connection agent runs, in one line."""
+    from ranktable.remote import agent
+
+    try:
+        for reply in agent.request({"op": "ping"}, start=False):
+            return f"agent running (pid {reply['result']['pid']}) on {agent.socket_path()}"
+    except (agent.AgentUnavailable, OSError) as exc:
+        return f"no agent running ({exc})"
+    return "no agent running"
+
+
+def stop_agent() -> bool:
+    from ranktable.remote import agent
+
+    return agent.stop()
+
+
+def agent_sync(message: dict[str, Any], on_progress: Callable[[dict[str, Any]], None] | None) -> Any:
+    """A sync done by the agent (an established connection: no login per run); None when the agent
+    cannot be used (turned off or unreachable): then the caller syncs itself."""
+    from ranktable.remote import agent
+
+    if not agent.enabled():
+        return None
+    try:
+        return agent.call({"op": "sync", **message}, on_progress)
+    except (agent.AgentUnavailable, OSError):
+        return None

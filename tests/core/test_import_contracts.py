@@ -53,6 +53,8 @@ def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
         ("ranktable.remote.sync", "import ranktable.server_ext.routes", "Adapters don't import interfaces"),
         ("ranktable.magics", "from ranktable.cli import jobs", "Interfaces don't import each other"),
         ("ranktable.usecases.jobs", "import ranktable.sim.pool", "Only the CLI and the demo"),
+        ("ranktable.cli.jobs", "from ranktable.cluster import client", "only through the use cases"),
+        ("ranktable.magic_results", "import ranktable.remote.run", "only through the use cases"),
     ],
 )
 def test_a_layer_violation_breaks_its_contract(tmp_path: Path, module: str, line: str, contract: str) -> None:

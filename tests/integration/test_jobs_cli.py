@@ -51,11 +51,23 @@ def test_job_commands_and_exit_codes(
     assert report["topology_source"] and "rank_mapping" in report["report"]
     assert "<svg" in (tmp_path / "l.svg").read_text()
 
-    assert run(pool, "job", "logs", "demo", "-f", "--rank", "2") == 0
+    followed = str(tmp_path / "followed")
+    assert run(pool, "job", "logs", "demo", "-f", "--rank", "2", "--state-dir", followed) == 0
     out = capsys.readouterr().out.splitlines()
     # spread over both leaves (pods 0 and 2 under leaf-0): the route plan makes pod 1 node rank 2
     assert out and all(line.startswith("[2 demo-demo-1-1] ") for line in out)
     assert sum("loss" in line for line in out) == 8 * 3
+    # #27: a followed run is archived as the panel's is (every pod's lines, not only the rank shown)
+    assert run(pool, "job", "logs", "demo", "--runs", "--state-dir", followed) == 0
+    runs = capsys.readouterr().out.splitlines()
+    assert len(runs) == 2 and runs[1].split()[3] == "3"  # one run, its 3 pods
+    uid = runs[1].split()[0]
+    assert run(pool, "job", "logs", "demo", "--run", uid, "--state-dir", followed) == 0
+    archived = capsys.readouterr().out.splitlines()
+    assert len(archived) > len(out)  # every pod's lines
+    assert [line.split("] ", 1)[1] for line in archived if "demo-demo-1-1] " in line] == [
+        line.split("] ", 1)[1] for line in out
+    ]
 
     assert run(pool, "job", "watch", "demo", "--timeout", "30") == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("demo: Completed")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ranktable.cluster.logs import LogLine
-from ranktable.server_ext.jobs_service import MESSAGE_LINES, round_messages
+from ranktable.usecases.logs import MESSAGE_LINES, round_messages
 
 
 def stamp(i: int) -> str:

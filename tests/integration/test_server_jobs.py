@@ -470,7 +470,7 @@ async def test_logs_take_the_job_from_the_live_job_list_without_reading_it(
             return real_get_job(self, name)
 
         monkeypatch.setattr(ClusterClient, "get_job", counting)
-        monkeypatch.setattr("ranktable.server_ext.jobs_service.RUN_CHECK_SECONDS", 60.0)  # no run check now
+        monkeypatch.setattr("ranktable.usecases.logs.RUN_CHECK_SECONDS", 60.0)  # no run check now
         ws.write_message(
             json.dumps(
                 {

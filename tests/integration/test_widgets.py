@@ -34,10 +34,11 @@ def test_messages_follow_the_fields_as_you_type() -> None:
 
 
 def test_submit_to_the_simulated_pool(sim_pool: SimPoolHandle) -> None:
-    from ranktable.cluster.client import ClusterClient
+    from ranktable.usecases.jobs import ClusterSettings, Jobs
 
-    client = ClusterClient(str(sim_pool.kubeconfig), sim_pool.context, "default")
-    form = JobComposer(client=client)
+    jobs = Jobs(ClusterSettings(str(sim_pool.kubeconfig), sim_pool.context))
+    client = jobs.client()
+    form = JobComposer(jobs=jobs)
     form.name.value = "widget1"
     form.image.value = "bert:v1"
     form.nodes.value = 1
