@@ -99,12 +99,17 @@ test: tree-snapshot system-deps env lint test-core pytest wheel-check jest ui-te
 	@(git status --porcelain 2>/dev/null || true) | diff $(TREE_BEFORE) - \
 	  || { echo "make test changed the git tree (see above)" >&2; exit 1; }
 
-# The CLI demo (plans the shipped example pool), then JupyterLab with the Ranktable panel on the simulated
-# Lite pool and the simulated Notebook instance (Ctrl-C stops all of it).
+# JupyterLab with the Ranktable panel on the simulated Lite pool and the simulated Notebook instance, its
+# workspace ready for docs/first-hour.md (Ctrl-C stops all of it). The installs' output goes to
+# $(DEMO_LOG); the terminal shows only what the demo runs and where.
 PORT ?= 0
-demo: env
-	$(BIN)/ranktable demo
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m ranktable.server_ext.demo --no-browser --port $(PORT)
+DEMO_LOG := build/demo-install.log
+demo:
+	@mkdir -p build
+	@echo "installing system packages, Python and Node dependencies (log: $(DEMO_LOG)) ..."
+	@$(MAKE) --no-print-directory system-deps env > $(DEMO_LOG) 2>&1 \
+	  || { tail -n 30 $(DEMO_LOG); echo "make demo: the install failed; the whole log is $(DEMO_LOG)" >&2; exit 1; }
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m ranktable.server_ext.demo --no-browser --port $(PORT)
 
 # The real control plane (kube-apiserver, kube-controller-manager, etcd, Volcano) built from the Go modules
 # pinned in controlplane/, into a per-machine cache keyed by their hash (docs/control-plane.md).

@@ -41,6 +41,18 @@ def register(sub: Any) -> None:
     )
     add.add_argument("--remote-dir", default=None, metavar="D", help="remote root for sync and runs (~/work)")
     add.add_argument("--jump", default=None, metavar="NAME", help="profile to jump through (ProxyJump)")
+    add.add_argument(
+        "--shared",
+        default=None,
+        metavar="DIR",
+        help="the instance's folder on shared storage (SFS Turbo, OBS) that jobs mount too: sync, runs and "
+        "kernels default to it, and job scripts under it run from the volume below",
+    )
+    volume = add.add_mutually_exclusive_group()
+    volume.add_argument(
+        "--shared-hostpath", metavar="NAME:HOST_PATH:MOUNT_PATH", help="how pods mount it: a hostPath volume"
+    )
+    volume.add_argument("--shared-pvc", metavar="NAME:CLAIM:MOUNT_PATH", help="how pods mount it: a PVC")
     add.set_defaults(handler=_add)
 
     lst = group.add_parser("list", help="list profiles")
@@ -174,9 +186,40 @@ def _add(args: argparse.Namespace) -> int:
         )
     fields = {"name": args.name, "host": args.host, "port": args.port, "user": args.user}
     fields.update(key_file=args.key, jump=args.jump, remote_dir=args.remote_dir)
+    shared = _shared_storage(args)
+    if shared is not None:
+        fields["shared"] = shared.to_json()
     saved = _remote().add_profile(fields)
     print(f"added profile {saved['name']}; next: ranktable ssh test {saved['name']}")
     return 0
+
+
+def _shared_storage(args: argparse.Namespace) -> Any:
+    """`--shared DIR` with `--shared-hostpath`/`--shared-pvc` as a SharedStorage (None without --shared)."""
+    from ranktable.compose.storage import SharedStorage
+
+    flag, text = (
+        ("--shared-pvc", args.shared_pvc) if args.shared_pvc else ("--shared-hostpath", args.shared_hostpath)
+    )
+    if args.shared is None:
+        if text:
+            raise InputError("names how pods mount a shared folder, but no --shared DIR is given", where=flag)
+        return None
+    if not text:
+        raise InputError(
+            "needs the volume pods mount it with",
+            where="--shared",
+            fix="add --shared-hostpath NAME:HOST_PATH:MOUNT_PATH (e.g. sfs:/mnt/sfs_turbo:/mnt/sfs_turbo) or "
+            "--shared-pvc NAME:CLAIM:MOUNT_PATH",
+        )
+    parts = text.split(":")
+    if len(parts) != 3:
+        source_name = "CLAIM" if args.shared_pvc else "HOST_PATH"
+        raise InputError(f"expected NAME:{source_name}:MOUNT_PATH, got {text!r}", where=flag)
+    name, source, mount_path = parts
+    kind, key = ("pvc", "claim") if args.shared_pvc else ("hostPath", "path")
+    volume = {"name": name, "kind": kind, key: source, "mount_path": mount_path}
+    return SharedStorage.from_json({"instance_path": args.shared, "volume": volume}, where="--shared")
 
 
 def _list(args: argparse.Namespace) -> int:

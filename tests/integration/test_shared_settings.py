@@ -97,3 +97,34 @@ async def test_a_kernel_jupyterlab_starts_inherits_the_servers_cluster(
     assert reply["status"] == "ok", reply
     assert out.split() == [str(tmp_path / "pool-kubeconfig"), "team-a", str(tmp_path / "state")]
     assert "RANKTABLE_KUBECONFIG" not in os.environ  # the server's own environment is left alone
+
+
+def test_a_profiles_shared_storage_from_the_cli_places_job_scripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ModelArts-like: the instance mounts SFS Turbo at /data/sfs, the pods by a PVC at /mnt/sfs_turbo."""
+    import yaml
+
+    from ranktable.cli import main
+
+    monkeypatch.setenv("RANKTABLE_HOME", str(tmp_path / "home"))
+    add = ["ssh", "add", "nb1", "--host", "10.0.0.5", "--shared", "/data/sfs"]
+    assert main([*add, "--shared-pvc", "sfs:sfs-turbo-claim:/mnt/sfs_turbo"]) == 0
+    stored = json.loads((tmp_path / "home" / "profiles.json").read_text())["profiles"]["nb1"]
+    assert stored["shared"]["volume"]["claim"] == "sfs-turbo-claim"
+    compose = ["job", "compose", "--name", "bert", "--image", "img", "--npus", "8"]
+    assert main([*compose, "--script", "/data/sfs/project/train.py"]) == 0
+    out, err = capsys.readouterr()
+    pod = next(d for d in yaml.safe_load_all(out) if d["kind"] == "Job")["spec"]["tasks"][0]["template"][
+        "spec"
+    ]
+    assert {"name": "sfs", "persistentVolumeClaim": {"claimName": "sfs-turbo-claim"}} in pod["volumes"]
+    assert "/mnt/sfs_turbo/project/train.py" in json.dumps(pod["containers"][0])
+    assert "/data/sfs/project/train.py on the instance is /mnt/sfs_turbo/project/train.py" in err
+
+    # the instance's own disk is not shared: the warning names the volume that would show a script
+    assert main([*compose, "--script", "/home/ma-user/work/train.py"]) == 0
+    assert "lies outside every mounted volume (mounted: none)" in capsys.readouterr().err
+    # half a shared-storage definition is one clear error
+    assert main(["ssh", "add", "nb2", "--host", "h", "--shared", "/data/sfs"]) != 0
+    assert "--shared: needs the volume pods mount it with" in capsys.readouterr().err
