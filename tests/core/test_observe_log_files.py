@@ -24,8 +24,7 @@ def write_run(folder: Path) -> Path:
             )
         else:
             lines.append(
-                "2026-01-01T00:01:04.000000000Z [Rank %d] Watchdog caught collective operation timeout\n"
-                % rank
+                f"2026-01-01T00:01:04.000000000Z [Rank {rank}] Watchdog caught collective operation timeout\n"
             )
         (folder / f"worker_{rank}.log").write_text("".join(lines).replace(f"[rank{rank}]: ", ""))
     return folder
