@@ -139,6 +139,19 @@ def pod_exits(observer: RunObserver, pods: list[dict[str, Any]], node_ranks: dic
                     )
 
 
+def volume_mounts(job: dict[str, Any]) -> tuple[str, ...]:
+    """The mount paths of the job's containers (first task), for advice on a script path that is missing."""
+    tasks = (job.get("spec") or {}).get("tasks") or []
+    pod = ((tasks[0] if tasks else {}).get("template") or {}).get("spec") or {}
+    paths = {
+        str(mount.get("mountPath"))
+        for container in pod.get("containers") or []
+        for mount in container.get("volumeMounts") or []
+        if mount.get("mountPath")
+    }
+    return tuple(sorted(paths))
+
+
 def pending_info(
     client: ClusterClient, job: dict[str, Any], pods: list[dict[str, Any]]
 ) -> dict[str, Any] | None:
@@ -210,6 +223,7 @@ class RunFollower:
         self.layout = rank_layout(client, name, self.job, self.pods)
         patterns = metric_patterns_of(self.job.get("metadata") or {})
         self.observer = RunObserver(self.layout, settings, patterns)
+        self.observer.mounts = volume_mounts(self.job)  # named by a missing-script diagnosis
         self.follow = follow
         self.on_update = on_update
         self.root = archive_root(state_dir)

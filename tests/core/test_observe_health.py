@@ -159,3 +159,23 @@ def test_a_job_the_pool_can_never_run_is_named_with_the_fix() -> None:
     assert gang["reason"].startswith("can never run: the gang needs 6 pods of 8 NPUs at once")
     fits = _pending(job("ok", "2026-01-01T00:00:01Z"), pool)
     assert fits["never"] is False and not fits["reason"].startswith("can never run")
+
+
+def test_a_jobs_volume_mounts_reach_the_missing_script_advice() -> None:
+    from ranktable.cluster.observing import volume_mounts
+
+    spec = {
+        "tasks": [
+            {
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"volumeMounts": [{"mountPath": "/mnt/sfs_turbo"}, {"mountPath": "/user/config"}]}
+                        ]
+                    }
+                }
+            }
+        ]
+    }
+    assert volume_mounts({"spec": spec}) == ("/mnt/sfs_turbo", "/user/config")
+    assert volume_mounts({}) == ()

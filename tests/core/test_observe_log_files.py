@@ -23,8 +23,9 @@ def write_run(folder: Path) -> Path:
                 "2026-01-01T00:00:04.000000000Z RuntimeError: NPU out of memory. Tried to allocate 2 GiB\n"
             )
         else:
-            stamp = "2026-01-01T00:01:04.000000000Z"
-            lines.append(f"{stamp} [Rank {rank}] Watchdog caught collective operation timeout\n")
+            lines.append(
+                f"2026-01-01T00:01:04.000000000Z [Rank {rank}] Watchdog caught collective operation timeout\n"
+            )
         (folder / f"worker_{rank}.log").write_text("".join(lines).replace(f"[rank{rank}]: ", ""))
     return folder
 
