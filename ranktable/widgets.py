@@ -75,14 +75,19 @@ def _part(prop: dict[str, Any]) -> w.Widget:
     return w.Text(description=title, placeholder=str(prop.get("description") or ""))
 
 
+def _kinds(prop: dict[str, Any]) -> list[Any]:
+    """A schema property's types as a list (``type`` may be one name or several)."""
+    kind = prop.get("type")
+    return kind if isinstance(kind, list) else [kind]
+
+
 class _Field:
     """One schema property as a widget, and how to read it back as JSON."""
 
     def __init__(self, name: str, prop: dict[str, Any], defs: dict[str, Any]) -> None:
         self.name = name
         title = str(prop.get("title") or name)
-        kind = prop.get("type")
-        kinds = kind if isinstance(kind, list) else [kind]
+        kinds = _kinds(prop)
         default = prop.get("default")
         self.read: Any
         if "enum" in prop:
@@ -135,7 +140,7 @@ class _Field:
         values: dict[str, Any] = {}
         for key, sub in record["properties"].items():
             value = self.parts[key].value
-            if sub.get("type") == "array":
+            if "array" in _kinds(sub):
                 values[key] = shell_words(value, f"{self.name}.{key}")
             elif sub.get("type") == "integer":
                 values[key] = int(value)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from ranktable.compose.argv import shell_words
 from ranktable.compose.flavours import DEFAULT_FLAVOUR
 from ranktable.errors import InputError
 from ranktable.limits import MAX_COUNT, MAX_NODES, brief
@@ -266,6 +267,13 @@ def _str_list(value: Any, where: str) -> list[str]:
     return [_str(v, f"{where}[{i}]") for i, v in enumerate(_list(value, where))]
 
 
+def _argv(value: Any, where: str) -> list[str]:
+    """Arguments as a list, or as one line split as a shell does (the form's Arguments field)."""
+    if isinstance(value, str):
+        return shell_words(value, where)
+    return _str_list(value, where)
+
+
 def _str_map(value: Any, where: str) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in _mapping(value, where).items():
@@ -283,7 +291,7 @@ def _entry(value: Any) -> EntryPoint:
         )
     return EntryPoint(
         script=_str(d["script"], "spec.entry.script"),
-        args=_str_list(d.get("args") or [], "spec.entry.args"),
+        args=_argv(d.get("args") or [], "spec.entry.args"),
         master_port=_int(d.get("master_port", DEFAULT_MASTER_PORT), "spec.entry.master_port", 65535),
         python=_str(d.get("python") or "", "spec.entry.python"),
     )

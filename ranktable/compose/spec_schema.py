@@ -116,7 +116,11 @@ FIELD_TEXT: dict[str, dict[str, Any]] = {
 NESTED_TEXT: dict[str, dict[str, dict[str, Any]]] = {
     "EntryPoint": {
         "script": {"title": "Script", "minLength": 1},
-        "args": {"title": "Arguments"},
+        "args": {
+            "title": "Arguments",
+            "type": ["array", "string"],
+            "description": "a list, or one line split as a shell does: --steps 300 is two arguments",
+        },
         "master_port": {"title": "Master port", "minimum": 1, "maximum": 65535},
         "python": {"title": "Python", "description": "training interpreter (empty: the launcher's own)"},
     },

@@ -1655,9 +1655,10 @@ export interface components {
       script: string;
       /**
        * Arguments
+       * @description a list, or one line split as a shell does: --steps 300 is two arguments
        * @default []
        */
-      args: string[];
+      args: string[] | string;
       /**
        * Master port
        * @default 29500
