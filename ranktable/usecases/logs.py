@@ -141,6 +141,7 @@ class LogSession:
         self.client, self.name, self.uid, self.stream = client, name, uid, stream
         self.opened = opened
         self.job_read = opened
+        self.run_uid: str | None = uid  # set by open_logs to the run it read
         self.started = time.monotonic()
 
     def rounds(self, stop: Stop, log: logging.Logger = LOG) -> Iterator[list[list[Any]]]:
@@ -227,6 +228,7 @@ def open_logs(
         stream = client.logs(name, False, job=job, plan_later=True)
     session = LogSession(client, name, uid, stream, opened)
     session.job_read = job_read
+    session.run_uid = job_uid(job)  # the run read, whether or not the caller named it
     return session
 
 
@@ -269,6 +271,9 @@ class LogLines:
                 self.problems = session.problems
         finally:
             runs.close()  # the archive gets every line read before the reader leaves
+        from ranktable.usecases.runs import record_phase
+
+        record_phase(self.client, self.name, session.run_uid, self.state_dir)
 
     def _read_once(self) -> Iterator[Any]:
         stream = self.client.logs(self.name, follow=False, rank=self.rank)
