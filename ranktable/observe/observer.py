@@ -31,6 +31,7 @@ from ranktable.observe.triage import (
     advice,
     better,
     common_cause,
+    earlier,
     first_failure,
     hung,
     iso,
@@ -675,6 +676,10 @@ class RunObserver:
             self._unnamed[pod] = event
         current = self._errors.get(rank)
         if current is None:
+            self._errors[rank] = event
+        elif earlier(current, event):
+            # read later but printed earlier: a restarted pod's previous container, read after the
+            # current one; its error is this rank's first
             self._errors[rank] = event
         elif better(current, event):
             event.time = current.time if current.time is not None else event.time
