@@ -456,7 +456,8 @@ def _title(observation: Any) -> str:
     return f"job {observation.name} run {observation.uid} ({observation.source})"
 
 
-def _observation(args: argparse.Namespace, jobs: Jobs) -> Any:
+def _observation(args: argparse.Namespace, jobs: Jobs | None = None) -> Any:
+    """The run to read: log files (no cluster at all, not even the simulated pool), else the job's."""
     settings = _observe_settings(args)
     if args.logs:
         from ranktable.usecases.log_files import observe_log_files
@@ -466,14 +467,14 @@ def _observation(args: argparse.Namespace, jobs: Jobs) -> Any:
         return observe_log_files(args.logs, args.rank_from, settings)
     if not args.name:
         raise InputError("no job given", where="name", fix="name the job, or pass --logs PATH...")
-    return jobs.observation(None, args.name, run=args.run, settings=settings)
+    return (jobs or _jobs(args)).observation(None, args.name, run=args.run, settings=settings)
 
 
 def _metrics(args: argparse.Namespace) -> int:
     from ranktable.observe.export import metrics_csv
     from ranktable.observe.plot import metrics_svg
 
-    observation = _observation(args, _jobs(args))
+    observation = _observation(args)
     data = observation.metrics()
     if args.svg:
         Path(args.svg).write_text(metrics_svg(data))
@@ -529,12 +530,12 @@ def _where(entry: dict[str, Any]) -> str:
 def _diagnose(args: argparse.Namespace) -> int:
     from ranktable.observe.report import place_text
 
-    jobs = _jobs(args)
-    observation = _observation(args, jobs)
-    result = observation.diagnosis()
     if args.svg and args.logs:
         raise InputError("--svg draws a job's layout: it needs a job, not --logs", where="--svg")
-    if args.svg:
+    jobs = None if args.logs or not args.name else _jobs(args)
+    observation = _observation(args, jobs)
+    result = observation.diagnosis()
+    if args.svg and jobs is not None:
         layout = jobs.layout(None, args.name, diagnosis=result)
         Path(args.svg).write_text(layout.svg)
         print(f"wrote {args.svg} ({len(layout.marks)} marked ranks)", file=sys.stderr)

@@ -152,6 +152,20 @@ def volume_mounts(job: dict[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(paths))
 
 
+def entry_script(job: dict[str, Any]) -> str | None:
+    """The script the launcher runs (``ranktable launch ... -- SCRIPT ARGS``), as the job gave it."""
+    from ranktable.compose.launchers import parse_launcher_command
+
+    tasks = (job.get("spec") or {}).get("tasks") or []
+    pod = ((tasks[0] if tasks else {}).get("template") or {}).get("spec") or {}
+    for container in pod.get("containers") or []:
+        argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+        entry = parse_launcher_command(argv)
+        if entry is not None:
+            return entry.script
+    return None
+
+
 def pending_info(
     client: ClusterClient, job: dict[str, Any], pods: list[dict[str, Any]]
 ) -> dict[str, Any] | None:
@@ -224,6 +238,7 @@ class RunFollower:
         patterns = metric_patterns_of(self.job.get("metadata") or {})
         self.observer = RunObserver(self.layout, settings, patterns)
         self.observer.mounts = volume_mounts(self.job)  # named by a missing-script diagnosis
+        self.observer.script = entry_script(self.job)
         self.follow = follow
         self.on_update = on_update
         self.root = archive_root(state_dir)

@@ -137,32 +137,38 @@ def named_peer(line: str) -> int | None:
     return int(next(g for g in match.groups() if g is not None))
 
 
-def refine(signature: Signature, line: str, mounts: tuple[str, ...] = ()) -> Signature:
-    """The signature with advice that depends on the line itself: a missing script given by an absolute
-    path is not a working-directory problem (the path is simply not there; say which volumes are)."""
+def refine(
+    signature: Signature, line: str, mounts: tuple[str, ...] = (), script: str | None = None
+) -> Signature:
+    """The signature with advice that depends on the line and the job: a missing script given by an
+    absolute path is not a working-directory problem (the path is simply not there; say which volumes
+    are). `script` is the path the job gave, when known (Python prints the path it resolved)."""
     if signature.code != "CANT_OPEN_FILE":
         return signature
     found = _SCRIPT.search(line)
     if found is None:
         return signature
-    path = found.group(1)
-    if not path.startswith("/"):
-        return replace(
-            signature,
-            explanation=(
-                f"Python could not open the training script {path!r}: a relative path is resolved against "
-                "the container's working directory, which is not where the code was synced."
-            ),
-        )
+    looked = found.group(1)
+    given = script or looked
     where = (
         f"the volumes mounted in the pod are {', '.join(mounts)}"
         if mounts
         else "check which volumes the pod mounts (kubectl describe pod)"
     )
+    if not given.startswith("/"):
+        seen = f" (Python looked for {looked})" if looked != given else ""
+        return replace(
+            signature,
+            explanation=(
+                f"Python could not open the training script {given!r}: a relative path is resolved against "
+                f"the container's working directory{seen}, which is not where the code was synced."
+            ),
+            fix=f"{signature.fix} Here {where}.",
+        )
     return replace(
         signature,
         explanation=(
-            f"The script path {path} is absolute and does not exist in the container: the code is neither "
+            f"The script path {given} is absolute and does not exist in the container: the code is neither "
             "in the image at that path nor on a volume mounted there."
         ),
         fix=(

@@ -31,6 +31,7 @@ from ranktable.observe.triage import (
     advice,
     better,
     common_cause,
+    earlier,
     first_failure,
     hung,
     iso,
@@ -113,6 +114,7 @@ class RunObserver:
         self._error_rank: dict[str, tuple[int, float | None]] = {}
         self._unnamed: dict[str, ErrorEvent] = {}  # pod -> its last error line filed under no named rank
         self.mounts: tuple[str, ...] = ()  # the pods' volume mount paths, when known (for advice)
+        self.script: str | None = None  # the training script the job gave, when known (for advice)
         self.pod_ends: dict[str, float] = {}  # pod -> when its container ended (any exit code)
 
     # -- state, with held template rows merged first ------------------------------------------------
@@ -665,7 +667,7 @@ class RunObserver:
             return
         self._error_counts[signature.code] = self._error_counts.get(signature.code, 0) + 1
         rank, how = self._line_rank(pod, rank, text, tagged, when)
-        signature = refine(signature, text, self.mounts)
+        signature = refine(signature, text, self.mounts, self.script)
         event = ErrorEvent(rank, node_rank, pod, when, signature, text.strip(), named_peer(text))
         unnamed = self._unnamed.pop(pod, None)
         if how == "named" and unnamed is not None:
@@ -674,6 +676,10 @@ class RunObserver:
             self._unnamed[pod] = event
         current = self._errors.get(rank)
         if current is None:
+            self._errors[rank] = event
+        elif earlier(current, event):
+            # read later but printed earlier: a restarted pod's previous container, read after the
+            # current one; its error is this rank's first
             self._errors[rank] = event
         elif better(current, event):
             event.time = current.time if current.time is not None else event.time

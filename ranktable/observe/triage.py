@@ -74,6 +74,15 @@ def better(current: ErrorEvent, new: ErrorEvent) -> bool:
     return new.time - current.time <= UPGRADE_WINDOW_S
 
 
+def earlier(current: ErrorEvent, new: ErrorEvent) -> bool:
+    """Whether ``new`` (read after ``current`` on the same rank) was printed well before it: an older
+    container's log read after the current one's (more than the upgrade window apart, so the lines of one
+    message never reorder)."""
+    if current.time is None or new.time is None:
+        return False
+    return new.time < current.time - UPGRADE_WINDOW_S
+
+
 def first_failure(errors: dict[int, ErrorEvent], layout: RankLayout | None = None) -> ErrorEvent | None:
     """The earliest primary fault; else the rank the victims name (monitored barrier, remote rank), even
     one with no error of its own; else the earliest report."""

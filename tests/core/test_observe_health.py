@@ -179,3 +179,22 @@ def test_a_jobs_volume_mounts_reach_the_missing_script_advice() -> None:
     }
     assert volume_mounts({"spec": spec}) == ("/mnt/sfs_turbo", "/user/config")
     assert volume_mounts({}) == ()
+
+
+def test_the_jobs_own_script_path_decides_relative_or_absolute_advice() -> None:
+    from ranktable.cluster.observing import entry_script
+    from ranktable.compose.manifests import compose_job
+    from ranktable.compose.spec import EntryPoint, JobSpec
+    from ranktable.observe import RankLayout, RunObserver
+
+    manifest = compose_job(
+        JobSpec(name="rel", image="i", nodes=1, npus_per_node=1, entry=EntryPoint("train.py"))
+    )
+    assert entry_script(manifest) == "train.py"
+    observer = RunObserver(RankLayout.uniform([("p0", 0)], 1))
+    observer.script = "train.py"  # Python prints the path it resolved: /work/train.py
+    line = "python3: can't open file '/work/train.py': [Errno 2] No such file or directory"
+    observer.feed("p0", 0, [("", line)])
+    first = observer.diagnose("Failed")["first_failure"]
+    assert "'train.py': a relative path is resolved" in first["explanation"]
+    assert "(Python looked for /work/train.py)" in first["explanation"]

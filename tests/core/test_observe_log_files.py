@@ -36,6 +36,17 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return code, out.out, out.err
 
 
+@pytest.fixture(autouse=True)
+def no_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--logs needs no cluster: choosing one (which starts the simulated pool) fails the test."""
+    import ranktable.cli.cluster as cluster
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("--logs chose a cluster")
+
+    monkeypatch.setattr(cluster, "choose_cluster", refuse)
+
+
 def test_diagnose_a_folder_of_logs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     logs = write_run(tmp_path / "export")
     code, out, _ = run_cli(capsys, "diagnose", "--logs", str(logs), "--json")

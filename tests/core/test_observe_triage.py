@@ -316,3 +316,21 @@ def test_the_hang_threshold_scales_with_the_jobs_step_time_with_a_60_s_floor() -
     slow = hung({0: (1000.0, 90), 1: (800.0, 84)}, 30.0, layout, settings, 1000.0)
     assert slow == []
     assert hung({0: (1000.0, 90), 1: (690.0, 80)}, 30.0, layout, settings, 1000.0)[0]["threshold_s"] == 300.0
+
+
+def test_a_restarted_pods_previous_container_read_late_still_gives_its_first_error() -> None:
+    """The first failing pod restarted twice; its current container's log is read first, then the previous
+    container's (as the log stream does for a restarted pod): the first failure is the first in time."""
+    layout = RankLayout.uniform([("p0", 0), ("p1", 1)], 1)
+    observer = RunObserver(layout)
+    observer.feed(
+        "p0", 0, [("2026-01-01T00:20:00Z", "RuntimeError: NPU out of memory. Tried to allocate 2 GiB")]
+    )
+    observer.feed(
+        "p1", 1, [("2026-01-01T00:10:00Z", "EI0002: has not received the Notify record from remote rank[0]")]
+    )
+    observer.feed(
+        "p0", 0, [("2026-01-01T00:00:05Z", "RuntimeError: NPU out of memory. Tried to allocate 2 GiB")]
+    )
+    first = observer.diagnose("Failed")["first_failure"]
+    assert (first["rank"], first["code"], first["time"]) == (0, "DEVICE_OOM", "2026-01-01T00:00:05Z")

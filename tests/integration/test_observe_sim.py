@@ -109,7 +109,12 @@ def test_crash_loop_from_a_relative_script_path_is_explained(pool: SimPoolHandle
     result = observe_run(client, "rel", state_dir=tmp_path).diagnosis()
     first = result["first_failure"]
     assert first["code"] == "CANT_OPEN_FILE" and first["node_rank"] == 0
-    assert "absolute script path" in first["fix"]
+    # the job gave a relative path: the working directory explains it (Python prints the resolved path)
+    assert (
+        "'train.py': a relative path is resolved against the container's working directory"
+        in (first["explanation"])
+    )
+    assert "the volumes mounted in the pod are" in first["fix"]
 
 
 def test_pending_job_says_why_and_where_it_waits(pool: SimPoolHandle, tmp_path: Path) -> None:
