@@ -269,6 +269,9 @@ class LogLines:
                 self.problems = session.problems
         finally:
             runs.close()  # the archive gets every line read before the reader leaves
+        from ranktable.usecases.runs import record_phase
+
+        record_phase(self.client, self.name, session.uid, self.state_dir)
 
     def _read_once(self) -> Iterator[Any]:
         stream = self.client.logs(self.name, follow=False, rank=self.rank)

@@ -49,6 +49,25 @@ def stop_job(
     return deleted, kept
 
 
+def record_phase(client: ClusterClient, name: str, uid: str | None, state_dir: str | Path | None) -> None:
+    """A followed run's phase as the cluster says it now (and when it ended, once final), so its
+    archive's record is true when the reader leaves (`job logs -f` ends with the run)."""
+    from ranktable.cluster.observing import archive_root, job_uid, run_ended
+    from ranktable.observe.archive import record_run
+
+    try:
+        job = client.get_job(name)
+    except RanktableError:
+        return  # gone: its record keeps what was last seen
+    if not uid or job_uid(job) != uid:
+        return
+    phase = str(((job.get("status") or {}).get("state") or {}).get("phase") or "Pending")
+    fields: dict[str, Any] = {"phase": phase}
+    if phase in ENDED_PHASES:
+        fields["ended"] = run_ended(job) or time.time()
+    record_run(archive_root(state_dir), client.namespace, name, uid, **fields)
+
+
 def record_stopped(
     namespace: str, job: dict[str, Any], spec: JobSpec | None, state_dir: str | Path | None
 ) -> None:

@@ -60,7 +60,10 @@ def test_job_commands_and_exit_codes(
     # #27: a followed run is archived as the panel's is (every pod's lines, not only the rank shown)
     assert run(pool, "job", "logs", "demo", "--runs", "--state-dir", followed) == 0
     runs = capsys.readouterr().out.splitlines()
-    assert len(runs) == 2 and runs[1].split()[3] == "3"  # one run, its 3 pods
+    header = runs[0].split()
+    assert len(runs) == 2, runs  # one run
+    row = dict(zip(header, runs[1].split(), strict=True))
+    assert row["Pods"] == "3" and row["Phase"] == "Completed" and row["Ended"] != "-", runs
     uid = runs[1].split()[0]
     assert run(pool, "job", "logs", "demo", "--run", uid, "--state-dir", followed) == 0
     archived = capsys.readouterr().out.splitlines()
