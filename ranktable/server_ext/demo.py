@@ -177,7 +177,9 @@ def _run(args: argparse.Namespace, home: Path, children: list[subprocess.Popen[b
     logs = home / "demo-logs"
     logs.mkdir(exist_ok=True)
     children.append(start_notebook(home / "notebook", logs / "sim-notebook.log"))
-    shared = next(s.instance_path for s in known_shared_storage() if s.label == f"profile {PROFILE}")
+    shared = next((s.instance_path for s in known_shared_storage() if s.label == f"profile {PROFILE}"), None)
+    if shared is None:
+        raise SystemExit(f"the simulated instance registered no shared storage in profile {PROFILE!r}")
     kubeconfig, context = start_pool(home / "sim", args.nodes, args.leaves, args.tenants, shared)
     root = (args.root or home / "workspace").resolve()
     settings = ClusterSettings(kubeconfig=kubeconfig, context=context)

@@ -17,7 +17,7 @@ import yaml
 
 from ranktable.usecases.jobs import ClusterSettings, Jobs, preview_rank_table
 
-EXAMPLE_JOB = "bert-demo.rtjob.yaml"
+EXAMPLE_JOB = "bert.rtjob.yaml"
 LAYOUT_DIR = "layout"
 LAYOUT_NODES = 4
 
@@ -30,6 +30,8 @@ def example_job(shared: str) -> dict[str, Any]:
         "framework": "mindspore",
         "nodes": 2,
         "npus_per_node": 8,
+        "cpu": "180",  # a whole Snt9B, as the platform guide sizes it
+        "memory": "1400Gi",
         "entry": {"script": f"{shared.rstrip('/')}/project/train.py", "args": ["--steps", "30"]},
         # the deliberate bug of project/train.py: rank 5 fails at step 5 (docs/first-hour.md)
         "env": {"DEMO_FAIL_RANK": "5"},

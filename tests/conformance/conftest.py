@@ -38,12 +38,14 @@ def plane(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     name = str(request.param)
     state = tmp_path_factory.mktemp(f"plane-{name}")
     home = tmp_path_factory.mktemp(f"home-{name}")
+    shared = tmp_path_factory.mktemp(f"shared-{name}")  # node-mounted shared storage (SFS Turbo)
+    shared.chmod(0o755)
     argv = [sys.executable, "-m", "ranktable", "sim", "start", "--control-plane", name]
-    argv += ["--state-dir", str(state), "--nodes", "4", "--leaves", "2"]
+    argv += ["--state-dir", str(state), "--nodes", "4", "--leaves", "2", "--shared-storage", str(shared)]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
     assert out.returncode == 0, f"sim start --control-plane {name} failed: {out.stderr}"
     lines = dict(line.split("=", 1) for line in out.stdout.splitlines() if line.startswith("KUBECONFIG="))
-    handle = Plane(name, Path(lines["KUBECONFIG"]), state, home)
+    handle = Plane(name, Path(lines["KUBECONFIG"]), state, home, shared)
     try:
         yield handle
     finally:

@@ -26,6 +26,7 @@ class Plane:
     kubeconfig: Path
     state_dir: Path
     home: Path
+    shared: Path  # a folder every node mounts (`sim start --shared-storage`): pods reach it by hostPath
     _api: Any = field(default=None, repr=False)
 
     @property

@@ -77,7 +77,7 @@ async def test_demo_prints_what_runs_prepares_the_workspace_and_ctrl_c_stops_eve
         assert f"its shared storage {shared}" in printed
 
         workspace = home / "workspace"
-        job = yaml.safe_load((workspace / "bert-demo.rtjob.yaml").read_text())
+        job = yaml.safe_load((workspace / "bert.rtjob.yaml").read_text())
         assert job["entry"]["script"] == f"{shared}/project/train.py"
         assert "DEMO_FAIL_RANK" in (workspace / "project" / "train.py").read_text()
         table = parse_rank_table((workspace / "layout" / "jobstart_hccl.json").read_text(), "table")

@@ -76,6 +76,8 @@ def test_first_hour_through_the_cli(journey: Journey, capsys: pytest.CaptureFixt
     archived = json.loads(
         cli(capsys, "job", "metrics", "bert-demo", "--run", runs[1].split()[0], "--json")[0]
     )
-    assert archived["ranks"] == failed_run["ranks"]  # the first run, read back from its archive
+    # the first run, read back from its archive (its failing pod may have restarted since, adding lines)
+    assert set(archived["ranks"]) == set(failed_run["ranks"])
+    assert min(max(r["step"]) for r in archived["ranks"].values()) < STEPS
     assert all(max(r["step"]) == STEPS for r in fixed_run["ranks"].values())
     assert min(max(r["step"]) for r in failed_run["ranks"].values()) < STEPS  # the failed pod stopped
