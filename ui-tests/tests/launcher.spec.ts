@@ -175,8 +175,13 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
   await expect(runs.locator('option').first()).toHaveText(
     `${second.uid.slice(0, 8)} · current`
   );
+  // the stopped run is listed with its final phase (#24.4), not the "Running" last seen
+  await expect(runs.locator('option').nth(1)).toContainText(
+    `${first.uid.slice(0, 8)} · Stopped ·`
+  );
   await runs.selectOption(first.uid);
   await expect(row).toContainText('(earlier)');
+  await expect(row).toContainText('Stopped');
   await page.screenshot({
     path: test.info().outputPath('launcher-job-dialog.png')
   });
@@ -191,10 +196,10 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
     'This run has ended',
     { timeout: 30000 }
   );
-  // opened after it ended: the header says so rather than a phase it no longer has
+  // opened after it ended: the header says its final phase, not one it no longer has
   await expect(
     old.locator('.jp-Ranktable-jobHeader .jp-Ranktable-phase')
-  ).toHaveText('ended');
+  ).toHaveText('Stopped');
   // its own lines, read from the server's run archive
   await expect(old.locator('.jp-Ranktable-logLine').first()).toContainText(
     'pick-first',
