@@ -51,7 +51,13 @@ export function formSchema(): Schema {
           ...entry,
           properties: {
             ...entry.properties,
-            args: { ...argsField, type: 'string', items: undefined }
+            args: {
+              ...argsField,
+              type: 'string',
+              items: undefined,
+              description:
+                'one line, split as a shell does: --steps 300 is two arguments'
+            }
           }
         }
       }

@@ -13,6 +13,7 @@ import {
   WORKSPACE_PAGE,
   openSidebar,
   shoot,
+  stopAndWait,
   submit,
   testTopology,
   zigzagRankTable
@@ -37,20 +38,6 @@ async function launcherCard(
   });
   await expect(card).toBeVisible();
   return card;
-}
-
-async function stopAndWait(
-  request: APIRequestContext,
-  name: string
-): Promise<void> {
-  await request.delete(`/ranktable/jobs/default/${name}`);
-  await expect
-    .poll(
-      async () =>
-        (await request.get(`/ranktable/jobs/default/${name}`)).status(),
-      { timeout: 60000 }
-    )
-    .toBe(404);
 }
 
 /** The launcher's dialog shows its empty state only when the pool has no job: stop them all first. */

@@ -5,23 +5,18 @@
  * failing in the sidebar, with one notification for the run.
  */
 import { expect, test } from '@jupyterlab/galata';
-import type { APIRequestContext } from '@playwright/test';
 
-import { LOOP, WORKSPACE_PAGE, openSidebar, shoot, submit } from './fixtures';
+import {
+  LOOP,
+  WORKSPACE_PAGE,
+  openSidebar,
+  shoot,
+  stopAndWait,
+  submit
+} from './fixtures';
 
 test.use({ autoGoto: true, ...WORKSPACE_PAGE });
 test.describe.configure({ mode: 'serial' });
-
-async function gone(request: APIRequestContext, name: string): Promise<void> {
-  await request.delete(`/ranktable/jobs/default/${name}`);
-  await expect
-    .poll(
-      async () =>
-        (await request.get(`/ranktable/jobs/default/${name}`)).status(),
-      { timeout: 60000 }
-    )
-    .toBe(404);
-}
 
 test('Stop from the sidebar confirms; the stopped run resubmits from its view; a resubmit over a running run confirms', async ({
   page,
@@ -87,7 +82,7 @@ test('Stop from the sidebar confirms; the stopped run resubmits from its view; a
   expect(jobs.jobs.find((j: { name: string }) => j.name === 'again').uid).toBe(
     secondUid
   );
-  await gone(request, 'again');
+  await stopAndWait(request, 'again');
 });
 
 test('a crash-looping job is marked failing in the sidebar, with one notification for the run', async ({
@@ -116,5 +111,5 @@ test('a crash-looping job is marked failing in the sidebar, with one notificatio
   const seen = await restarts();
   await expect.poll(restarts, { timeout: 120000 }).toBeGreaterThan(seen);
   await expect(toasts).toHaveCount(1);
-  await gone(request, 'crashloop');
+  await stopAndWait(request, 'crashloop');
 });
