@@ -3,7 +3,11 @@
  * commandsAndMenu): index.ts builds the models and documents, then hands them here.
  */
 import { JupyterFrontEnd } from '@jupyterlab/application';
-import { ICommandPalette, InputDialog } from '@jupyterlab/apputils';
+import {
+  ICommandPalette,
+  InputDialog,
+  Notification
+} from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { FileDialog, IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
@@ -12,6 +16,7 @@ import { SidePanel } from '@jupyterlab/ui-components';
 import { AccordionPanel } from '@lumino/widgets';
 
 import { RanktableModel } from './connections/model';
+import { confirmResubmit, confirmStop } from './jobs/confirm';
 import { IRunRef, JobsModel } from './jobs/model';
 import { RunPickerModel } from './jobs/runpicker';
 import { pickRun } from './jobs/runpickerview';
@@ -135,8 +140,11 @@ function addJobCommands(ctx: ICommandContext): void {
     label: trans.__('Stop job'),
     execute: async () => {
       const run = rowRun(app);
-      if (run) {
-        await jobs.stop(run);
+      if (run && (await confirmStop(trans, run))) {
+        const stopped = await jobs.stop(run);
+        if (stopped.logs) {
+          Notification.info(stopped.logs, { autoClose: 8000 });
+        }
       }
     }
   });
@@ -144,7 +152,8 @@ function addJobCommands(ctx: ICommandContext): void {
     label: trans.__('Resubmit job (new run)'),
     execute: async () => {
       const run = rowRun(app);
-      if (run) {
+      const current = run ? jobs.find(run.namespace, run.name) : undefined;
+      if (run && (await confirmResubmit(trans, run, current))) {
         openRun(await jobs.resubmit(run));
       }
     }

@@ -24,7 +24,7 @@ import { StreamClient } from './api/stream';
 import { CommandIDs, ICommandContext, addCommandsAndMenus } from './commands';
 import { RanktableModel } from './connections/model';
 import { JobsModel } from './jobs/model';
-import { notifyPhaseChanges } from './jobs/notify';
+import { notifyFailing, notifyPhaseChanges } from './jobs/notify';
 import { insightsOpener, notifyFinishedJobs } from './jobview/insights';
 import { IObserveSettings, putObserveSettings } from './jobview/observe';
 import { trackJobViews } from './jobview/tracker';
@@ -134,6 +134,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     }
 
     notifyPhaseChanges(jobs, trans, openRun, () => settings.notify);
+    notifyFailing(jobs, trans, openRun, () => settings.notify);
     // metrics + diagnosis document, finish/failure notification
     notifyFinishedJobs(jobs, trans, ref => {
       void app.commands.execute(CommandIDs.openInsights, ref);

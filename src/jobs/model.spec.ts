@@ -163,7 +163,69 @@ describe('LogsModel', () => {
   });
 });
 
+describe('JobsModel health and resubmit', () => {
+  it('announces a failing run once, however often its row changes, and each new run again', () => {
+    const stream = new FakeStream();
+    const jobs = new JobsModel(stream as any);
+    const announced: string[] = [];
+    jobs.failingChanged.connect((_, job) => announced.push(job.uid!));
+    jobs.watch();
+    const sub = stream.last();
+    const crash = (uid: string, restarts: number) => ({
+      ...row('crash', 'Running'),
+      uid,
+      health: { restarts, failing: 'CrashLoopBackOff, exit code 3' }
+    });
+    sub.handlers.onData({ event: 'snapshot', jobs: [row('crash', 'Running')] });
+    sub.handlers.onData({ event: 'snapshot', jobs: [crash('u1', 1)] });
+    sub.handlers.onData({ event: 'snapshot', jobs: [crash('u1', 2)] });
+    sub.handlers.onData({ event: 'upsert', job: crash('u1', 3) });
+    expect(announced).toEqual(['u1']);
+    sub.handlers.onData({ event: 'snapshot', jobs: [crash('u2', 1)] });
+    expect(announced).toEqual(['u1', 'u2']);
+    jobs.dispose();
+  });
+
+  it('resubmits the run it is given, by uid', async () => {
+    const jobs = new JobsModel(new FakeStream() as any);
+    (postJSON as jest.Mock).mockResolvedValueOnce({
+      namespace: 'default',
+      name: 'bert',
+      uid: 'u2'
+    });
+    (requestAPI as jest.Mock).mockResolvedValueOnce({ jobs: [] });
+    const next = await jobs.resubmit({
+      namespace: 'default',
+      name: 'bert',
+      uid: 'u1'
+    });
+    expect(postJSON).toHaveBeenLastCalledWith(
+      'jobs/default/bert/resubmit?run=u1',
+      {}
+    );
+    expect(next.uid).toBe('u2');
+    jobs.dispose();
+  });
+});
+
 describe('RunModel', () => {
+  it('an ended run reads its record: the view shows its final phase', async () => {
+    const run = new RunModel({ namespace: 'default', name: 'bert', uid: 'u1' });
+    (requestChanged as jest.Mock).mockReset();
+    (requestChanged as jest.Mock).mockRejectedValueOnce({ status: 404 });
+    (requestAPI as jest.Mock).mockResolvedValueOnce({
+      runs: [
+        { uid: 'u0', phase: 'Completed' },
+        { uid: 'u1', phase: 'Stopped', ended: 1 }
+      ]
+    });
+    await run.refresh();
+    expect(run.ended).toBe('the job was stopped or deleted');
+    expect(requestAPI).toHaveBeenLastCalledWith('jobs/default/bert/runs');
+    expect(run.record?.phase).toBe('Stopped');
+    run.dispose();
+  });
+
   it('sends back the ETag of its description and keeps it while the server answers unchanged', async () => {
     const run = new RunModel({ namespace: 'default', name: 'bert', uid: 'u1' });
     const description = {

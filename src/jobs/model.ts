@@ -56,6 +56,18 @@ export function healthIssue(job: IJobRow): string {
   return Array.from(new Set(parts)).join(', ');
 }
 
+/** Why the run is failing (CrashLoopBackOff, OOMKilled, exit code N), or '' (the server's `health.failing`). */
+export function failing(job: IJobRow): string {
+  return job.health?.failing ?? '';
+}
+
+const ENDED = ['Completed', 'Failed', 'Aborted', 'Terminated'];
+
+/** Whether a job of this name is running now, so a resubmit would stop it first. */
+export function isLive(job: IJobRow | undefined): job is IJobRow {
+  return !!job && !ENDED.includes(job.phase);
+}
+
 /** Pods ready of the pods the job asks for (`2/4`), from pod health when the server sent it. */
 export function podsReady(job: IJobRow): string {
   const h: IJobHealth | undefined = job.health;
@@ -94,6 +106,9 @@ export class JobsModel extends Model {
   private _phaseChanged = new Signal<this, { job: IJobRow; previous: string }>(
     this
   );
+  private _failing = new Signal<this, IJobRow>(this);
+  /** Runs (uid) already announced as failing: once per run, however often its row changes. */
+  private _failingSeen = new Set<string>();
   private _delay = RETRY_MIN_MS;
   private _first = true;
 
@@ -104,6 +119,11 @@ export class JobsModel extends Model {
   /** A job moved to another phase (not emitted for the first snapshot). */
   get phaseChanged(): ISignal<this, { job: IJobRow; previous: string }> {
     return this._phaseChanged;
+  }
+
+  /** A run started failing (CrashLoopBackOff, OOMKilled, a failed exit): once per run. */
+  get failingChanged(): ISignal<this, IJobRow> {
+    return this._failing;
   }
 
   /** The current run of a job name, if it still exists. */
@@ -182,11 +202,12 @@ export class JobsModel extends Model {
     return result;
   }
 
-  /** Stop and submit again; the answer names the new run. */
-  async resubmit(job: { namespace: string; name: string }): Promise<IRunRef> {
-    const run = await postJSON<IRunRef>(`${jobPath(job)}/resubmit`, {});
+  /** Submit `run`'s spec again (a job of its name still on the pool is stopped first); the new run. */
+  async resubmit(run: IRunRef): Promise<IRunRef> {
+    const q = run.uid ? `?run=${encodeURIComponent(run.uid)}` : '';
+    const next = await postJSON<IRunRef>(`${jobPath(run)}/resubmit${q}`, {});
     await this.refresh();
-    return run;
+    return next;
   }
 
   async submit(spec: Record<string, unknown>): Promise<IRunRef> {
@@ -212,6 +233,10 @@ export class JobsModel extends Model {
           seen.push({ phase: job.phase, at: now });
           this.history.set(job.uid, seen);
         }
+      }
+      if (job.uid && failing(job) && !this._failingSeen.has(job.uid)) {
+        this._failingSeen.add(job.uid);
+        this._failing.emit(job);
       }
       const prev = before.get(jobKey(job));
       if (!this._first && prev && prev.phase !== job.phase) {

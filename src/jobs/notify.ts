@@ -1,7 +1,7 @@
 import { Notification } from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { IRunRef, JobsModel } from './model';
+import { IJobRow, IRunRef, JobsModel, failing } from './model';
 
 const TERMINAL = ['Completed', 'Failed', 'Aborted', 'Terminated'];
 
@@ -47,5 +47,29 @@ export function notifyPhaseChanges(
           : []
       }
     );
+  });
+}
+
+/** The notification of a failing run (a crash loop hides behind "Running"): once per run. */
+export function failingText(trans: TranslationBundle, job: IJobRow): string {
+  return trans.__('Job %1 is failing: %2', job.name, failing(job));
+}
+
+/** One error notification when a run starts failing (`JobsModel.failingChanged` fires once per run). */
+export function notifyFailing(
+  jobs: JobsModel,
+  trans: TranslationBundle,
+  openRun: (run: IRunRef) => void,
+  enabled: () => boolean
+): void {
+  jobs.failingChanged.connect((_, job) => {
+    if (!enabled() || !job.uid) {
+      return;
+    }
+    const run = { namespace: job.namespace, name: job.name, uid: job.uid };
+    Notification.emit(failingText(trans, job), 'error', {
+      autoClose: false,
+      actions: [{ label: trans.__('Open'), callback: () => openRun(run) }]
+    });
   });
 }

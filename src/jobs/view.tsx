@@ -7,6 +7,7 @@ import {
   IRunRef,
   JobsModel,
   ageSeconds,
+  failing,
   healthIssue,
   jobKey,
   podsReady
@@ -61,6 +62,9 @@ function JobRow(props: {
 }): JSX.Element {
   const { job, trans } = props;
   const issue = healthIssue(job);
+  const why = failing(job);
+  // a crash loop's pods are Running and ready between restarts: the row says Failing, with why
+  const phase = why && job.phase === 'Running' ? 'Failing' : job.phase;
   const ready = podsReady(job);
   const age = formatSeconds(ageSeconds(job));
   const open = () =>
@@ -73,11 +77,12 @@ function JobRow(props: {
       data-namespace={job.namespace}
       data-uid={job.uid ?? ''}
       data-phase={job.phase}
+      data-failing={why || undefined}
       title={trans.__(
         '%1/%2 · %3 · pods ready %4 · rank table %5 · age %6%7',
         job.namespace,
         job.name,
-        job.phase,
+        why ? trans.__('%1, failing: %2', job.phase, why) : job.phase,
         ready,
         String(job.rank_table ?? '–'),
         age,
@@ -100,10 +105,13 @@ function JobRow(props: {
         {issue ? '!' : ''}
       </span>
       <span className="jp-Ranktable-jobName">{job.name}</span>
-      <span className={`jp-Ranktable-phase jp-Ranktable-phase-${job.phase}`}>
-        {job.phase}
+      <span className={`jp-Ranktable-phase jp-Ranktable-phase-${phase}`}>
+        {phase}
       </span>
-      <span className="jp-Ranktable-ready" aria-label={trans.__('pods ready')}>
+      <span
+        className={'jp-Ranktable-ready' + (why ? ' jp-mod-bad' : '')}
+        aria-label={trans.__('pods ready')}
+      >
         {ready}
       </span>
     </li>

@@ -9,6 +9,9 @@ export type IDescription = components['schemas']['Describe'];
 export type IPodRow = IDescription['pods'][number];
 export type IEventRow = IDescription['events'][number];
 
+/** An archived run's record (`GET .../runs`): its final phase once it ended. */
+export type IRunRecord = components['schemas']['Run'];
+
 export const DESCRIBE_EVERY_MS = 2000;
 
 /**
@@ -22,6 +25,8 @@ export class RunModel extends Model {
   layoutError = '';
   /** Set once the cluster's job of this name is no longer this run. */
   ended = '';
+  /** The ended run's record (final phase, when it ended), read once it ended. */
+  record: IRunRecord | null = null;
   /** The description's version (ETag): the server answers 304 while it still holds. */
   private _etag = '';
 
@@ -62,6 +67,7 @@ export class RunModel extends Model {
       this._etag = got.etag;
       if (d.job.uid && this.run.uid && d.job.uid !== this.run.uid) {
         this.ended = 'a newer run of this job replaced it';
+        await this._loadRecord();
       } else {
         this.description = d;
         this.error = '';
@@ -70,11 +76,24 @@ export class RunModel extends Model {
       const err = e as { status?: number; message?: string };
       if (err.status === 404) {
         this.ended = 'the job was stopped or deleted';
+        await this._loadRecord();
       } else {
         this.error = err.message ?? String(e);
       }
     }
     this.emit();
+  }
+
+  /** The run's record from the archive (written by the stop): its final phase. */
+  private async _loadRecord(): Promise<void> {
+    try {
+      const { runs } = await requestAPI<{ runs: IRunRecord[] }>(
+        `${jobPath(this.run)}/runs`
+      );
+      this.record = runs.find(r => r.uid === this.run.uid) ?? null;
+    } catch {
+      this.record = null; // the view still says "ended"
+    }
   }
 
   async loadLayout(topologyPath = ''): Promise<void> {

@@ -1,10 +1,5 @@
 import * as React from 'react';
-import {
-  Dialog,
-  MainAreaWidget,
-  Notification,
-  showDialog
-} from '@jupyterlab/apputils';
+import { MainAreaWidget, Notification } from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget } from '@jupyterlab/ui-components';
 
@@ -19,8 +14,10 @@ import {
   JobsModel,
   ageSeconds,
   healthIssue,
+  isLive,
   podsReady
 } from '../jobs/model';
+import { confirmResubmit, confirmStop } from '../jobs/confirm';
 import { LogsModel } from '../logs/model';
 import { IPodRow, RunModel } from './model';
 import { StreamClient } from '../api/stream';
@@ -231,26 +228,21 @@ function JobViewBody(props: {
     }),
     [run]
   );
-  // an ended run's last description still says what the job was doing: once it ended, say so
+  // an ended run's last description still says what the job was doing: once it ended, its record's
+  // final phase (Stopped, Completed...) says what became of it
   const phase =
-    row?.phase ?? (run.ended ? 'ended' : (run.description?.job.phase ?? '…'));
+    row?.phase ??
+    (run.ended
+      ? (run.record?.phase ?? 'ended')
+      : (run.description?.job.phase ?? '…'));
   const act = async (what: 'stop' | 'resubmit') => {
     setError('');
-    if (what === 'stop') {
-      const answer = await showDialog({
-        title: trans.__('Stop job'),
-        body: trans.__(
-          'Stop %1? Its logs are archived first, then its pods and rank-table ConfigMap are deleted.',
-          run.run.name
-        ),
-        buttons: [
-          Dialog.cancelButton(),
-          Dialog.warnButton({ label: trans.__('Stop') })
-        ]
-      });
-      if (!answer.button.accept) {
-        return;
-      }
+    const go =
+      what === 'stop'
+        ? await confirmStop(trans, run.run)
+        : await confirmResubmit(trans, run.run, current);
+    if (!go) {
+      return;
     }
     setBusy(true);
     try {
@@ -302,7 +294,15 @@ function JobViewBody(props: {
         <button
           className="jp-mod-styled"
           onClick={() => void act('resubmit')}
-          disabled={busy || !!run.ended}
+          disabled={busy}
+          title={
+            isLive(current)
+              ? trans.__(
+                  'Stop the running run %1, then submit this run’s spec as a new run',
+                  (current.uid ?? '').slice(0, 8)
+                )
+              : trans.__('Submit this run’s spec again as a new run')
+          }
         >
           {trans.__('Resubmit')}
         </button>
@@ -310,6 +310,11 @@ function JobViewBody(props: {
           className="jp-mod-styled jp-mod-warn"
           onClick={() => void act('stop')}
           disabled={busy || !!run.ended}
+          title={
+            run.ended
+              ? trans.__('This run has ended: there is nothing to stop')
+              : trans.__('Archive this run’s logs, then delete its job')
+          }
         >
           {trans.__('Stop')}
         </button>

@@ -7,6 +7,7 @@ import { ITemplateParam, substitute, templateParams } from './template';
 import {
   JobSpecJSON,
   compactSpec,
+  entryArgv,
   parseSpecText,
   specToText
 } from './specfile';
@@ -37,6 +38,8 @@ export class ComposeModel extends Model {
   parseError = '';
   issues: IIssue[] = [];
   yaml = '';
+  /** The entry point's argv as the server split it (script first); null without an entry point. */
+  argv: string[] | null = null;
   checking = false;
   submitTried = false;
   params: ITemplateParam[] = [];
@@ -123,6 +126,7 @@ export class ComposeModel extends Model {
       if (mine === this._seq) {
         this.issues = answer.issues;
         this.yaml = answer.yaml;
+        this.argv = entryArgv(answer.spec);
       }
     } catch (e) {
       if (mine === this._seq) {

@@ -1,7 +1,11 @@
 import jobSpecSchema from './jobspec.schema.json';
+import argvCases from './argv_cases.json';
 import {
   compactSpec,
+  entryArgv,
   formSchema,
+  formSpec,
+  shellLine,
   newSpecText,
   parseSpecText,
   schemaFields,
@@ -76,5 +80,43 @@ describe('job spec files', () => {
     );
     const fresh = parseSpecText(newSpecText());
     expect('spec' in fresh && validateSpec(fresh.spec)).toEqual([]);
+  });
+});
+
+/** The argv <-> line table the core's splitter is checked on too (tests/core/test_argv.py). */
+const ROUND_TRIP: { cases: { argv: string[]; line: string }[] } = argvCases;
+
+describe('arguments are argv (#24.5)', () => {
+  it('the form shows one Arguments line, which the server splits as a shell does', () => {
+    const args = formSchema().definitions.EntryPoint.properties.args;
+    expect(args.type).toBe('string');
+    expect(args.title).toBe('Arguments');
+    expect(
+      validateSpec({
+        name: 'j',
+        image: 'i',
+        entry: { script: 'train.py', args: '--steps 300' }
+      })
+    ).toEqual([]);
+  });
+
+  it.each(ROUND_TRIP.cases)(
+    'a list of arguments is shown as the line $line',
+    c => {
+      expect(shellLine(c.argv)).toBe(c.line);
+    }
+  );
+
+  it('a spec file with a list shows it as a line; the server’s argv is the preview', () => {
+    const spec = {
+      name: 'j',
+      entry: { script: 't.py', args: ['--tag', 'a b'] }
+    };
+    expect(formSpec(spec)).toEqual({
+      name: 'j',
+      entry: { script: 't.py', args: "--tag 'a b'" }
+    });
+    expect(entryArgv(spec)).toEqual(['t.py', '--tag', 'a b']);
+    expect(entryArgv({ name: 'j', command: ['x'] })).toBeNull();
   });
 });

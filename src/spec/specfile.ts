@@ -41,17 +41,73 @@ export function formSchema(): Schema {
     delete p['x-cli'];
     properties[name] = p;
   }
+  // Arguments are one line, split by the server as a shell does (`--steps 300` is two arguments)
+  const entry = defs.EntryPoint;
+  const argsField = entry?.properties?.args;
+  const formDefs: Schema = entry
+    ? {
+        ...defs,
+        EntryPoint: {
+          ...entry,
+          properties: {
+            ...entry.properties,
+            args: {
+              ...argsField,
+              type: 'string',
+              items: undefined,
+              description:
+                'one line, split as a shell does: --steps 300 is two arguments'
+            }
+          }
+        }
+      }
+    : defs;
   const out: Schema = {
     type: 'object',
     title: src.title,
     required: src.required,
     properties,
-    $defs: defs,
-    definitions: defs
+    $defs: formDefs,
+    definitions: formDefs
   };
   return JSON.parse(
     JSON.stringify(out).replace(/#\/\$defs\//g, '#/definitions/')
   );
+}
+
+const SHELL_SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;
+
+/** One word as a shell reads it back unchanged (Python's `shlex.quote`). */
+export function shellQuote(word: string): string {
+  if (word === '') {
+    return "''";
+  }
+  return SHELL_SAFE.test(word) ? word : `'${word.replace(/'/g, `'"'"'`)}'`;
+}
+
+/** argv as the one line the form shows (Python's `shlex.join`; the server splits it back). */
+export function shellLine(argv: string[]): string {
+  return argv.map(shellQuote).join(' ');
+}
+
+/** The spec as the form shows it: a list of arguments as its one line. */
+export function formSpec(spec: JobSpecJSON): JobSpecJSON {
+  const entry = spec.entry as { args?: unknown } | null | undefined;
+  if (entry && Array.isArray(entry.args)) {
+    return { ...spec, entry: { ...entry, args: shellLine(entry.args) } };
+  }
+  return spec;
+}
+
+/** The arguments the job's script gets, as the server split them (its normalised spec). */
+export function entryArgv(
+  spec: JobSpecJSON | null | undefined
+): string[] | null {
+  const entry = spec?.entry as { script?: string; args?: unknown } | null;
+  if (!entry?.script || !Array.isArray(entry.args)) {
+    return null;
+  }
+  return [entry.script, ...entry.args.map(String)];
 }
 
 /** Every field the schema declares (what each surface must offer). */
@@ -156,7 +212,10 @@ export interface ISpecError {
  */
 export function validateSpec(spec: JobSpecJSON): ISpecError[] {
   const schema = formSchema();
-  const { errors } = validatorAjv8.validateFormData(spec, schema as any);
+  const { errors } = validatorAjv8.validateFormData(
+    formSpec(spec),
+    schema as any
+  );
   const out: ISpecError[] = [];
   for (const e of errors) {
     const path = (e.property ?? '').replace(/^\./, '');

@@ -17,6 +17,7 @@ import { ITemplateParam, templateParams } from './template';
 import {
   SPEC_FILE_EXTENSION,
   formSchema,
+  formSpec,
   validateSpec,
   parseSpecText,
   specToText
@@ -170,7 +171,7 @@ function SpecForm(props: {
           ) : (
             <FormComponent
               schema={formSchema() as any}
-              formData={compose.spec as any}
+              formData={formSpec(compose.spec) as any}
               validator={validatorAjv8 as any}
               showErrorList={false}
               noHtml5Validate
@@ -212,6 +213,18 @@ function SpecForm(props: {
               ))}
             </ul>
           </section>
+          {compose.argv && (
+            <section aria-label={trans.__('Arguments (argv)')}>
+              <h3>{trans.__('Arguments (argv)')}</h3>
+              <ol className="jp-Ranktable-argv">
+                {compose.argv.map((word, n) => (
+                  <li key={n}>
+                    <code>{word === '' ? "''" : word}</code>
+                  </li>
+                ))}
+              </ol>
+            </section>
+          )}
           <section aria-label={trans.__('Manifest')}>
             <h3>{trans.__('Manifest (YAML)')}</h3>
             <pre className="jp-Ranktable-yaml">{compose.yaml || '–'}</pre>

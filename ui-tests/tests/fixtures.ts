@@ -67,6 +67,21 @@ export async function submit(
   return response.json();
 }
 
+/** Stop a job through the REST API and wait until it is gone (404). */
+export async function stopAndWait(
+  request: APIRequestContext,
+  name: string
+): Promise<void> {
+  await request.delete(`/ranktable/jobs/default/${name}`);
+  await expect
+    .poll(
+      async () =>
+        (await request.get(`/ranktable/jobs/default/${name}`)).status(),
+      { timeout: 60000 }
+    )
+    .toBe(404);
+}
+
 /** The test pool's topology file (tests/data/topology/topology.yaml): 2 leaves of 3 servers. */
 export function testTopology(): string {
   return fs.readFileSync(

@@ -13,6 +13,7 @@ import {
   WORKSPACE_PAGE,
   openSidebar,
   shoot,
+  stopAndWait,
   submit,
   testTopology,
   zigzagRankTable
@@ -37,20 +38,6 @@ async function launcherCard(
   });
   await expect(card).toBeVisible();
   return card;
-}
-
-async function stopAndWait(
-  request: APIRequestContext,
-  name: string
-): Promise<void> {
-  await request.delete(`/ranktable/jobs/default/${name}`);
-  await expect
-    .poll(
-      async () =>
-        (await request.get(`/ranktable/jobs/default/${name}`)).status(),
-      { timeout: 60000 }
-    )
-    .toBe(404);
 }
 
 /** The launcher's dialog shows its empty state only when the pool has no job: stop them all first. */
@@ -175,8 +162,13 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
   await expect(runs.locator('option').first()).toHaveText(
     `${second.uid.slice(0, 8)} · current`
   );
+  // the stopped run is listed with its final phase (#24.4), not the "Running" last seen
+  await expect(runs.locator('option').nth(1)).toContainText(
+    `${first.uid.slice(0, 8)} · Stopped ·`
+  );
   await runs.selectOption(first.uid);
   await expect(row).toContainText('(earlier)');
+  await expect(row).toContainText('Stopped');
   await page.screenshot({
     path: test.info().outputPath('launcher-job-dialog.png')
   });
@@ -191,10 +183,10 @@ test('launcher → Job view: pick a job, or an earlier run of the same name, and
     'This run has ended',
     { timeout: 30000 }
   );
-  // opened after it ended: the header says so rather than a phase it no longer has
+  // opened after it ended: the header says its final phase, not one it no longer has
   await expect(
     old.locator('.jp-Ranktable-jobHeader .jp-Ranktable-phase')
-  ).toHaveText('ended');
+  ).toHaveText('Stopped');
   // its own lines, read from the server's run archive
   await expect(old.locator('.jp-Ranktable-logLine').first()).toContainText(
     'pick-first',

@@ -367,7 +367,10 @@ test('Stop in the Job view archives the run, says how many lines it kept, and th
     timeout: 60000
   });
   const header = view.locator('.jp-Ranktable-jobHeader');
-  await expect(header).toContainText('ended', { timeout: 1000 });
+  // the run's record says what became of it (#24.4): not the last phase seen, not "Running"
+  await expect(header.locator('.jp-Ranktable-phase')).toHaveText('Stopped', {
+    timeout: 5000
+  });
   await expect(header).not.toContainText('Running');
   await expect(
     view.getByRole('button', { name: 'Stop', exact: true })
