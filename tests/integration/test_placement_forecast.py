@@ -41,6 +41,7 @@ def test_preview_predicts_the_spread_over_leaves_and_the_layout_shows_both(
     # the first nodes by name would be 0 leaf changes; the pool's scheduler alternates the leaves
     assert case["crossings_per_tier"][0] == 4 and case["speedup"] > 1.2, case
     assert preview["warnings"][0].startswith(f"preview: expected on {', '.join(case['nodes'])}")
+    assert placement["summary"] == preview["warnings"][0]  # the panel shows it once, above the figures
     jobs.submit(spec)  # type: ignore[arg-type]
     actual = eventually(lambda: _bound(jobs, "fore", 4), timeout=60)
     assert actual == case["nodes"]
