@@ -11,11 +11,7 @@ import { ReactWidget } from '@jupyterlab/ui-components';
 import { ErrorLine, errorText, formatSeconds } from '../ui/common';
 import { DiagnosisPanel } from './diagnosis';
 import { JobInsights } from './insights';
-import {
-  LayoutFigure,
-  LayoutFigures,
-  PlacementLine
-} from '../layout/figure';
+import { LayoutFigure, LayoutFigures, PlacementLine } from '../layout/figure';
 import { LogView } from '../logs/view';
 import { ranktableIcon } from '../ui/icon';
 import {
