@@ -244,7 +244,7 @@ def preview_layouts(
             f"{describe_case(worst)}; the picture shows the worst case"
         )
     shown["warnings"] = [line, *notes, *shown["warnings"]]
-    shown["placement"] = {**forecast.to_json(), "cases": summaries}
+    shown["placement"] = {**forecast.to_json(), "cases": summaries, "summary": line}
     return shown
 
 

@@ -99,7 +99,8 @@ export function describeTarget(el: Element | null): string {
 }
 
 /** Given-vs-planned key figures of a layout report. */
-/** A running job's placement beside the preview's forecast, in one line (nothing without one). */
+/** The placement in one line, above the figures (nothing without one): where the scheduler is expected
+ * to place a job (the preview), or a running job's placement beside that forecast. */
 export function PlacementLine(props: {
   result: ILayoutResult;
 }): JSX.Element | null {
@@ -345,11 +346,13 @@ export function LayoutFigure(props: {
           </div>
         )}
       </div>
-      {(result.warnings ?? []).map((w, i) => (
-        <div key={i} className="jp-Ranktable-fieldWarning">
-          {w}
-        </div>
-      ))}
+      {(result.warnings ?? [])
+        .filter(w => w !== result.placement?.summary) // shown above, by PlacementLine
+        .map((w, i) => (
+          <div key={i} className="jp-Ranktable-fieldWarning">
+            {w}
+          </div>
+        ))}
     </div>
   );
 }

@@ -9,7 +9,12 @@ import { FormComponent, ReactWidget } from '@jupyterlab/ui-components';
 import validatorAjv8 from '@rjsf/validator-ajv8';
 
 import { ErrorLine, errorText } from '../ui/common';
-import { ILayoutResult, LayoutFigure, LayoutFigures } from '../layout/figure';
+import {
+  ILayoutResult,
+  LayoutFigure,
+  LayoutFigures,
+  PlacementLine
+} from '../layout/figure';
 import { ranktableIcon } from '../ui/icon';
 import { IRunRef, JobsModel } from '../jobs/model';
 import { ComposeModel } from './model';
@@ -241,6 +246,7 @@ function SpecForm(props: {
             )}
             {layout && (
               <>
+                <PlacementLine result={layout} />
                 <LayoutFigures result={layout} trans={trans} />
                 <LayoutFigure result={layout} trans={trans} />
               </>

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from ranktable.cluster.observing import pod_index_of
 from ranktable.usecases.jobs import ClusterSettings, Jobs
@@ -41,6 +42,7 @@ def test_preview_predicts_the_spread_over_leaves_and_the_layout_shows_both(
     # the first nodes by name would be 0 leaf changes; the pool's scheduler alternates the leaves
     assert case["crossings_per_tier"][0] == 4 and case["speedup"] > 1.2, case
     assert preview["warnings"][0].startswith(f"preview: expected on {', '.join(case['nodes'])}")
+    assert placement["summary"] == preview["warnings"][0]  # the panel shows it once, above the figures
     jobs.submit(spec)  # type: ignore[arg-type]
     actual = eventually(lambda: _bound(jobs, "fore", 4), timeout=60)
     assert actual == case["nodes"]
@@ -82,3 +84,48 @@ def test_partition_policy_places_every_partition_in_its_own_leaf(
         leaf = core.read_node(pod.spec.node_name).metadata.labels["topology.ranktable.io/leaf"]
         leaves.setdefault(pod.metadata.labels["volcano.sh/partition-id"], set()).add(leaf)
     assert sorted(leaves) == ["0", "1"] and all(len(v) == 1 for v in leaves.values()), leaves
+
+
+TWO_SPINES = """\
+SwitchName=leaf0 Nodes=node[0-1]
+SwitchName=leaf1 Nodes=node[2-3]
+SwitchName=leaf2 Nodes=node[4-5]
+SwitchName=leaf3 Nodes=node[6-7]
+SwitchName=spine0 Switches=leaf[0-1]
+SwitchName=spine1 Switches=leaf[2-3]
+"""
+
+
+def test_partitions_stay_inside_the_jobs_own_network_topology(
+    sim_pool_factory: Callable[..., SimPoolHandle], tmp_path: Path
+) -> None:
+    """3 partitions of 2, each in a leaf, the job in one spine (4 nodes): the gang can never fit, so
+    nothing binds (partitions spread over two spines broke the job's own networkTopology)."""
+    from kubernetes import client
+
+    from tests.integration.sim_helpers import volcano_job
+
+    conf = tmp_path / "topology.conf"
+    conf.write_text(TWO_SPINES)
+    pool = sim_pool_factory(topology=conf)
+    job = volcano_job("spines", 6, ["sleep", "60"], npus=8)
+    job["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 2}
+    job["spec"]["tasks"][0]["partitionPolicy"] = {
+        "totalPartitions": 3,
+        "partitionSize": 2,
+        "minPartitions": 3,
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+    }
+    api = pool.api_client()
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "batch.volcano.sh", "v1alpha1", "default", "jobs", job
+    )
+    core = client.CoreV1Api(api)
+
+    def unschedulable() -> list[client.CoreV1Event] | None:
+        events = core.list_namespaced_event("default", field_selector="reason=FailedScheduling").items
+        return [e for e in events if e.involved_object.name.startswith("spines-")] or None
+
+    eventually(unschedulable, timeout=30)
+    pods = core.list_namespaced_pod("default", label_selector="volcano.sh/job-name=spines").items
+    assert len(pods) == 6 and not [p.spec.node_name for p in pods if p.spec.node_name]

@@ -217,14 +217,13 @@ test('a job spec file: the form and the text editor agree on the file', async ({
     timeout: 30000
   });
   await shoot(page, 'spec-editor');
-  // the preview's first line says where the pool's scheduler is expected to place the job
+  // the preview says first, once, where the pool's scheduler is expected to place the job
   await form.getByRole('button', { name: 'Preview layout' }).click();
-  await expect(
-    form.locator('.jp-Ranktable-fieldWarning').first()
-  ).toContainText(
+  await expect(form.locator('.jp-Ranktable-placement')).toContainText(
     /^preview: expected on \S+, \S+ \(the simulated pool's scheduler spreads/,
     { timeout: 60000 }
   );
+  await expect(form.getByText(/^preview: expected on/)).toHaveCount(1);
   await page.keyboard.press('Control+s');
 
   // the same file as text: the form's change is there; a text edit shows up in the form

@@ -213,11 +213,12 @@ class Scheduler:
         return domains, why
 
     def _partitions(
-        self, pg: Obj, pending: list[Obj], bound: list[Obj]
+        self, pg: Obj, pending: list[Obj], bound: list[Obj], job_domain: frozenset[str] | None
     ) -> tuple[list[tuple[Obj, str, list[int]]], Counter[str] | None] | None:
         """Volcano's subGroupPolicy (a task's partitionPolicy): each partition (the pods sharing the
         policy's matchLabelKeys values) is placed on its own, inside its own HyperNode when the policy has
-        a networkTopology. None when the PodGroup has no such policy."""
+        a networkTopology, and all of them inside `job_domain` (the job's own networkTopology). None when
+        the PodGroup has no such policy."""
         policies = [p for p in (pg.get("spec") or {}).get("subGroupPolicy") or [] if p.get("networkTopology")]
         if not policies:
             return None
@@ -239,7 +240,10 @@ class Scheduler:
             topology = policies[group_key[0]]["networkTopology"] if group_key[0] >= 0 else {}
             mine = [p for p in bound if key(p) == group_key]
             domains, _ = self._topology_domains(topology, mine)
-            for allowed in domains:
+            for domain in domains:
+                allowed = (
+                    domain if job_domain is None else (job_domain if domain is None else domain & job_domain)
+                )
                 trial = copy.deepcopy(nodes)
                 spread: Counter[str] = Counter()
                 placed = []
@@ -259,7 +263,11 @@ class Scheduler:
         domains, topology_reason = self._domains(pg, bound)
         plan: list[tuple[Obj, str, list[int]]] = []
         failure: Counter[str] | None = None
-        partitioned = self._partitions(pg, pending, bound)
+        partitioned = None
+        for job_domain in domains:  # a job's networkTopology holds all its partitions together
+            partitioned = self._partitions(pg, pending, bound, job_domain)
+            if partitioned is None or len(bound) + len(partitioned[0]) >= min_member:
+                break
         if partitioned is not None:
             plan, failure = partitioned
             domains = []
