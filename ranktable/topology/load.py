@@ -13,6 +13,7 @@ from typing import Any
 from ranktable.errors import InputError
 from ranktable.limits import MAX_FILE_BYTES, decode_utf8, read_bytes
 from ranktable.topology._fields import parse_document, parse_documents, single_document
+from ranktable.topology.bandwidth import give_tier_bandwidths
 from ranktable.topology.model import YAML_KIND, Topology
 from ranktable.topology.tor_file import GZIP_MAGIC
 
@@ -121,12 +122,15 @@ def load_topology(
     nodes: str | os.PathLike[str] | None = None,
     *,
     label_keys: Sequence[str] | None = None,
+    tier_bandwidth: list[tuple[int, float | None, float | None]] | None = None,
 ) -> Topology:
     """Read a topology file of any supported format (detected from content when ``fmt`` is None).
 
     ``nodes`` is a NodeList file (``kubectl get nodes -o json``): it resolves HyperNode members, and
     for every format it adds node names and addresses as aliases of the servers they name.
     ``label_keys`` (tier 1 first) are the node labels naming each tier's switch for the labels format.
+    Every tier gets uplink figures (`ranktable.topology.bandwidth`): ``tier_bandwidth`` (the
+    ``--tier-bandwidth`` settings), else the file's, else the documented default, said in the warnings.
     """
     source = os.fspath(path)
     if fmt is not None and fmt not in FORMATS:
@@ -159,6 +163,7 @@ def load_topology(
     if node_list is not None and fmt != "hypernode":
         add_node_aliases(topology, node_list, nodes_source)
         topology.validate()
+    give_tier_bandwidths(topology, tier_bandwidth)
     return topology
 
 
