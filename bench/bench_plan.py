@@ -1,6 +1,13 @@
 """End-to-end `ranktable plan` for 8,192 servers x 8 NPUs (65,536 ranks) under 256 leaves and 16 spines.
 
-Target (issue 13): `ranktable plan`, parse included, in under 2x the time of a plain `json.load` of the
+Target (issue 28): `ranktable plan --ranktable F --topology T --json` as a whole process in <= 2x a
+`python -c` process that json.loads F, for every topology format the loader reads (the same tree
+written as a Slurm topology.conf, a tor_info JSON, the basic-tor-node-cm ConfigMap as YAML and as JSON,
+HyperNode YAML, a NodeList with switch labels, the gzip tor file and its base64 text). Each command
+and the peer run in turn, medians of --runs (>= 5) wall times, the 1-minute load before and after; the
+worst ratio is printed last. `--in-process` adds the older in-process figures below.
+
+Older target (issue 13): `ranktable plan`, parse included, in under 2x the time of a plain `json.load` of the
 same file, the peer measured in the same run (checked for parse + plan + cost and for the whole command).
 Servers arrive in a random pod order, as the platform writes them. CPU time of this process is the
 figure (the machine may be shared); best of 5.
@@ -8,26 +15,34 @@ A second figure is the whole `ranktable plan --ranktable F --topology T --json` 
 process (argument parsing, reading both files, planning, costing, the JSON output; not interpreter
 start), against `json.load` of the rank-table file; a third adds `-o PLANNED.json` (the planned table
 written, as a launcher uses it).
-Run: `.venv/bin/python bench/bench_plan.py [servers] [leaves] [spines]`.
+Run: `.venv/bin/python bench/bench_plan.py [--runs 5] [--in-process] [servers] [leaves] [spines]`.
 """
 
 from __future__ import annotations
 
+import argparse
+import base64
 import contextlib
 import gc
+import gzip
 import io
 import json
+import os
 import random
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 from ranktable.cli import main as cli_main
 from ranktable.hccl import Device, RankTable, Server, dump_rank_table, parse_rank_table, write_rank_table
 from ranktable.hccl.bulk import gc_paused
 from ranktable.topology import Topology
-from ranktable.topology.export import to_slurm
+from ranktable.topology.export import to_hypernodes, to_node_labels, to_slurm, to_tor_configmap, to_tor_info
 from ranktable.topology.synthetic import synthetic_topology
 from ranktable.usecases.layout import plan_report
 
@@ -58,8 +73,87 @@ def best_cpu(run: object, runs: int = RUNS) -> float:
     return best
 
 
+def topology_files(topology: Topology, folder: Path) -> dict[str, Path]:
+    """The same tree in every format the loader reads."""
+    info, _level = to_tor_info(topology)
+    nodes = {
+        "apiVersion": "v1",
+        "kind": "NodeList",
+        "items": [
+            {"apiVersion": "v1", "kind": "Node", "metadata": {"name": server, "labels": labels}}
+            for server, labels in to_node_labels(topology).items()
+        ],
+    }
+    tor_file = {
+        "status": "completed",
+        "server_count": len(topology.server_leaf),
+        "server_list": [
+            {"server_id": server, "device": [{"device_id": str(d), "tor_ip": leaf} for d in range(DEVICES)]}
+            for server, leaf in topology.server_leaf.items()
+        ],
+    }
+    tor_gzip = gzip.compress(json.dumps(tor_file).encode(), mtime=0)
+    contents: dict[str, str | bytes] = {
+        "topology.conf": to_slurm(topology),
+        "tor_info.json": json.dumps(info),
+        "basic-tor-node-cm.yaml": yaml.safe_dump(to_tor_configmap(topology)),
+        "basic-tor-node-cm.json": json.dumps(to_tor_configmap(topology)),
+        "hypernodes.yaml": yaml.safe_dump_all(to_hypernodes(topology)),
+        "nodes.json": json.dumps(nodes),
+        "ranktable_tor.json (gzip)": tor_gzip,
+        "ranktable_tor.json (base64)": base64.b64encode(tor_gzip).decode(),
+    }
+    files = {}
+    for name, content in contents.items():
+        path = folder / name.replace(" ", "_").replace("(", "").replace(")", "")
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+        files[name] = path
+    return files
+
+
+def wall(argv: list[str]) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    seconds = time.perf_counter() - t0
+    if done.returncode:
+        raise SystemExit(f"{' '.join(argv[:4])} ... failed: {done.stderr.decode()[-300:]}")
+    return seconds
+
+
+def whole_processes(table_file: Path, files: dict[str, Path], runs: int) -> float:
+    """Every format's `ranktable plan --json` process against the json.load process; the worst ratio."""
+    peer_argv = [sys.executable, "-c", f"import json; json.load(open({str(table_file)!r}, 'rb'))"]
+    print(f"whole processes, medians of {runs}; 1-minute load before: {os.getloadavg()[0]:.2f}")
+    worst = 0.0
+    for name, path in files.items():
+        plan_argv = [sys.executable, "-m", "ranktable", "plan", "--ranktable", str(table_file)]
+        plan_argv += ["--topology", str(path), "--json"]
+        ours, peer = [], []
+        for _ in range(runs):
+            ours.append(wall(plan_argv))
+            peer.append(wall(peer_argv))
+        ratio = statistics.median(ours) / statistics.median(peer)
+        worst = max(worst, ratio)
+        print(
+            f"  {name:<28} {statistics.median(ours):.3f} s vs json.load {statistics.median(peer):.3f} s "
+            f"= {ratio:.2f}x"
+        )
+    verdict = "met" if worst <= 2 else "MISSED"
+    print(f"1-minute load after: {os.getloadavg()[0]:.2f}")
+    print(f"worst ratio over the formats: {worst:.2f}x (target <= 2x: {verdict})")
+    return worst
+
+
 def main() -> None:
-    servers, leaves, spines = (int(a) for a in (sys.argv[1:] + ["8192", "256", "16"][len(sys.argv) - 1 :]))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--in-process", action="store_true", help="also the older in-process figures")
+    parser.add_argument("shape", nargs="*", type=int, help="servers leaves spines (8192 256 16)")
+    args = parser.parse_args()
+    servers, leaves, spines = (args.shape + [8192, 256, 16][len(args.shape) :])[:3]
     table, topology = build(servers, leaves, spines)
     data = dump_rank_table(table).encode()
     ranks = table.rank_size
@@ -68,7 +162,12 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory()
     table_file, topology_file = Path(tmp.name, "hccl.json"), Path(tmp.name, "topology.conf")
     table_file.write_bytes(data)
-    topology_file.write_text(to_slurm(topology), encoding="utf-8")
+    print(f"{servers} servers x {DEVICES} NPUs = {ranks} ranks, {leaves} leaves, {spines} spines")
+    files = topology_files(topology, Path(tmp.name))
+    whole_processes(table_file, files, max(5, args.runs))
+    if not args.in_process:
+        tmp.cleanup()
+        return
 
     def load_file() -> None:
         with table_file.open("rb") as handle:
@@ -104,7 +203,6 @@ def main() -> None:
         write = best_cpu(lambda: write_rank_table(report.result.planned, planned_file))
         cli = best_cpu(command)
         cli_write = best_cpu(command_writing)
-    print(f"{servers} servers x {DEVICES} NPUs = {ranks} ranks, {leaves} leaves, {spines} spines")
     print(f"json.load of the same file ({len(data) / 1e6:.1f} MB), the peer: {peer:.3f} s")
     print(f"parse rank table (CPU):                {parse:.3f} s  ({parse / peer:.2f}x json.load)")
     print(f"plan + HCCL cost of both orders (CPU): {plan:.3f} s")

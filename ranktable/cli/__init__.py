@@ -37,6 +37,9 @@ SINGLE_MODULE_COMMANDS = dict.fromkeys(
 ) | dict.fromkeys(("validate", "plan", "wait", "route"), "ranktable.cli.core")
 
 
+# Commands that talk to the cluster, served by the warm server (`ranktable.cli.warm`) when it runs.
+WARM_COMMANDS = frozenset(("job",))
+
 # Short rank-table commands that build and drop tens of thousands of objects: run with the cyclic GC paused.
 GC_PAUSED_COMMANDS = frozenset(("validate", "plan", "route"))
 
@@ -75,7 +78,23 @@ def command_name(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    words = list(sys.argv[1:] if argv is None else argv)
+    """The `ranktable` command. Run from the command line (``argv`` None), a cluster command goes to the
+    warm server when one runs (`ranktable.cli.warm`: the kubernetes client is already imported there)."""
+    if argv is None:
+        words = sys.argv[1:]
+        if words and words[0] in WARM_COMMANDS:
+            from ranktable.cli import warm
+
+            try:
+                return warm.run_warm(words)
+            except warm.WarmUnavailable:
+                pass
+        return run(words)
+    return run(list(argv))
+
+
+def run(words: list[str]) -> int:
+    """Parse ``words`` and run the command in this process."""
     only = SINGLE_MODULE_COMMANDS.get(words[0]) if words else None
     parser = build_parser(only) if only else build_parser()
     args = parser.parse_args(words)

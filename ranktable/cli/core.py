@@ -88,6 +88,13 @@ def register(sub: Any) -> None:
         help="for --format labels: the node labels naming each tier's switch, tier 1 first (default: "
         "network.topology.nvidia.com/{leaf,spine,core}, else topology.ranktable.io/{leaf,spine,core})",
     )
+    p.add_argument(
+        "--tier-bandwidth",
+        action="append",
+        metavar="TIER=R:1|TIER=GBPS",
+        help="uplinks of tier TIER's switches: oversubscribed R:1, or GBPS Gb/s (repeatable; over the "
+        "file's figures; default: the file's, else 4:1 at tier 1, said in the report)",
+    )
     p.add_argument("-o", "--output", metavar="PLANNED.json", help="write the planned rank table here")
     p.add_argument("--svg", metavar="LAYOUT.svg", help="write the layout picture (given and planned) here")
     p.add_argument(
@@ -212,10 +219,17 @@ def label_key_list(text: str) -> list[str]:
 
 
 def _load_topology(
-    path: str, fmt: str | None = None, nodes: str | None = None, label_keys: list[str] | None = None
+    path: str,
+    fmt: str | None = None,
+    nodes: str | None = None,
+    label_keys: list[str] | None = None,
+    tier_bandwidth: list[str] | None = None,
 ) -> Any:
     load = _provided("ranktable.topology", "load_topology", path)
-    return load(path, fmt, nodes, label_keys=label_keys)
+    from ranktable.topology.bandwidth import parse_tier_bandwidth
+
+    settings = [parse_tier_bandwidth(text) for text in tier_bandwidth or []]
+    return load(path, fmt, nodes, label_keys=label_keys, tier_bandwidth=settings)
 
 
 def _load_previous(args: argparse.Namespace) -> RankTable | None:
@@ -349,7 +363,9 @@ def cmd_plan(args: argparse.Namespace) -> int:
     previous = _load_previous(args)
     with gc_paused():  # tens of thousands of objects: one collector pass at the end, not one per step
         table = load_rank_table(args.ranktable)
-        topology = _load_topology(args.topology, args.format, args.nodes, args.label_keys)
+        topology = _load_topology(
+            args.topology, args.format, args.nodes, args.label_keys, args.tier_bandwidth
+        )
         if query.parallel is not None:
             query.parallel.resolved(table.rank_size)
         report = plan_report(

@@ -16,6 +16,7 @@ from ranktable.topology import (
     topology_from_node_labels,
     topology_from_tor_configmap,
 )
+from ranktable.topology.bandwidth import give_tier_bandwidths
 
 TOR_CONFIGMAP = ("kube-system", "basic-tor-node-cm")
 
@@ -58,6 +59,7 @@ def cluster_topology(kube: Kube, nodes: list[dict[str, Any]]) -> Topology:
         if topo is not None:
             add_node_aliases(topo, nodes)
             topo.source = topo.source or label
+            give_tier_bandwidths(topo)  # the same figures, whichever source the cluster publishes
             return topo
         tried.append(f"{label}: none")
     raise NotFoundError(

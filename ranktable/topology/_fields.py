@@ -173,12 +173,24 @@ def parse_yaml_documents(text: str, source: str) -> list[Any]:
     return load_yaml_all(text, source or None, line_in_where=True)
 
 
+def parse_documents(text: str, source: str) -> list[Any]:
+    """Every document of a file: JSON as JSON (one document; ~10x faster than YAML's reader, which
+    reads JSON too), else YAML's (possibly many) documents."""
+    if text.lstrip().startswith(("{", "[")):
+        return [parse_json(text, source)]
+    return parse_yaml_documents(text, source)
+
+
 def parse_document(text: str, source: str) -> Any:
     """One JSON or YAML document (JSON first: it is faster and its errors are clearer for JSON)."""
     stripped = text.lstrip()
     if stripped.startswith(("{", "[")):
         return parse_json(text, source)
-    docs = [doc for doc in parse_yaml_documents(text, source) if doc is not None]
+    return single_document([doc for doc in parse_yaml_documents(text, source) if doc is not None], source)
+
+
+def single_document(docs: list[Any], source: str) -> Any:
+    """The one document of a file that must hold exactly one."""
     if len(docs) != 1:
         raise InputError(f"expected one YAML document, found {len(docs)}", where=source or None)
     return docs[0]

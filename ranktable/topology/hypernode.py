@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ranktable.limits import brief
-from ranktable.topology._fields import Field, location, parse_yaml_documents
+from ranktable.topology._fields import Field, location, parse_documents
 from ranktable.topology.k8s_nodes import NodeInfo, node_infos
 from ranktable.topology.label_selector import label_selector_matches
 from ranktable.topology.model import Switch, Topology
@@ -274,7 +274,13 @@ def load_hypernodes_text(
     text: str, source: str = "", nodes: list[dict[str, Any]] | None = None, nodes_source: str = "nodes"
 ) -> Topology:
     """A multi-document YAML of HyperNodes, or a List / HyperNodeList (YAML or JSON)."""
-    docs = parse_yaml_documents(text, source)
+    return load_hypernode_documents(parse_documents(text, source), source, nodes, nodes_source)
+
+
+def load_hypernode_documents(
+    docs: list[Any], source: str = "", nodes: list[dict[str, Any]] | None = None, nodes_source: str = "nodes"
+) -> Topology:
+    """The parsed documents: HyperNodes, or a List / HyperNodeList."""
     objects: list[dict[str, Any]] = []
     paths: list[str] = []
     for index, doc in enumerate(docs):

@@ -109,4 +109,9 @@ def topology_from_node_labels(
 
 
 def load_labels_text(text: str, source: str = "", label_keys: Sequence[str] | None = None) -> Topology:
-    return topology_from_node_labels(node_items(parse_document(text, source), source), label_keys, source)
+    return load_labels_document(parse_document(text, source), source, label_keys)
+
+
+def load_labels_document(doc: Any, source: str = "", label_keys: Sequence[str] | None = None) -> Topology:
+    """The parsed NodeList (``kubectl get nodes -o json``, or YAML)."""
+    return topology_from_node_labels(node_items(doc, source), label_keys, source)

@@ -7,20 +7,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ranktable.errors import InputError
 from ranktable.limits import MAX_FILE_BYTES, decode_utf8, read_bytes
-from ranktable.topology._fields import parse_yaml_documents
-from ranktable.topology.hypernode import load_hypernodes_text
-from ranktable.topology.k8s_nodes import add_node_aliases, read_nodes
-from ranktable.topology.labels import load_labels_text
+from ranktable.topology._fields import parse_document, parse_documents, single_document
+from ranktable.topology.bandwidth import give_tier_bandwidths
 from ranktable.topology.model import YAML_KIND, Topology
-from ranktable.topology.slurm import topology_from_slurm
-from ranktable.topology.tor_file import GZIP_MAGIC, decode_tor_file, topology_from_tor_file
-from ranktable.topology.tor_info import load_tor_info_text
-from ranktable.topology.yaml_format import load_yaml_topology
+from ranktable.topology.tor_file import GZIP_MAGIC
 
 FORMATS: dict[str, str] = {
     "tor-json": "MindCluster basic-tor-node-cm tor_info JSON, or the whole ConfigMap",
@@ -71,33 +66,47 @@ def _classify(doc: Any) -> str | None:
 
 def detect_format(text: str) -> str:
     """The format name of a topology file's content; InputError listing the formats if unclear."""
+    return _detect(text)[0]
+
+
+def _detect(text: str) -> tuple[str, list[Any] | None]:
+    """The format name, and the documents when they had to be parsed to tell (read once, not twice)."""
     stripped = text.strip()
     if not stripped:
         raise InputError("is empty", fix=f"expected one of: {_format_list()}")
     if stripped.startswith("H4sI") and _BASE64_TEXT.match(stripped[:4096]):
-        return "tor-file"  # base64 of gzip always starts H4sI
+        return "tor-file", None  # base64 of gzip always starts H4sI
+    if stripped.startswith(("{", "[")):  # JSON: parsed as JSON, then told by its shape
+        try:
+            docs: list[Any] = parse_documents(stripped, "")
+        except InputError:
+            docs = []
+        found = _classify(docs[0]) if docs else None
+        if found is not None:
+            return found, docs
     if _SLURM.search(text):
-        return "slurm"
+        return "slurm", None
     kinds = set(_KIND.findall(text))
     if YAML_KIND in kinds:
-        return "yaml"
+        return "yaml", None
     if kinds & {"HyperNode", "HyperNodeList"}:
-        return "hypernode"
+        return "hypernode", None
     if "ConfigMap" in kinds and "tor_info" in text:
-        return "tor-json"
+        return "tor-json", None
     if kinds & {"Node", "NodeList"}:
-        return "labels"
+        return "labels", None
     try:
-        docs = [d for d in parse_yaml_documents(text, "") if d is not None]
+        docs = parse_documents(text, "")
     except InputError:
         docs = []
-    found = _classify(docs[0]) if docs else None
+    present = [d for d in docs if d is not None]
+    found = _classify(present[0]) if present else None
     if found is None:
         raise InputError(
             "cannot tell the topology format from the content",
             fix=f"pass --format, one of: {_format_list()}",
         )
-    return found
+    return found, docs
 
 
 def _read(path: str | os.PathLike[str], source: str) -> tuple[str, bytes]:
@@ -113,12 +122,15 @@ def load_topology(
     nodes: str | os.PathLike[str] | None = None,
     *,
     label_keys: Sequence[str] | None = None,
+    tier_bandwidth: list[tuple[int, float | None, float | None]] | None = None,
 ) -> Topology:
     """Read a topology file of any supported format (detected from content when ``fmt`` is None).
 
     ``nodes`` is a NodeList file (``kubectl get nodes -o json``): it resolves HyperNode members, and
     for every format it adds node names and addresses as aliases of the servers they name.
     ``label_keys`` (tier 1 first) are the node labels naming each tier's switch for the labels format.
+    Every tier gets uplink figures (`ranktable.topology.bandwidth`): ``tier_bandwidth`` (the
+    ``--tier-bandwidth`` settings), else the file's, else the documented default, said in the warnings.
     """
     source = os.fspath(path)
     if fmt is not None and fmt not in FORMATS:
@@ -126,12 +138,13 @@ def load_topology(
             f"unknown topology format {fmt!r}", where="--format", fix=f"use one of: {_format_list()}"
         )
     text, raw = _read(path, source)
+    docs: list[Any] | None = None
     if fmt is None:
         if not text:
             fmt = "tor-file"
         else:
             try:
-                fmt = detect_format(text)
+                fmt, docs = _detect(text)
             except InputError as err:
                 raise InputError(err.reason, where=source, fix=err.fix) from None
     if label_keys is not None and fmt != "labels":
@@ -140,20 +153,57 @@ def load_topology(
             where="--label-keys",
             fix="drop --label-keys, or give a NodeList with --format labels",
         )
-    node_list = read_nodes(nodes) if nodes is not None else None
-    nodes_source = os.fspath(nodes) if nodes is not None else "nodes"
-    readers: dict[str, Callable[[], Topology]] = {
-        "tor-json": lambda: load_tor_info_text(text, source),
-        "hypernode": lambda: load_hypernodes_text(text, source, node_list, nodes_source),
-        "slurm": lambda: topology_from_slurm(text, source),
-        "labels": lambda: load_labels_text(text, source, label_keys),
-        "tor-file": lambda: topology_from_tor_file(decode_tor_file(raw, source), source),
-        "yaml": lambda: load_yaml_topology(text, source),
-    }
     if not text and fmt != "tor-file":
         raise InputError(f"is gzip data, which only the tor-file format uses (not {fmt})", where=source)
-    topology = readers[fmt]()
+    from ranktable.topology.k8s_nodes import add_node_aliases, read_nodes
+
+    node_list = read_nodes(nodes) if nodes is not None else None
+    nodes_source = os.fspath(nodes) if nodes is not None else "nodes"
+    topology = _read_format(fmt, text, raw, source, docs, node_list, nodes_source, label_keys)
     if node_list is not None and fmt != "hypernode":
         add_node_aliases(topology, node_list, nodes_source)
         topology.validate()
+    give_tier_bandwidths(topology, tier_bandwidth)
     return topology
+
+
+def _read_format(
+    fmt: str,
+    text: str,
+    raw: bytes,
+    source: str,
+    parsed: list[Any] | None,
+    node_list: list[dict[str, Any]] | None,
+    nodes_source: str,
+    label_keys: Sequence[str] | None,
+) -> Topology:
+    """The format's reader, imported only now (a Slurm file needs neither YAML nor the other readers),
+    given the documents format detection already parsed, if it did."""
+    present = [d for d in parsed if d is not None] if parsed is not None else None
+    if fmt == "tor-json":
+        from ranktable.topology.tor_info import topology_from_tor_document
+
+        doc = single_document(present, source) if present is not None else parse_document(text, source)
+        return topology_from_tor_document(doc, source)
+    if fmt == "hypernode":
+        from ranktable.topology.hypernode import load_hypernode_documents
+
+        docs = parsed if parsed is not None else parse_documents(text, source)
+        return load_hypernode_documents(docs, source, node_list, nodes_source)
+    if fmt == "slurm":
+        from ranktable.topology.slurm import topology_from_slurm
+
+        return topology_from_slurm(text, source)
+    if fmt == "labels":
+        from ranktable.topology.labels import load_labels_document
+
+        doc = single_document(present, source) if present is not None else parse_document(text, source)
+        return load_labels_document(doc, source, label_keys)
+    if fmt == "tor-file":
+        from ranktable.topology.tor_file import decode_tor_file, topology_from_tor_file
+
+        found = present[0] if present and isinstance(present[0], dict) else decode_tor_file(raw, source)
+        return topology_from_tor_file(found, source)
+    from ranktable.topology.yaml_format import load_yaml_topology
+
+    return load_yaml_topology(text, source)

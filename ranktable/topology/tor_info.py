@@ -159,7 +159,11 @@ def topology_from_tor_configmap(configmap: dict[str, Any], source: str = "basic-
 
 def load_tor_info_text(text: str, source: str = "") -> Topology:
     """A bare ``tor_info`` JSON file, or the ConfigMap as JSON or YAML."""
-    data = parse_document(text, source)
+    return topology_from_tor_document(parse_document(text, source), source)
+
+
+def topology_from_tor_document(data: Any, source: str = "") -> Topology:
+    """The parsed file: a bare ``tor_info`` or the ConfigMap."""
     if isinstance(data, dict) and ("data" in data or data.get("kind") == "ConfigMap"):
         return topology_from_tor_configmap(data, source)
     return topology_from_tor_info(

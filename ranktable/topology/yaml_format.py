@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from ranktable.errors import InputError
 from ranktable.limits import MAX_DEVICES_PER_SERVER, MAX_SERVERS
 from ranktable.topology._fields import Field, parse_document
@@ -187,4 +185,6 @@ def load_yaml_topology(text: str, source: str = "") -> Topology:
 
 def dump_topology_yaml(topology: Topology) -> str:
     """The topology as YAML text in the project's format (block style, switches before servers)."""
+    import yaml  # here: reading a topology needs no YAML writer
+
     return yaml.safe_dump(topology.to_yaml_data(), sort_keys=False, default_flow_style=None, width=110)

@@ -12,6 +12,7 @@ import yaml
 
 from ranktable.topology import load_topology, topology_from_hypernodes
 from ranktable.topology._fields import Field
+from ranktable.topology.bandwidth import give_tier_bandwidths
 from ranktable.topology.hypernode import load_hypernodes_text
 from ranktable.topology.label_selector import label_selector_matches
 from tests.core.test_topology_helpers import DATA, raises_input_error
@@ -63,6 +64,7 @@ def test_list_form_and_in_memory_objects(tmp_path: Path) -> None:
     path.write_text(json.dumps(listed))
     from_file = load_topology(path, nodes=DATA / "nodes.json")
     in_memory = topology_from_hypernodes(hypernodes(), nodes())
+    give_tier_bandwidths(in_memory)  # as every loader does
     assert from_file.server_leaf == in_memory.server_leaf
     assert from_file.switches == in_memory.switches
 

@@ -144,3 +144,56 @@ def test_detects_minified_hypernode_list() -> None:
     items = [d for d in yaml.safe_load_all((DATA / "hypernodes.yaml").read_text()) if d]
     assert detect_format(json.dumps({"apiVersion": "v1", "items": items, "kind": "List"})) == "hypernode"
     assert detect_format(json.dumps(items[0])) == "hypernode"
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [("tor_info.json", "tor-json"), ("nodes.json", "labels"), ("ranktable_tor.plain.json", "tor-file")],
+)
+def test_json_files_are_detected_and_read_without_the_yaml_reader(
+    name: str, fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """JSON is read as JSON, once: the YAML reader (~10x slower on JSON) is never called, and the
+    document detection parsed is the one the format's reader uses."""
+    minified = tmp_path / name
+    minified.write_text(json.dumps(yaml.safe_load((DATA / name).read_text()), separators=(",", ":")))
+    expected = load_topology(minified, fmt)
+    parsed: list[str] = []
+
+    def no_yaml(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("the YAML reader was called on a JSON file")
+
+    import ranktable.limits
+    import ranktable.topology._fields as fields
+
+    real_load_json = fields.load_json
+
+    def counted(*args: object, **kwargs: object) -> object:
+        parsed.append(name)
+        return real_load_json(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ranktable.limits, "load_yaml_all", no_yaml)
+    monkeypatch.setattr(fields, "load_yaml_all", no_yaml)
+    monkeypatch.setattr(fields, "load_json", counted)
+    loaded = load_topology(minified)
+    assert loaded.server_leaf == expected.server_leaf
+    assert len(parsed) <= 1
+
+
+def test_reading_a_slurm_file_imports_no_yaml_and_no_other_reader() -> None:
+    """Each reader is imported when its format is read: `plan` on a Slurm file pays for no YAML library."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ranktable.topology import load_topology\n"
+        f"load_topology({str(DATA / 'topology.conf')!r})\n"
+        "print(sorted(m for m in sys.modules if m == 'yaml' or m.startswith('ranktable.topology.')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    loaded = out.strip()
+    assert "'yaml'" not in loaded
+    for reader in ("hypernode", "labels", "tor_info", "yaml_format", "export"):
+        assert f"ranktable.topology.{reader}'" not in loaded
+    assert "ranktable.topology.slurm'" in loaded

@@ -15,6 +15,13 @@ from tests.integration.fixtures.simpool import *  # noqa: F403
 from tests.integration.fixtures.sshd import *  # noqa: F403
 
 
+@pytest.fixture(autouse=True)
+def no_warm_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ranktable job ...` subprocesses run in-process: a warm server per test's RANKTABLE_HOME would
+    outlive the test (tests/integration/test_cli_warm.py turns it on and stops it)."""
+    monkeypatch.setenv("RANKTABLE_WARM", "0")
+
+
 @pytest.fixture
 def ctrl_c() -> Iterator[None]:
     """Ctrl-C raises KeyboardInterrupt during the test even when the runner was started with SIGINT

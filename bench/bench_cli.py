@@ -1,0 +1,147 @@
+"""CLI latency: each `ranktable job ...` command against the kubectl command that shows the same thing,
+whole processes, on the simulated pool (or any cluster: --kubeconfig, --job; the real control plane too).
+
+Pairs (ours, then the peer, run in turn so load hits both alike): `job list` / `kubectl get vcjob,pods`,
+`job describe` / `kubectl describe vcjob`, `job logs` / `kubectl logs --prefix -l`. Ours runs twice: warm
+(the warm server of `ranktable.cli.warm` already running; a user's second command on) and cold
+(`RANKTABLE_WARM=0`, everything imported in the process). Also `ranktable --help` and `ranktable
+validate` against their 0.15 s target. Medians of --runs runs (>= 5) and the 1-minute load before and after.
+
+    .venv/bin/python bench/bench_cli.py [--runs 7] [--kubeconfig F --job NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+TARGET_RATIO = 2.0
+TARGET_SECONDS = 0.15
+HERE = Path(__file__).resolve().parent
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def wall(argv: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+    seconds = time.perf_counter() - t0
+    if done.returncode:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[-400:]}")
+    return seconds
+
+
+def medians(runners: list[Callable[[], float]], runs: int) -> list[float]:
+    """Each runner `runs` times, interleaved; the median of each."""
+    times: list[list[float]] = [[] for _ in runners]
+    for _ in range(runs):
+        for i, run in enumerate(runners):
+            times[i].append(run())
+    return [statistics.median(t) for t in times]
+
+
+def submit_job(env: dict[str, str], ranktable: str, name: str) -> None:
+    subprocess.run(
+        [ranktable, "job", "submit", "--name", name, "--image", "bench", "--nodes", "2", "--npus", "8",
+         "--command", "echo step 1 loss 2.5; echo step 2 loss 2.4; sleep 900"],
+        env=env, check=True, capture_output=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # until both pods have printed their lines
+        logs = subprocess.run([ranktable, "job", "logs", name], env=env, capture_output=True, check=False)
+        if logs.stdout.count(b"step 2") == 2:
+            return
+        time.sleep(1)
+    raise SystemExit(f"job {name}'s pods did not print their lines in 120 s")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--kubeconfig", help="a cluster to use instead of a new simulated pool")
+    parser.add_argument("--job", default="clibench", help="the job to list, describe and read")
+    args = parser.parse_args()
+    runs = max(5, args.runs)
+    ranktable = str(Path(sys.executable).with_name("ranktable"))
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        raise SystemExit("kubectl is needed (the peer)")
+    state = Path(tempfile.mkdtemp(prefix="bench-cli-"))
+    env = {**os.environ, "RANKTABLE_HOME": str(state / "home"), "HOME": str(state), "RANKTABLE_WARM": "1"}
+    env["RANKTABLE_WARM_IDLE"] = "120"
+    running = None
+    if args.kubeconfig is None:
+        from ranktable.sim.control import start_background
+
+        running = start_background(state / "sim", ["--nodes", "4", "--leaves", "2", "--tenants", "0"])
+        env["KUBECONFIG"] = str(running.kubeconfig)
+        submit_job(env, ranktable, args.job)
+    else:
+        env["KUBECONFIG"] = args.kubeconfig
+    cold = {**env, "RANKTABLE_WARM": "0"}
+    try:
+        subprocess.run([ranktable, "job", "list"], env=env, check=True, capture_output=True)  # starts it
+        deadline = time.monotonic() + 60
+        while wall([ranktable, "job", "list"], env) > 1.0 and time.monotonic() < deadline:
+            time.sleep(0.5)  # until the warm server answers
+        pairs = {
+            "job list": (["job", "list"], ["get", "vcjob,pods"]),
+            "job describe": (["job", "describe", args.job], ["describe", "vcjob", args.job]),
+            "job logs": (
+                ["job", "logs", args.job],
+                ["logs", "--prefix", "-l", f"volcano.sh/job-name={args.job}"],
+            ),
+        }  # fmt: skip
+        before = load()
+        print(f"{runs} runs each, medians; 1-minute load before: {before:.2f} (cores: {os.cpu_count()})")
+        worst = 0.0
+        for what, (ours, theirs) in pairs.items():
+            warm, peer, cold_run = medians(
+                [
+                    lambda o=ours: wall([ranktable, *o], env),
+                    lambda t=theirs: wall([kubectl, *t], env),
+                    lambda o=ours: wall([ranktable, *o], cold),
+                ],
+                runs,
+            )
+            worst = max(worst, warm / peer)
+            print(
+                f"{what:<13} warm {warm:.3f} s  kubectl {peer:.3f} s  = {warm / peer:.2f}x "
+                f"(target <= {TARGET_RATIO:.0f}x: {'met' if warm / peer <= TARGET_RATIO else 'MISSED'}); "
+                f"cold (RANKTABLE_WARM=0) {cold_run:.3f} s = {cold_run / peer:.2f}x"
+            )
+        table = HERE.parent / "ranktable" / "examples" / "jobstart_hccl.json"
+        (help_s, validate_s) = medians(
+            [
+                lambda: wall([ranktable, "--help"], env),
+                lambda: wall([ranktable, "validate", str(table)], env),
+            ],
+            runs,
+        )
+        for what, seconds in (("--help", help_s), ("validate", validate_s)):
+            verdict = "met" if seconds <= TARGET_SECONDS else "MISSED"
+            print(f"ranktable {what:<9} {seconds:.3f} s (target <= {TARGET_SECONDS} s: {verdict})")
+        print(f"worst CLI/kubectl ratio (warm): {worst:.2f}x; 1-minute load after: {load():.2f}")
+        return 0
+    finally:
+        if running is not None:
+            from ranktable.sim.control import stop_running
+
+            stop_running(state / "sim")
+        subprocess.run(
+            [sys.executable, "-c", "from ranktable.cli import warm; warm.stop()"], env=env, check=False
+        )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

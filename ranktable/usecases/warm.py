@@ -1,0 +1,32 @@
+"""What the warm CLI (`ranktable.cli.warm`) needs from the adapters: a private folder for its socket and
+the cluster modules imported once, before it forks a child per command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class NoPrivateFolder(Exception):
+    """No folder only this user can use (then the CLI runs the command in-process)."""
+
+
+def private_folder() -> Path:
+    """The connection agent's folder for this user and RANKTABLE_HOME (0700, owned, checked each time)."""
+    from ranktable.remote.agent import AgentUnavailable, socket_path
+
+    try:
+        return socket_path().parent
+    except (AgentUnavailable, OSError) as exc:
+        raise NoPrivateFolder(str(exc)) from None
+
+
+def preload_cluster() -> None:
+    """Import what cluster commands use: the use cases, the cluster client and the kubernetes APIs it
+    reaches (imported lazily by the kubernetes package, so touched here)."""
+    import kubernetes.client
+
+    from ranktable.cluster import client as _client  # noqa: F401
+    from ranktable.usecases import jobs as _jobs  # noqa: F401
+    from ranktable.usecases import logs as _logs  # noqa: F401
+
+    _ = kubernetes.client.CoreV1Api, kubernetes.client.CustomObjectsApi

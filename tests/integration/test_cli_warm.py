@@ -1,0 +1,120 @@
+"""The warm CLI server (`ranktable.cli.warm`): cluster commands run in a fork of a process that has the
+kubernetes client imported, on the caller's own stdin/stdout/stderr, environment and exit code."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.fixtures.simpool import SimPoolHandle
+
+RANKTABLE = [sys.executable, "-m", "ranktable"]
+# Runs a command through the warm server only: WarmUnavailable (exit 3) if it is not served warm.
+THROUGH_WARM = (
+    "import sys\n"
+    "from ranktable.cli import warm\n"
+    "try:\n"
+    "    sys.exit(warm.run_warm(sys.argv[1:]))\n"
+    "except warm.WarmUnavailable:\n"
+    "    sys.exit(3)\n"
+)
+
+
+@pytest.fixture
+def warm_env(tmp_path: Path, sim_pool_factory: Callable[..., SimPoolHandle]) -> Iterator[dict[str, str]]:
+    pool = sim_pool_factory()
+    env = {
+        **os.environ,
+        "RANKTABLE_HOME": str(tmp_path / "home"),
+        "KUBECONFIG": str(pool.kubeconfig),
+        "RANKTABLE_WARM": "1",
+        "RANKTABLE_WARM_IDLE": "60",
+    }
+    try:
+        yield env
+    finally:
+        subprocess.run(
+            [sys.executable, "-c", "from ranktable.cli import warm; warm.stop()"], env=env, check=False
+        )
+
+
+def warm(env: dict[str, str], *argv: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", THROUGH_WARM, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        **kwargs,
+    )  # type: ignore[call-overload]
+
+
+def wait_served(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The first run starts the server (and runs in-process); later runs are served once it listens."""
+    first = subprocess.run([*RANKTABLE, "job", "list"], env=env, capture_output=True, text=True, timeout=120)
+    assert first.returncode == 0, first.stderr
+    deadline = time.monotonic() + 60
+    while True:
+        done = warm(env, "job", "list")
+        if done.returncode != 3 or time.monotonic() > deadline:
+            return done
+        time.sleep(0.2)
+
+
+def test_a_cluster_command_is_served_warm_with_the_callers_output_and_exit_code(
+    warm_env: dict[str, str],
+) -> None:
+    listed = wait_served(warm_env)
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == "no jobs in default\n"  # the command's output, on the caller's stdout
+    missing = warm(warm_env, "job", "describe", "nosuch")
+    assert missing.returncode == 1
+    assert "ranktable job describe: job nosuch in default not found" in missing.stderr
+    usage = warm(warm_env, "job", "describe")
+    assert usage.returncode == 2  # argparse's usage error, from the child
+    assert "the following arguments are required: name" in usage.stderr
+
+
+def test_the_kubeconfig_and_cwd_are_the_callers_on_every_run(
+    warm_env: dict[str, str], tmp_path: Path
+) -> None:
+    assert wait_served(warm_env).returncode == 0
+    gone = warm({**warm_env, "KUBECONFIG": str(tmp_path / "elsewhere")}, "job", "list")
+    assert gone.returncode == 1
+    assert f"{tmp_path / 'elsewhere'}" in gone.stderr  # read afresh: no client kept from the last run
+    (tmp_path / "work").mkdir()
+    relative = warm(warm_env, "job", "list", "--kubeconfig", "kc", cwd=tmp_path / "work")
+    assert relative.returncode == 1
+    assert "kc: kubeconfig not found" in relative.stderr.replace(str(tmp_path / "work") + "/", "")
+
+
+def test_ctrl_c_reaches_the_command_run_warm(warm_env: dict[str, str]) -> None:
+    assert wait_served(warm_env).returncode == 0
+    submitted = subprocess.run(
+        [*RANKTABLE, "job", "submit", "--name", "talker", "--image", "img", "--nodes", "1", "--npus", "8",
+         "--command", "echo started; sleep 300"],
+        env=warm_env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    follow = subprocess.Popen(
+        [sys.executable, "-c", THROUGH_WARM, "job", "logs", "-f", "talker"],
+        env=warm_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert follow.stdout is not None and follow.stderr is not None
+        assert "started" in follow.stdout.readline()  # the child follows the log on the caller's stdout
+        follow.send_signal(signal.SIGINT)
+        assert follow.wait(timeout=30) == 130
+        assert follow.stderr.read() == "ranktable: interrupted\n"
+    finally:
+        follow.kill()
