@@ -20,7 +20,7 @@ import {
   nullTranslator
 } from '@jupyterlab/translation';
 
-import { StreamClient } from './api/stream';
+import { StreamClient } from './api/client';
 import { CommandIDs, ICommandContext, addCommandsAndMenus } from './commands';
 import { RanktableModel } from './connections/model';
 import { JobsModel } from './jobs/model';

@@ -1,7 +1,7 @@
-import { components } from '../api/openapi';
-import { requestAPI } from '../api/request';
+import { get } from '../api/client';
+import type { components } from '../api/openapi';
 import { Model } from '../ui/model';
-import { IJobRow, IRunRef, ageSeconds, jobKey, jobPath } from './model';
+import { IJobRow, IRunRef, ageSeconds, jobKey } from './model';
 
 /** An archived run of a job (`components/schemas/Run`, from `GET /ranktable/jobs/{ns}/{name}/runs`). */
 export type IArchivedRun = components['schemas']['Run'];
@@ -50,8 +50,7 @@ export class RunPickerModel extends Model {
     this.emit();
     let rows: IJobRow[];
     try {
-      const q = namespace ? `?namespace=${encodeURIComponent(namespace)}` : '';
-      rows = (await requestAPI<{ jobs: IJobRow[] }>(`jobs${q}`)).jobs;
+      rows = (await get('/ranktable/jobs', { query: { namespace } })).jobs;
     } catch (e) {
       const err = e as { message?: string };
       this.choices = [];
@@ -91,7 +90,7 @@ export class RunPickerModel extends Model {
     // earlier runs of the names on the pool: the archive outlives stop, delete and resubmit
     const archived = await Promise.all(
       [...groups.values()].map(g =>
-        requestAPI<{ runs: IArchivedRun[] }>(`${jobPath(g)}/runs`)
+        get('/ranktable/jobs/{namespace}/{name}/runs', { path: g })
           .then(r => r.runs)
           .catch(() => [] as IArchivedRun[])
       )

@@ -1,8 +1,8 @@
-import { components } from '../api/openapi';
-import { requestAPI, requestChanged } from '../api/request';
+import { get, getChanged } from '../api/client';
+import type { components } from '../api/openapi';
 import { ILayoutResult } from '../layout/figure';
 import { Model } from '../ui/model';
-import { IRunRef, jobPath } from '../jobs/model';
+import { IRunRef } from '../jobs/model';
 
 /** `GET /ranktable/jobs/{namespace}/{name}` (generated from openapi.yaml). */
 export type IDescription = components['schemas']['Describe'];
@@ -47,8 +47,9 @@ export class RunModel extends Model {
 
   async refresh(): Promise<void> {
     try {
-      const got = await requestChanged<IDescription>(
-        jobPath(this.run),
+      const got = await getChanged(
+        '/ranktable/jobs/{namespace}/{name}',
+        { path: this.run },
         this.description ? this._etag : ''
       );
       if (!got) {
@@ -78,13 +79,11 @@ export class RunModel extends Model {
   }
 
   async loadLayout(topologyPath = ''): Promise<void> {
-    const q = topologyPath
-      ? `?topology_path=${encodeURIComponent(topologyPath)}`
-      : '';
     try {
-      this.layout = await requestAPI<ILayoutResult>(
-        `${jobPath(this.run)}/layout${q}`
-      );
+      this.layout = await get('/ranktable/jobs/{namespace}/{name}/layout', {
+        path: this.run,
+        query: { topology_path: topologyPath }
+      });
       this.layoutError = '';
     } catch (e) {
       this.layoutError = (e as Error).message ?? String(e);

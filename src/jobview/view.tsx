@@ -27,7 +27,7 @@ import {
 } from '../jobs/model';
 import { LogsModel } from '../logs/model';
 import { IPodRow, RunModel } from './model';
-import { StreamClient } from '../api/stream';
+import type { StreamClient } from '../api/client';
 
 export type JobViewTab = 'overview' | 'logs' | 'metrics' | 'layout' | 'events';
 

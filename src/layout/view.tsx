@@ -10,7 +10,7 @@ import { ReactWidget } from '@jupyterlab/ui-components';
 import { ErrorLine, errorText } from '../ui/common';
 import { ILayoutResult, LayoutFigure, LayoutFigures } from './figure';
 import { ranktableIcon } from '../ui/icon';
-import { postJSON } from '../api/request';
+import { planLayout } from './model';
 
 export const LAYOUT_FACTORY = 'Rank layout';
 
@@ -32,13 +32,9 @@ function LayoutDoc(props: {
     setBusy(true);
     setError('');
     try {
-      const body: Record<string, unknown> = {
-        ranktable: context.model.sharedModel.getSource()
-      };
-      if (topologyPath.trim()) {
-        body.topology_path = topologyPath.trim();
-      }
-      setResult(await postJSON<ILayoutResult>('plan', body));
+      setResult(
+        await planLayout(context.model.sharedModel.getSource(), topologyPath)
+      );
     } catch (e) {
       setResult(null);
       setError(errorText(e));

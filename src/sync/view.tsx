@@ -1,7 +1,8 @@
 import * as React from 'react';
 
 import { IProfile } from '../connections/model';
-import { postJSON, requestAPI } from '../api/request';
+import { useSignal } from '../ui/usesignal';
+import { SyncOperations } from './operation';
 import {
   ErrorLine,
   Field,
@@ -13,21 +14,6 @@ import {
   formatSeconds,
   useModel
 } from '../ui/common';
-
-interface IProgress {
-  files_done: number;
-  files_total: number;
-  bytes_done: number;
-  bytes_total: number;
-  rate: number;
-  eta: number | null;
-  path?: string;
-}
-
-interface IConflict {
-  path: string;
-  reason: string;
-}
 
 /** The folder shown for a profile: what was typed for it, else the one last synced to it, else the root. */
 export function syncFolder(
@@ -43,11 +29,10 @@ export function SyncSection(props: ISectionProps): JSX.Element {
   const [profile, setProfile] = React.useState('');
   /** Folders typed in this session, per profile (until then, the folder the server remembers). */
   const [typed, setTyped] = React.useState<Record<string, string>>({});
-  const [progress, setProgress] = React.useState<IProgress | null>(null);
-  const [conflicts, setConflicts] = React.useState<IConflict[]>([]);
+  const ops = React.useMemo(() => new SyncOperations(model.stream), [model]);
+  useSignal(ops.changed);
+  const { progress, conflicts, running } = ops;
   const [summary, setSummary] = React.useState('');
-  const [error, setError] = React.useState('');
-  const [running, setRunning] = React.useState(false);
   const [remotePath, setRemotePath] = React.useState('');
   const [downloadTo, setDownloadTo] = React.useState('');
   const current =
@@ -59,100 +44,54 @@ export function SyncSection(props: ISectionProps): JSX.Element {
     }
   };
 
-  const follow = (operation: string, onDone: (result: any) => void): void => {
-    setRunning(true);
-    model.stream.subscribe(
-      'operation',
-      { operation },
-      {
-        onData: (event: any) => {
-          if (event.type === 'progress') {
-            setProgress(event as IProgress);
-          } else if (event.type === 'conflict') {
-            setConflicts(c => [
-              ...c.filter(x => x.path !== event.path),
-              event as IConflict
-            ]);
-          } else if (event.type === 'done') {
-            setRunning(false);
-            if (event.error) {
-              setError(event.error.message);
-            } else {
-              onDone(event.result);
-            }
-          }
-        },
-        onError: e => {
-          setRunning(false);
-          setError(e.message);
-        },
-        onEnd: () => setRunning(false)
-      }
-    );
-  };
-
-  /** Start a sync or download (`body` names the profile) and follow it; `onDone` gets its result. */
-  const start = async (
-    path: 'sync' | 'download',
-    body: Record<string, unknown>,
-    onDone: (result: any) => void
-  ): Promise<void> => {
-    try {
-      const op = await postJSON<{ operation: string }>(path, body);
-      follow(op.operation, onDone);
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
+  const failed = (e: unknown): void => ops.fail(errorText(e));
 
   const upload = async (force: string[] = []): Promise<void> => {
     if (!current) {
       return;
     }
-    setError('');
     setSummary('');
-    setProgress(null);
-    if (!force.length) {
-      setConflicts([]);
-    }
     const body = { profile: current.name, local_dir: localDir, force };
-    await start('sync', body, result => {
-      setSummary(
-        trans.__(
-          '%1 uploaded, %2 unchanged, %3 conflicts',
-          result?.uploaded ?? 0,
-          result?.unchanged ?? 0,
-          (result?.conflicts ?? []).length
-        )
-      );
-      if (force.length) {
-        setConflicts(c => c.filter(x => !force.includes(x.path)));
-      }
-      // the server now remembers this folder for the profile (automatic uploads start from it)
-      void model.refreshProfiles().catch(() => undefined);
-    });
+    await ops
+      .upload(body, result => {
+        setSummary(
+          trans.__(
+            '%1 uploaded, %2 unchanged, %3 conflicts',
+            result?.uploaded ?? 0,
+            result?.unchanged ?? 0,
+            (result?.conflicts ?? []).length
+          )
+        );
+        if (force.length) {
+          ops.dropConflicts(path => force.includes(path));
+        }
+        // the server now remembers this folder for the profile (automatic uploads start from it)
+        void model.refreshProfiles().catch(() => undefined);
+      })
+      .catch(failed);
   };
 
   const download = async (remote: string, local: string): Promise<void> => {
     if (!current) {
       return;
     }
-    setError('');
     const body = {
       profile: current.name,
       remote_path: remote,
       local_path: local
     };
-    await start('download', body, result => {
-      setSummary(
-        trans.__(
-          'Downloaded %1 file(s) to %2',
-          result?.files ?? 0,
-          result?.local_path ?? local
-        )
-      );
-      setConflicts(c => c.filter(x => x.path !== remote));
-    });
+    await ops
+      .download(body, result => {
+        setSummary(
+          trans.__(
+            'Downloaded %1 file(s) to %2',
+            result?.files ?? 0,
+            result?.local_path ?? local
+          )
+        );
+        ops.dropConflicts(path => path === remote);
+      })
+      .catch(failed);
   };
 
   /** Take the remote's version of a conflicting file (recorded, so the next sync is clean). */
@@ -160,17 +99,18 @@ export function SyncSection(props: ISectionProps): JSX.Element {
     if (!current) {
       return;
     }
-    setError('');
     const body = { profile: current.name, local_dir: localDir, conflict };
-    await start('download', body, result => {
-      setSummary(
-        trans.__(
-          'Took the remote version of %1',
-          result?.local_path ?? conflict
-        )
-      );
-      setConflicts(c => c.filter(x => x.path !== conflict));
-    });
+    await ops
+      .download(body, result => {
+        setSummary(
+          trans.__(
+            'Took the remote version of %1',
+            result?.local_path ?? conflict
+          )
+        );
+        ops.dropConflicts(path => path === conflict);
+      })
+      .catch(failed);
   };
 
   const setMode = async (mode: string): Promise<void> => {
@@ -178,13 +118,9 @@ export function SyncSection(props: ISectionProps): JSX.Element {
       return;
     }
     try {
-      await requestAPI(`profiles/${encodeURIComponent(current.name)}`, {
-        method: 'PATCH',
-        body: JSON.stringify({ sync: { upload: mode }, local_dir: localDir })
-      });
-      await model.refreshProfiles();
+      await model.setSyncMode(current.name, mode, localDir);
     } catch (e) {
-      setError(errorText(e));
+      failed(e);
     }
   };
 
@@ -315,7 +251,7 @@ export function SyncSection(props: ISectionProps): JSX.Element {
           >
             {trans.__('Download')}
           </button>
-          <ErrorLine error={error} />
+          <ErrorLine error={ops.error} />
         </>
       )}
     </Section>

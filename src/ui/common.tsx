@@ -2,7 +2,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { RanktableModel, SectionId } from '../connections/model';
-import { RanktableAPIError } from '../api/request';
+import { RanktableAPIError } from '../api/errors';
 
 /** Re-render when the shared model changes. */
 export function useModel(model: RanktableModel): number {
