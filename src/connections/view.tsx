@@ -310,6 +310,23 @@ function profileBody(
   return body;
 }
 
+const PLACEHOLDERS: Partial<Record<ProfileField, string>> = {
+  user: 'ma-user',
+  remote_dir: '~/work'
+};
+
+function fieldLabels(trans: Translate): Record<ProfileField, string> {
+  return {
+    name: trans.__('Name'),
+    host: trans.__('Host'),
+    port: trans.__('Port'),
+    user: trans.__('User'),
+    key_file: trans.__('Key file'),
+    remote_dir: trans.__('Remote folder'),
+    jump: trans.__('Jump profile')
+  };
+}
+
 /** The "New SSH profile" form: a field error under its field, any other error above the buttons. */
 function ProfileForm(
   props: ISectionProps & {
@@ -348,19 +365,7 @@ function ProfileForm(
       }
     }
   };
-  const labels: Record<ProfileField, string> = {
-    name: trans.__('Name'),
-    host: trans.__('Host'),
-    port: trans.__('Port'),
-    user: trans.__('User'),
-    key_file: trans.__('Key file'),
-    remote_dir: trans.__('Remote folder'),
-    jump: trans.__('Jump profile')
-  };
-  const placeholders: Partial<Record<ProfileField, string>> = {
-    user: 'ma-user',
-    remote_dir: '~/work'
-  };
+  const labels = fieldLabels(trans);
 
   return (
     <form
@@ -381,7 +386,7 @@ function ProfileForm(
           <input
             className="jp-mod-styled"
             value={form[k]}
-            placeholder={placeholders[k] ?? ''}
+            placeholder={PLACEHOLDERS[k] ?? ''}
             onChange={e => setForm({ ...form, [k]: e.target.value })}
           />
         </Field>

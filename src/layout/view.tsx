@@ -8,7 +8,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget } from '@jupyterlab/ui-components';
 
 import { ErrorLine, errorText } from '../ui/common';
-import { ILayoutResult, LayoutFigure, LayoutFigures } from './figure';
+import { ILayoutResult, LayoutResult, TopologyInput } from './figure';
 import { ranktableIcon } from '../ui/icon';
 import { planLayout } from './model';
 
@@ -58,15 +58,12 @@ function LayoutDoc(props: {
   return (
     <div className="jp-Ranktable-layoutDoc">
       <div className="jp-Ranktable-toolbar">
-        <label className="jp-Ranktable-inline">
-          {trans.__('Topology file (empty: the cluster’s)')}
-          <input
-            className="jp-mod-styled"
-            value={topology}
-            placeholder="topology.yaml"
-            onChange={e => setTopology(e.target.value)}
-          />
-        </label>
+        <TopologyInput
+          trans={trans}
+          value={topology}
+          placeholder="topology.yaml"
+          onChange={setTopology}
+        />
         {pickTopology && (
           <button
             className="jp-mod-styled"
@@ -86,12 +83,7 @@ function LayoutDoc(props: {
         </button>
       </div>
       <ErrorLine error={error} />
-      {result && (
-        <>
-          <LayoutFigures result={result} trans={trans} />
-          <LayoutFigure result={result} trans={trans} />
-        </>
-      )}
+      <LayoutResult result={result} trans={trans} />
     </div>
   );
 }

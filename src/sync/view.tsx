@@ -1,8 +1,9 @@
 import * as React from 'react';
 
 import { IProfile } from '../connections/model';
+import { ProfileSelect } from '../connections/profileselect';
 import { useSignal } from '../ui/usesignal';
-import { SyncOperations } from './operation';
+import { IConflict, IProgress, SyncOperations } from './operation';
 import {
   ErrorLine,
   Field,
@@ -27,23 +28,86 @@ export function SyncSection(props: ISectionProps): JSX.Element {
   const { model, trans } = props;
   useModel(model);
   const [profile, setProfile] = React.useState('');
-  /** Folders typed in this session, per profile (until then, the folder the server remembers). */
-  const [typed, setTyped] = React.useState<Record<string, string>>({});
+  const { current, localDir, setLocalDir } = useSyncFolder(model, profile);
   const ops = React.useMemo(() => new SyncOperations(model.stream), [model]);
   useSignal(ops.changed);
   const { progress, conflicts, running } = ops;
   const [summary, setSummary] = React.useState('');
-  const [remotePath, setRemotePath] = React.useState('');
-  const [downloadTo, setDownloadTo] = React.useState('');
-  const current =
-    model.profiles.find(p => p.name === profile) ?? model.profiles[0];
-  const localDir = current ? syncFolder(current, typed) : '.';
-  const setLocalDir = (value: string): void => {
-    if (current) {
-      setTyped(t => ({ ...t, [current.name]: value }));
-    }
-  };
+  const act = useSyncActions({ ...props, ops, current, localDir, setSummary });
 
+  return (
+    <Section id="sync" title={trans.__('Sync')} model={model}>
+      {model.profiles.length === 0 ? (
+        <div className="jp-Ranktable-empty">
+          {trans.__('Add an SSH profile under Connections first.')}
+        </div>
+      ) : (
+        <>
+          <Field name="sync-profile" label={trans.__('Profile')}>
+            <ProfileSelect
+              profiles={model.profiles}
+              value={current?.name ?? ''}
+              onChange={setProfile}
+            />
+          </Field>
+          <TextField
+            name="sync-local"
+            label={trans.__('Local folder (in the Jupyter root)')}
+            hint={trans.__(
+              '→ %1:%2',
+              current?.name ?? '',
+              current?.remote_dir ?? '~/work'
+            )}
+            value={localDir}
+            onChange={setLocalDir}
+          />
+          <SyncModeField
+            {...props}
+            current={current}
+            localDir={localDir}
+            onError={message => ops.fail(message)}
+          />
+          <div className="jp-Ranktable-actions">
+            <button
+              className="jp-mod-styled jp-mod-accept"
+              disabled={running}
+              onClick={() => void act.upload()}
+            >
+              {trans.__('Upload now')}
+            </button>
+          </div>
+          {progress && <UploadProgress progress={progress} trans={trans} />}
+          {summary && <div className="jp-Ranktable-ok">{summary}</div>}
+          {conflicts.length > 0 && (
+            <ConflictList
+              conflicts={conflicts}
+              trans={trans}
+              onDownload={path => void act.resolveByDownload(path)}
+              onOverwrite={path => void act.upload([path])}
+            />
+          )}
+          <DownloadForm
+            trans={trans}
+            running={running}
+            onDownload={(remote, local) => void act.download(remote, local)}
+          />
+          <ErrorLine error={ops.error} />
+        </>
+      )}
+    </Section>
+  );
+}
+
+interface ISyncTarget extends ISectionProps {
+  ops: SyncOperations;
+  current: IProfile | undefined;
+  localDir: string;
+  setSummary: (summary: string) => void;
+}
+
+/** The Sync section's actions: upload, download, resolve a conflict, set the upload mode. */
+function useSyncActions(target: ISyncTarget) {
+  const { model, trans, ops, current, localDir, setSummary } = target;
   const failed = (e: unknown): void => ops.fail(errorText(e));
 
   const upload = async (force: string[] = []): Promise<void> => {
@@ -113,6 +177,122 @@ export function SyncSection(props: ISectionProps): JSX.Element {
       .catch(failed);
   };
 
+  return { upload, download, resolveByDownload };
+}
+
+/** A transfer's bar and figures. */
+function UploadProgress(props: {
+  progress: IProgress;
+  trans: ISectionProps['trans'];
+}): JSX.Element {
+  const { progress, trans } = props;
+  const pct = progress.bytes_total
+    ? (100 * progress.bytes_done) / progress.bytes_total
+    : 0;
+  return (
+    <div className="jp-Ranktable-progress" aria-live="polite">
+      <progress
+        max={100}
+        value={pct}
+        aria-label={trans.__('Upload progress')}
+      />
+      <div className="jp-Ranktable-muted">
+        {trans.__(
+          '%1/%2 files · %3 of %4 · %5/s · ETA %6',
+          progress.files_done,
+          progress.files_total,
+          formatBytes(progress.bytes_done),
+          formatBytes(progress.bytes_total),
+          formatBytes(progress.rate),
+          formatSeconds(progress.eta)
+        )}
+      </div>
+    </div>
+  );
+}
+
+/** Files changed on the instance since the last upload: take the remote's, or overwrite it. */
+function ConflictList(props: {
+  conflicts: IConflict[];
+  trans: ISectionProps['trans'];
+  onDownload: (path: string) => void;
+  onOverwrite: (path: string) => void;
+}): JSX.Element {
+  const { conflicts, trans } = props;
+  return (
+    <div className="jp-Ranktable-conflicts">
+      <h4>{trans.__('Changed on the remote since the last upload')}</h4>
+      <ul>
+        {conflicts.map(c => (
+          <li key={c.path} data-conflict={c.path}>
+            <code>{c.path}</code>{' '}
+            <span className="jp-Ranktable-muted">{c.reason}</span>
+            <div className="jp-Ranktable-actions">
+              <button
+                className="jp-mod-styled"
+                onClick={() => props.onDownload(c.path)}
+              >
+                {trans.__('Download')}
+              </button>
+              <button
+                className="jp-mod-styled jp-mod-warn"
+                onClick={() => props.onOverwrite(c.path)}
+              >
+                {trans.__('Overwrite')}
+              </button>
+            </div>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** Download a remote file or folder into the Jupyter root. */
+function DownloadForm(props: {
+  trans: ISectionProps['trans'];
+  running: boolean;
+  onDownload: (remote: string, local: string) => void;
+}): JSX.Element {
+  const { trans } = props;
+  const [remotePath, setRemotePath] = React.useState('');
+  const [downloadTo, setDownloadTo] = React.useState('');
+  return (
+    <>
+      <h4>{trans.__('Download from the remote')}</h4>
+      <TextField
+        name="download-remote"
+        label={trans.__('Remote path (relative to the remote folder)')}
+        value={remotePath}
+        onChange={setRemotePath}
+      />
+      <TextField
+        name="download-local"
+        label={trans.__('Save as (in the Jupyter root)')}
+        value={downloadTo}
+        placeholder={remotePath}
+        onChange={setDownloadTo}
+      />
+      <button
+        className="jp-mod-styled"
+        disabled={!remotePath || props.running}
+        onClick={() => props.onDownload(remotePath, downloadTo || remotePath)}
+      >
+        {trans.__('Download')}
+      </button>
+    </>
+  );
+}
+
+/** The profile's automatic upload mode (saved on the server with the folder shown). */
+function SyncModeField(
+  props: ISectionProps & {
+    current: IProfile | undefined;
+    localDir: string;
+    onError: (message: string) => void;
+  }
+): JSX.Element {
+  const { model, trans, current, localDir } = props;
   const setMode = async (mode: string): Promise<void> => {
     if (!current) {
       return;
@@ -120,140 +300,37 @@ export function SyncSection(props: ISectionProps): JSX.Element {
     try {
       await model.setSyncMode(current.name, mode, localDir);
     } catch (e) {
-      failed(e);
+      props.onError(errorText(e));
     }
   };
-
-  const pct =
-    progress && progress.bytes_total
-      ? (100 * progress.bytes_done) / progress.bytes_total
-      : 0;
   return (
-    <Section id="sync" title={trans.__('Sync')} model={model}>
-      {model.profiles.length === 0 ? (
-        <div className="jp-Ranktable-empty">
-          {trans.__('Add an SSH profile under Connections first.')}
-        </div>
-      ) : (
-        <>
-          <Field name="sync-profile" label={trans.__('Profile')}>
-            <select
-              className="jp-mod-styled"
-              value={current?.name ?? ''}
-              onChange={e => setProfile(e.target.value)}
-            >
-              {model.profiles.map(p => (
-                <option key={p.name} value={p.name}>
-                  {p.name}
-                </option>
-              ))}
-            </select>
-          </Field>
-          <TextField
-            name="sync-local"
-            label={trans.__('Local folder (in the Jupyter root)')}
-            hint={trans.__(
-              '→ %1:%2',
-              current?.name ?? '',
-              current?.remote_dir ?? '~/work'
-            )}
-            value={localDir}
-            onChange={setLocalDir}
-          />
-          <Field name="sync-mode" label={trans.__('Automatic upload')}>
-            <select
-              className="jp-mod-styled"
-              value={current?.sync?.upload ?? 'explicit'}
-              onChange={e => void setMode(e.target.value)}
-            >
-              <option value="always">
-                {trans.__('Always (saves and outside changes)')}
-              </option>
-              <option value="explicit">{trans.__('On explicit save')}</option>
-              <option value="never">{trans.__('Never')}</option>
-            </select>
-          </Field>
-          <div className="jp-Ranktable-actions">
-            <button
-              className="jp-mod-styled jp-mod-accept"
-              disabled={running}
-              onClick={() => void upload()}
-            >
-              {trans.__('Upload now')}
-            </button>
-          </div>
-          {progress && (
-            <div className="jp-Ranktable-progress" aria-live="polite">
-              <progress
-                max={100}
-                value={pct}
-                aria-label={trans.__('Upload progress')}
-              />
-              <div className="jp-Ranktable-muted">
-                {trans.__(
-                  '%1/%2 files · %3 of %4 · %5/s · ETA %6',
-                  progress.files_done,
-                  progress.files_total,
-                  formatBytes(progress.bytes_done),
-                  formatBytes(progress.bytes_total),
-                  formatBytes(progress.rate),
-                  formatSeconds(progress.eta)
-                )}
-              </div>
-            </div>
-          )}
-          {summary && <div className="jp-Ranktable-ok">{summary}</div>}
-          {conflicts.length > 0 && (
-            <div className="jp-Ranktable-conflicts">
-              <h4>{trans.__('Changed on the remote since the last upload')}</h4>
-              <ul>
-                {conflicts.map(c => (
-                  <li key={c.path} data-conflict={c.path}>
-                    <code>{c.path}</code>{' '}
-                    <span className="jp-Ranktable-muted">{c.reason}</span>
-                    <div className="jp-Ranktable-actions">
-                      <button
-                        className="jp-mod-styled"
-                        onClick={() => void resolveByDownload(c.path)}
-                      >
-                        {trans.__('Download')}
-                      </button>
-                      <button
-                        className="jp-mod-styled jp-mod-warn"
-                        onClick={() => void upload([c.path])}
-                      >
-                        {trans.__('Overwrite')}
-                      </button>
-                    </div>
-                  </li>
-                ))}
-              </ul>
-            </div>
-          )}
-          <h4>{trans.__('Download from the remote')}</h4>
-          <TextField
-            name="download-remote"
-            label={trans.__('Remote path (relative to the remote folder)')}
-            value={remotePath}
-            onChange={setRemotePath}
-          />
-          <TextField
-            name="download-local"
-            label={trans.__('Save as (in the Jupyter root)')}
-            value={downloadTo}
-            placeholder={remotePath}
-            onChange={setDownloadTo}
-          />
-          <button
-            className="jp-mod-styled"
-            disabled={!remotePath || running}
-            onClick={() => void download(remotePath, downloadTo || remotePath)}
-          >
-            {trans.__('Download')}
-          </button>
-          <ErrorLine error={ops.error} />
-        </>
-      )}
-    </Section>
+    <Field name="sync-mode" label={trans.__('Automatic upload')}>
+      <select
+        className="jp-mod-styled"
+        value={current?.sync?.upload ?? 'explicit'}
+        onChange={e => void setMode(e.target.value)}
+      >
+        <option value="always">
+          {trans.__('Always (saves and outside changes)')}
+        </option>
+        <option value="explicit">{trans.__('On explicit save')}</option>
+        <option value="never">{trans.__('Never')}</option>
+      </select>
+    </Field>
   );
+}
+
+/** The chosen profile (else the first) and the folder shown for it, as typed or as last synced. */
+function useSyncFolder(model: ISectionProps['model'], profile: string) {
+  /** Folders typed in this session, per profile (until then, the folder the server remembers). */
+  const [typed, setTyped] = React.useState<Record<string, string>>({});
+  const current =
+    model.profiles.find(p => p.name === profile) ?? model.profiles[0];
+  const localDir = current ? syncFolder(current, typed) : '.';
+  const setLocalDir = (value: string): void => {
+    if (current) {
+      setTyped(t => ({ ...t, [current.name]: value }));
+    }
+  };
+  return { current, localDir, setLocalDir };
 }
