@@ -7,7 +7,14 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette, Notification } from '@jupyterlab/apputils';
+import {
+  ICommandPalette,
+  MainAreaWidget,
+  Notification,
+  WidgetTracker
+} from '@jupyterlab/apputils';
+import { DocumentWidget } from '@jupyterlab/docregistry';
+import { ReactWidget } from '@jupyterlab/ui-components';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
@@ -20,7 +27,7 @@ import {
   nullTranslator
 } from '@jupyterlab/translation';
 
-import { StreamClient } from './api/stream';
+import { StreamClient } from './api/client';
 import { CommandIDs, ICommandContext, addCommandsAndMenus } from './commands';
 import { RanktableModel } from './connections/model';
 import { JobsModel } from './jobs/model';
@@ -28,11 +35,12 @@ import { notifyFailing, notifyPhaseChanges } from './jobs/notify';
 import { insightsOpener, notifyFinishedJobs } from './jobview/insights';
 import { IObserveSettings, putObserveSettings } from './jobview/observe';
 import { trackJobViews } from './jobview/tracker';
+import { JobViewContent } from './jobview/view';
 import { registerLayoutDocuments } from './layout/documents';
 import { LAYOUT_FACTORY } from './layout/view';
 import { createSidebar } from './sidebar';
 import { registerSpecDocuments } from './spec/documents';
-import { SPEC_FACTORY } from './spec/view';
+import { SPEC_FACTORY, SpecEditor } from './spec/view';
 import { SyncStatusModel, uploadTargets } from './sync/model';
 import { createSyncStatusItem } from './sync/status';
 import { ranktableIcon } from './ui/icon';
@@ -116,21 +124,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     addCommandsAndMenus(context, palette, launcher);
     if (restorer) {
       restorer.add(panel, PANEL_ID);
-      void restorer.restore(jobViews.tracker, {
-        command: CommandIDs.openJob,
-        args: w => ({ ...w.content.run }),
-        name: w => w.content.run.uid
-      });
-      void restorer.restore(specs, {
-        command: 'docmanager:open',
-        args: w => ({ path: w.context.path, factory: SPEC_FACTORY }),
-        name: w => w.context.path
-      });
-      void restorer.restore(layouts, {
-        command: 'docmanager:open',
-        args: w => ({ path: w.context.path, factory: LAYOUT_FACTORY }),
-        name: w => w.context.path
-      });
+      restoreDocuments(restorer, jobViews.tracker, specs, layouts);
     }
 
     notifyPhaseChanges(jobs, trans, openRun, () => settings.notify);
@@ -147,6 +141,30 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
   }
 };
+
+/** Job views, spec documents and layouts open at the last reload open again. */
+function restoreDocuments(
+  restorer: ILayoutRestorer,
+  jobViews: WidgetTracker<MainAreaWidget<JobViewContent>>,
+  specs: WidgetTracker<DocumentWidget<SpecEditor>>,
+  layouts: WidgetTracker<DocumentWidget<ReactWidget>>
+): void {
+  void restorer.restore(jobViews, {
+    command: CommandIDs.openJob,
+    args: w => ({ ...w.content.run }),
+    name: w => w.content.run.uid
+  });
+  void restorer.restore(specs, {
+    command: 'docmanager:open',
+    args: w => ({ path: w.context.path, factory: SPEC_FACTORY }),
+    name: w => w.context.path
+  });
+  void restorer.restore(layouts, {
+    command: 'docmanager:open',
+    args: w => ({ path: w.context.path, factory: LAYOUT_FACTORY }),
+    name: w => w.context.path
+  });
+}
 
 /** The plugin's settings: phase notifications (read on each change), observability (sent to the server). */
 function loadSettings(

@@ -915,7 +915,10 @@ export interface paths {
       };
       requestBody?: {
         content: {
-          'application/json': Record<string, never>;
+          'application/json': {
+            sync?: components['schemas']['ProfileSync'];
+            local_dir?: string;
+          };
         };
       };
       responses: {
@@ -1463,13 +1466,10 @@ export interface paths {
      *     "since": {POD: TIMESTAMP}}`, `{"op": "subscribe", "id": ID, "channel": "jobs", "namespace": NS}`,
      *     `{"op": "subscribe", "id": ID, "channel": "operation", "operation": OPERATION_ID}`,
      *     `{"op": "subscribe", "id": ID, "channel": "uploads"}`,
-     *     `{"op": "unsubscribe", "id": ID}`. Server messages: `{"id": ID, "type": "data", "data": ...}`
-     *     (logs: `{pods: [{pod, rank, n, ts, text}]}`, a group per pod with new lines: its `n` lines' stamps
-     *     in `ts` and texts in `text`, each joined by newlines (a pod may have several groups in a message,
-     *     in order), `rank` the pod's node rank, null for a routed job's lines read before its route plan is
-     *     ready; jobs: `{event: snapshot|upsert|delete, jobs|job}`;
-     *     operation: progress/conflict/output events then `{type: done, result, error}`; uploads: an
-     *     `UploadsEvent` now and after every change of the automatic uploads), then
+     *     `{"op": "unsubscribe", "id": ID}` (the `logs` parameters: `LogsSubscription`). Server messages:
+     *     `{"id": ID, "type": "data", "data": ...}` (logs: a `LogsEvent`; jobs: a `JobsEvent`; operation:
+     *     `OperationEvent`s, progress/conflict/output then done; uploads: an `UploadsEvent` now and after
+     *     every change of the automatic uploads), then
      *     `{"id": ID, "type": "end"}` or `{"id": ID, "type": "error", "error": Error}`.
      */
     get: {
@@ -2022,7 +2022,7 @@ export interface components {
       name: string;
       namespace: string;
       configmap?: string;
-      uid?: string;
+      uid: string;
     };
     Describe: {
       job: components['schemas']['JobSummary'];
@@ -2086,10 +2086,22 @@ export interface components {
       key_file?: string | null;
       jump?: string | null;
       remote_dir?: string;
-      sync?: Record<string, never>;
+      sync?: components['schemas']['ProfileSync'];
       shared?: components['schemas']['SharedStorage'];
       /** @description the folder last synced to this profile (where saves are uploaded from), relative to the Jupyter root; null when none yet (listings only) */
       local_dir?: string | null;
+    };
+    /** @description How a profile's local folder is mirrored to its remote folder. */
+    ProfileSync: {
+      /**
+       * @description when saves are uploaded automatically
+       * @enum {unknown}
+       */
+      upload?: 'always' | 'explicit' | 'never';
+      /** @description delete remote files we uploaded once they are deleted locally */
+      delete_remote?: boolean;
+      /** @description extra gitignore-style patterns */
+      ignore?: string[];
     };
     /** @description A remote (SSH) kernel recorded on this machine, attached to this server or left by a previous one. */
     RemoteKernel: {
@@ -2135,6 +2147,79 @@ export interface components {
         [key: string]: components['schemas']['UploadStatus'];
       };
     };
+    /** @description The `logs` stream channel's subscription parameters (beside op, id and channel). */
+    LogsSubscription: {
+      job: string;
+      /** @description the server's namespace when absent */
+      namespace?: string;
+      /** @description the run; an earlier run of the name ends the subscription */
+      uid?: string;
+      /** @default true */
+      follow: boolean;
+      /** @description POD: the last timestamp received (the resume point after a reconnect) */
+      since?: {
+        [key: string]: string;
+      };
+    };
+    /** @description One pod's new lines in a `logs` message, as columns (stamps and texts each joined by newlines). */
+    LogGroup: {
+      pod: string;
+      /** @description the pod's node rank; null for a routed job's lines read before its route plan */
+      rank: number | null;
+      /** @description how many lines */
+      n: number;
+      ts: string;
+      text: string;
+    };
+    /** @description The `logs` stream channel's data: a group per pod with new lines (a pod may have several, in order). */
+    LogsEvent: {
+      pods: components['schemas']['LogGroup'][];
+    };
+    /** @description The `jobs` stream channel's data: the whole list first, then one job per change. */
+    JobsEvent: {
+      /** @enum {unknown} */
+      event: 'snapshot' | 'upsert' | 'delete';
+      /** @description snapshot only */
+      jobs?: components['schemas']['JobSummary'][];
+      /** @description upsert and delete */
+      job?: components['schemas']['JobSummary'];
+    };
+    /** @description The `operation` stream channel's data: progress, conflicts and output, then `done`. */
+    OperationEvent:
+      | {
+          /** @constant */
+          type: 'progress';
+          /** @enum {unknown} */
+          phase: 'scan' | 'upload' | 'download' | 'done';
+          files_done: number;
+          files_total: number;
+          bytes_done: number;
+          bytes_total: number;
+          /** @description bytes per second since the transfer started */
+          rate: number;
+          /** @description seconds left, null when unknown */
+          eta: number | null;
+          path?: string | null;
+        }
+      | {
+          /** @constant */
+          type: 'conflict';
+          path: string;
+          reason: string;
+        }
+      | {
+          /** @constant */
+          type: 'output';
+          /** @enum {unknown} */
+          stream: 'stdout' | 'stderr';
+          text: string;
+        }
+      | {
+          /** @constant */
+          type: 'done';
+          result: unknown;
+          error: null | components['schemas']['Error'];
+        };
     Forward: {
       id: string;
       profile: string;

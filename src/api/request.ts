@@ -1,18 +1,9 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-/** An error the server described as `{message, reason, field}`. */
-export class RanktableAPIError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly reason: string,
-    readonly field: string | null,
-    readonly fix: string | null = null
-  ) {
-    super(message);
-  }
-}
+import { RanktableAPIError } from './errors';
+
+export { RanktableAPIError };
 
 /** Call `/ranktable/<endPoint>` with the server's token and XSRF headers; JSON in and out. */
 export async function requestAPI<T>(

@@ -2,14 +2,14 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
 
-export interface IStreamError {
-  message: string;
-  reason: string;
-  field: string | null;
-}
+import type { components } from './openapi';
 
-export interface ISubscriptionHandlers {
-  onData: (data: any) => void;
+/** A subscription's error (`components/schemas/Error` in openapi.yaml). */
+export type IStreamError = components['schemas']['Error'];
+
+/** What a subscriber does with a channel's messages (`T`: the channel's data, typed by client.ts). */
+export interface ISubscriptionHandlers<T = unknown> {
+  onData: (data: T) => void;
   onEnd?: () => void;
   onError?: (error: IStreamError) => void;
   /** Called on (re)connection; may return new params (e.g. a resume point). */
@@ -24,7 +24,7 @@ const OPEN = 1;
 interface ISubscription {
   channel: string;
   handlers: ISubscriptionHandlers;
-  params: Record<string, unknown>;
+  params: object;
 }
 
 /**
@@ -52,13 +52,18 @@ export class StreamClient implements IDisposable {
     return this._socket?.readyState === OPEN;
   }
 
-  subscribe(
+  subscribe<T>(
     channel: string,
-    params: Record<string, unknown>,
-    handlers: ISubscriptionHandlers
+    params: object,
+    handlers: ISubscriptionHandlers<T>
   ): IDisposable {
     const id = `s${this._next++}`;
-    this._subs.set(id, { channel, params, handlers });
+    // the client checked the data's type against the channel: stored untyped
+    this._subs.set(id, {
+      channel,
+      params,
+      handlers: handlers as ISubscriptionHandlers
+    });
     this._ensure();
     if (this.connected) {
       this._sendSubscribe(id);

@@ -1,5 +1,5 @@
-import { components, paths } from '../api/openapi';
-import { RanktableAPIError, postJSON } from '../api/request';
+import { RanktableAPIError, post } from '../api/client';
+import type { components, paths } from '../api/openapi';
 
 /** POST /ranktable/profiles/NAME/test's answer (`components/schemas/TestResult` in openapi.yaml). */
 export type ITestResult = components['schemas']['TestResult'];
@@ -40,8 +40,9 @@ export async function trustNewHostKey(
     );
   }
   const body: ITestRequest = { replace_host_key: normalizeFingerprint(typed) };
-  return postJSON<ITestResult>(
-    `profiles/${encodeURIComponent(profile)}/test`,
+  return post(
+    '/ranktable/profiles/{name}/test',
+    { path: { name: profile } },
     body
   );
 }

@@ -1,9 +1,9 @@
 import { ISignal, Signal } from '@lumino/signaling';
 import { IDisposable } from '@lumino/disposable';
 
-import { components } from '../api/openapi';
-import { requestAPI } from '../api/request';
-import { StreamClient } from '../api/stream';
+import { StreamClient, del, get, patch, post } from '../api/client';
+import type { components, paths } from '../api/openapi';
+import { ITestRequest, ITestResult } from './hostkey';
 
 /** Where templates and saved versions persist (the plugin passes JupyterLab's state database). */
 export interface IKeyValueStore {
@@ -22,18 +22,18 @@ export class MemoryStore implements IKeyValueStore {
 }
 
 /** An SSH profile as `GET /ranktable/profiles` lists it (generated from openapi.yaml). */
-export type IProfile = Omit<components['schemas']['Profile'], 'sync'> & {
-  sync?: { upload?: string; delete_remote?: boolean };
-};
+export type IProfile = components['schemas']['Profile'];
 
-export interface IServerConfig {
-  namespace: string;
-  context: string;
-  kubeconfig: string;
-  flavours: Record<string, Record<string, unknown>>;
-  frameworks: string[];
-  sync_mode: string;
-}
+/** POST /ranktable/profiles's body. */
+export type INewProfile = NonNullable<
+  paths['/ranktable/profiles']['post']['requestBody']
+>['content']['application/json'];
+
+/** When a profile's saves are uploaded (`Profile.sync.upload`). */
+export type SyncMode = NonNullable<NonNullable<IProfile['sync']>['upload']>;
+
+/** GET /ranktable/config (`components/schemas/Config`). */
+export type IServerConfig = components['schemas']['Config'];
 
 export type SectionId =
   'connections' | 'sync' | 'jobs' | 'kernels' | 'forwards';
@@ -63,14 +63,50 @@ export class RanktableModel implements IDisposable {
   }
 
   async loadConfig(): Promise<void> {
-    this.config = await requestAPI<IServerConfig>('config');
+    this.config = await get('/ranktable/config');
     this.emit();
   }
 
   async refreshProfiles(): Promise<void> {
-    const data = await requestAPI<{ profiles: IProfile[] }>('profiles');
+    const data = await get('/ranktable/profiles');
     this.profiles = data.profiles;
     this.emit();
+  }
+
+  /** A profile's connection state in the Connections section (`testing`, `ok`, `changed`…) and its message. */
+  setStatus(name: string, status: string, message = ''): void {
+    this.profileStatus = { ...this.profileStatus, [name]: status };
+    this.profileMessages = { ...this.profileMessages, [name]: message };
+    this.emit();
+  }
+
+  /** Connect to the profile's host (accepting a host key or unlocking the key when the body says so). */
+  testProfile(name: string, body: ITestRequest): Promise<ITestResult> {
+    return post('/ranktable/profiles/{name}/test', { path: { name } }, body);
+  }
+
+  async addProfile(profile: INewProfile): Promise<void> {
+    await post('/ranktable/profiles', {}, profile);
+    await this.refreshProfiles();
+  }
+
+  /** The profile's automatic upload mode, and the folder it uploads from. */
+  async setSyncMode(
+    name: string,
+    mode: string,
+    localDir: string
+  ): Promise<void> {
+    await patch(
+      '/ranktable/profiles/{name}',
+      { path: { name } },
+      { sync: { upload: mode as SyncMode }, local_dir: localDir }
+    );
+    await this.refreshProfiles();
+  }
+
+  async removeProfile(name: string): Promise<void> {
+    await del('/ranktable/profiles/{name}', { path: { name } });
+    await this.refreshProfiles();
   }
 
   dispose(): void {

@@ -2,9 +2,8 @@ import * as React from 'react';
 import { Dialog, showDialog } from '@jupyterlab/apputils';
 import { Widget } from '@lumino/widgets';
 
-import { IProfile } from './model';
-import { postJSON, requestAPI } from '../api/request';
-import { ITestResult } from './hostkey';
+import { INewProfile, IProfile } from './model';
+import { ITestRequest, ITestResult } from './hostkey';
 import { HostKeyChanged } from './hostkeyview';
 import {
   Badge,
@@ -26,158 +25,19 @@ const EMPTY = {
   jump: ''
 };
 
+type ProfileField = keyof typeof EMPTY;
+type Translate = ISectionProps['trans'];
+
 export function ConnectionsSection(props: ISectionProps): JSX.Element {
   const { model, trans } = props;
   useModel(model);
   const [adding, setAdding] = React.useState(false);
-  const [form, setForm] = React.useState({ ...EMPTY });
   const [error, setError] = React.useState('');
-  const [fieldError, setFieldError] = React.useState<{
-    field: string;
-    message: string;
-  } | null>(null);
-  const [busy, setBusy] = React.useState('');
-  const [changedKeys, setChangedKeys] = React.useState<
-    Record<string, ITestResult | undefined>
-  >({});
+  const tester = useProfileTest(props);
 
   React.useEffect(() => {
     model.refreshProfiles().catch(e => setError(errorText(e)));
   }, [model]);
-
-  const setStatus = (name: string, status: string, message = '') => {
-    model.profileStatus = { ...model.profileStatus, [name]: status };
-    model.profileMessages = { ...model.profileMessages, [name]: message };
-    model.emit();
-  };
-
-  const test = async (
-    profile: IProfile,
-    accept?: string,
-    passphrase?: string
-  ): Promise<void> => {
-    setBusy(profile.name);
-    setStatus(profile.name, 'testing');
-    setChangedKeys(k => ({ ...k, [profile.name]: undefined }));
-    try {
-      const body: Record<string, string> = {};
-      if (accept) {
-        body.accept_host_key = accept;
-      }
-      if (passphrase) {
-        body.passphrase = passphrase;
-      }
-      const result = await postJSON<ITestResult>(
-        `profiles/${encodeURIComponent(profile.name)}/test`,
-        body
-      );
-      if (result.status === 'passphrase-required') {
-        setStatus(profile.name, 'hostkey', result.message);
-        const answer = await showDialog({
-          title: trans.__('Key passphrase'),
-          body: new PassphraseBody(
-            trans.__(
-              'The key of %1 is protected. The passphrase is kept in the server’s memory only.',
-              profile.name
-            )
-          ),
-          buttons: [
-            Dialog.cancelButton(),
-            Dialog.okButton({ label: trans.__('Unlock') })
-          ]
-        });
-        if (answer.button.accept && answer.value) {
-          await test(profile, accept, answer.value);
-        } else {
-          setStatus(profile.name, 'error', result.message);
-        }
-        return;
-      }
-      if (result.status === 'unknown-host-key' && result.fingerprint) {
-        setStatus(profile.name, 'hostkey', result.message);
-        const answer = await showDialog({
-          title: trans.__('Unknown host key'),
-          body: (
-            <div className="jp-Ranktable-hostKeyDialog">
-              <p>
-                {trans.__(
-                  'The authenticity of %1 cannot be established. Compare this fingerprint with the one your administrator or console shows before accepting.',
-                  result.host ?? profile.host
-                )}
-              </p>
-              <p>
-                {result.key_type}{' '}
-                <code className="jp-Ranktable-fingerprint">
-                  {result.fingerprint}
-                </code>
-              </p>
-            </div>
-          ),
-          buttons: [
-            Dialog.cancelButton({ label: trans.__('Reject') }),
-            Dialog.okButton({ label: trans.__('Accept and connect') })
-          ]
-        });
-        if (answer.button.accept) {
-          await test(profile, result.fingerprint);
-          return;
-        }
-      } else if (result.status === 'host-key-changed') {
-        setStatus(profile.name, 'changed', result.message);
-        setChangedKeys(k => ({ ...k, [profile.name]: result }));
-      } else {
-        setStatus(
-          profile.name,
-          result.status === 'ok' ? 'ok' : 'error',
-          result.message
-        );
-      }
-    } catch (e) {
-      setStatus(profile.name, 'error', errorText(e));
-    } finally {
-      setBusy('');
-    }
-  };
-
-  const add = async (): Promise<void> => {
-    setError('');
-    setFieldError(null);
-    const body: Record<string, unknown> = {
-      name: form.name.trim(),
-      host: form.host.trim()
-    };
-    if (form.port.trim()) {
-      const port = Number(form.port);
-      if (!Number.isInteger(port) || port < 1 || port > 65535) {
-        setFieldError({
-          field: 'port',
-          message: trans.__('a port is a number from 1 to 65535')
-        });
-        return;
-      }
-      body.port = port;
-    }
-    for (const k of ['user', 'key_file', 'remote_dir', 'jump'] as const) {
-      if (form[k].trim()) {
-        body[k] = form[k].trim();
-      }
-    }
-    try {
-      await postJSON('profiles', body);
-      setForm({ ...EMPTY });
-      setAdding(false);
-      await model.refreshProfiles();
-    } catch (e: any) {
-      if (e?.field) {
-        setFieldError({
-          field: String(e.field).replace(/^profile\./, ''),
-          message: errorText(e)
-        });
-      } else {
-        setError(errorText(e));
-      }
-    }
-  };
 
   const remove = async (profile: IProfile): Promise<void> => {
     const answer = await showDialog({
@@ -195,30 +55,10 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
       return;
     }
     try {
-      await requestAPI(`profiles/${encodeURIComponent(profile.name)}`, {
-        method: 'DELETE'
-      });
-      await model.refreshProfiles();
+      await model.removeProfile(profile.name);
     } catch (e) {
       setError(errorText(e));
     }
-  };
-
-  const input = (k: keyof typeof EMPTY, placeholder = '') => (
-    <input
-      className="jp-mod-styled"
-      value={form[k]}
-      placeholder={placeholder}
-      onChange={e => setForm({ ...form, [k]: e.target.value })}
-    />
-  );
-  const statusLabel: Record<string, string> = {
-    ok: trans.__('connected'),
-    error: trans.__('failed'),
-    testing: trans.__('testing…'),
-    hostkey: trans.__('host key?'),
-    changed: trans.__('key changed'),
-    unknown: trans.__('not tested')
   };
 
   return (
@@ -232,61 +72,15 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
             {trans.__('No SSH profiles yet.')}
           </li>
         )}
-        {model.profiles.map(p => {
-          const status = model.profileStatus[p.name] ?? 'unknown';
-          return (
-            <li
-              key={p.name}
-              className="jp-Ranktable-profile"
-              data-profile={p.name}
-            >
-              <div className="jp-Ranktable-profileMain">
-                <strong>{p.name}</strong>{' '}
-                <span className="jp-Ranktable-muted">
-                  {p.user ? `${p.user}@` : ''}
-                  {p.host}
-                  {p.port ? `:${p.port}` : ''}
-                </span>{' '}
-                <Badge status={status} label={statusLabel[status] ?? status} />
-              </div>
-              {model.profileMessages[p.name] && status === 'error' && (
-                <div className="jp-Ranktable-error">
-                  {model.profileMessages[p.name]}
-                </div>
-              )}
-              {status === 'changed' && changedKeys[p.name] && (
-                <HostKeyChanged
-                  profile={p.name}
-                  result={changedKeys[p.name]!}
-                  trans={trans}
-                  onTrusted={r => {
-                    setChangedKeys(k => ({ ...k, [p.name]: undefined }));
-                    setStatus(
-                      p.name,
-                      r.status === 'ok' ? 'ok' : 'error',
-                      r.message
-                    );
-                  }}
-                />
-              )}
-              <div className="jp-Ranktable-actions">
-                <button
-                  className="jp-mod-styled jp-mod-accept"
-                  disabled={busy === p.name}
-                  onClick={() => void test(p)}
-                >
-                  {trans.__('Test')}
-                </button>
-                <button
-                  className="jp-mod-styled jp-mod-reject"
-                  onClick={() => void remove(p)}
-                >
-                  {trans.__('Remove')}
-                </button>
-              </div>
-            </li>
-          );
-        })}
+        {model.profiles.map(p => (
+          <ProfileRow
+            key={p.name}
+            {...props}
+            profile={p}
+            tester={tester}
+            onRemove={() => void remove(p)}
+          />
+        ))}
       </ul>
       {!adding && (
         <button className="jp-mod-styled" onClick={() => setAdding(true)}>
@@ -294,64 +88,319 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
         </button>
       )}
       {adding && (
-        <form
-          className="jp-Ranktable-form"
-          aria-label={trans.__('New SSH profile')}
-          onSubmit={e => {
-            e.preventDefault();
-            void add();
-          }}
-        >
-          {(
-            [
-              'name',
-              'host',
-              'port',
-              'user',
-              'key_file',
-              'remote_dir',
-              'jump'
-            ] as const
-          ).map(k => (
-            <Field
-              key={k}
-              name={`profile-${k}`}
-              label={
-                {
-                  name: trans.__('Name'),
-                  host: trans.__('Host'),
-                  port: trans.__('Port'),
-                  user: trans.__('User'),
-                  key_file: trans.__('Key file'),
-                  remote_dir: trans.__('Remote folder'),
-                  jump: trans.__('Jump profile')
-                }[k]
-              }
-              message={fieldError?.field === k ? fieldError.message : undefined}
-            >
-              {input(
-                k,
-                k === 'user' ? 'ma-user' : k === 'remote_dir' ? '~/work' : ''
-              )}
-            </Field>
-          ))}
-          <ErrorLine error={error} />
-          <div className="jp-Ranktable-actions">
-            <button type="submit" className="jp-mod-styled jp-mod-accept">
-              {trans.__('Save')}
-            </button>
-            <button
-              type="button"
-              className="jp-mod-styled"
-              onClick={() => setAdding(false)}
-            >
-              {trans.__('Cancel')}
-            </button>
-          </div>
-        </form>
+        <ProfileForm
+          {...props}
+          error={error}
+          setError={setError}
+          onClose={() => setAdding(false)}
+        />
       )}
       {!adding && <ErrorLine error={error} />}
     </Section>
+  );
+}
+
+interface IProfileTester {
+  /** The profile whose test is under way ('' when none). */
+  busy: string;
+  /** The host-key-changed answers, by profile, until the new key is trusted. */
+  changedKeys: Record<string, ITestResult | undefined>;
+  test: (profile: IProfile) => Promise<void>;
+  trusted: (profile: string, result: ITestResult) => void;
+}
+
+/** Testing a profile: the passphrase and unknown-host-key dialogs, then the status the section shows. */
+function useProfileTest(props: ISectionProps): IProfileTester {
+  const { model, trans } = props;
+  const [busy, setBusy] = React.useState('');
+  const [changedKeys, setChangedKeys] = React.useState<
+    Record<string, ITestResult | undefined>
+  >({});
+
+  const test = async (
+    profile: IProfile,
+    accept?: string,
+    passphrase?: string
+  ): Promise<void> => {
+    setBusy(profile.name);
+    model.setStatus(profile.name, 'testing');
+    setChangedKeys(k => ({ ...k, [profile.name]: undefined }));
+    try {
+      const body: ITestRequest = {};
+      if (accept) {
+        body.accept_host_key = accept;
+      }
+      if (passphrase) {
+        body.passphrase = passphrase;
+      }
+      const result = await model.testProfile(profile.name, body);
+      if (result.status === 'passphrase-required') {
+        model.setStatus(profile.name, 'hostkey', result.message);
+        const typed = await askPassphrase(trans, profile.name);
+        if (typed) {
+          await test(profile, accept, typed);
+        } else {
+          model.setStatus(profile.name, 'error', result.message);
+        }
+        return;
+      }
+      if (result.status === 'unknown-host-key' && result.fingerprint) {
+        model.setStatus(profile.name, 'hostkey', result.message);
+        if (await askAcceptHostKey(trans, profile, result)) {
+          await test(profile, result.fingerprint);
+          return;
+        }
+      } else if (result.status === 'host-key-changed') {
+        model.setStatus(profile.name, 'changed', result.message);
+        setChangedKeys(k => ({ ...k, [profile.name]: result }));
+      } else {
+        model.setStatus(
+          profile.name,
+          result.status === 'ok' ? 'ok' : 'error',
+          result.message
+        );
+      }
+    } catch (e) {
+      model.setStatus(profile.name, 'error', errorText(e));
+    } finally {
+      setBusy('');
+    }
+  };
+  const trusted = (profile: string, r: ITestResult): void => {
+    setChangedKeys(k => ({ ...k, [profile]: undefined }));
+    model.setStatus(profile, r.status === 'ok' ? 'ok' : 'error', r.message);
+  };
+  return { busy, changedKeys, test: profile => test(profile), trusted };
+}
+
+/** The key passphrase, asked in a dialog ('' when cancelled); the server keeps it in memory only. */
+async function askPassphrase(
+  trans: Translate,
+  profile: string
+): Promise<string> {
+  const answer = await showDialog({
+    title: trans.__('Key passphrase'),
+    body: new PassphraseBody(
+      trans.__(
+        'The key of %1 is protected. The passphrase is kept in the server’s memory only.',
+        profile
+      )
+    ),
+    buttons: [
+      Dialog.cancelButton(),
+      Dialog.okButton({ label: trans.__('Unlock') })
+    ]
+  });
+  return answer.button.accept && answer.value ? answer.value : '';
+}
+
+/** Whether the user accepts the host key the server presents, after comparing its fingerprint. */
+async function askAcceptHostKey(
+  trans: Translate,
+  profile: IProfile,
+  result: ITestResult
+): Promise<boolean> {
+  const answer = await showDialog({
+    title: trans.__('Unknown host key'),
+    body: (
+      <div className="jp-Ranktable-hostKeyDialog">
+        <p>
+          {trans.__(
+            'The authenticity of %1 cannot be established. Compare this fingerprint with the one your administrator or console shows before accepting.',
+            result.host ?? profile.host
+          )}
+        </p>
+        <p>
+          {result.key_type}{' '}
+          <code className="jp-Ranktable-fingerprint">{result.fingerprint}</code>
+        </p>
+      </div>
+    ),
+    buttons: [
+      Dialog.cancelButton({ label: trans.__('Reject') }),
+      Dialog.okButton({ label: trans.__('Accept and connect') })
+    ]
+  });
+  return answer.button.accept;
+}
+
+/** One profile: its address and state, a changed host key to trust, Test and Remove. */
+function ProfileRow(
+  props: ISectionProps & {
+    profile: IProfile;
+    tester: IProfileTester;
+    onRemove: () => void;
+  }
+): JSX.Element {
+  const { model, trans, profile: p, tester } = props;
+  const status = model.profileStatus[p.name] ?? 'unknown';
+  const statusLabel: Record<string, string> = {
+    ok: trans.__('connected'),
+    error: trans.__('failed'),
+    testing: trans.__('testing…'),
+    hostkey: trans.__('host key?'),
+    changed: trans.__('key changed'),
+    unknown: trans.__('not tested')
+  };
+  const changed = tester.changedKeys[p.name];
+  return (
+    <li className="jp-Ranktable-profile" data-profile={p.name}>
+      <div className="jp-Ranktable-profileMain">
+        <strong>{p.name}</strong>{' '}
+        <span className="jp-Ranktable-muted">
+          {p.user ? `${p.user}@` : ''}
+          {p.host}
+          {p.port ? `:${p.port}` : ''}
+        </span>{' '}
+        <Badge status={status} label={statusLabel[status] ?? status} />
+      </div>
+      {model.profileMessages[p.name] && status === 'error' && (
+        <div className="jp-Ranktable-error">
+          {model.profileMessages[p.name]}
+        </div>
+      )}
+      {status === 'changed' && changed && (
+        <HostKeyChanged
+          profile={p.name}
+          result={changed}
+          trans={trans}
+          onTrusted={r => tester.trusted(p.name, r)}
+        />
+      )}
+      <div className="jp-Ranktable-actions">
+        <button
+          className="jp-mod-styled jp-mod-accept"
+          disabled={tester.busy === p.name}
+          onClick={() => void tester.test(p)}
+        >
+          {trans.__('Test')}
+        </button>
+        <button
+          className="jp-mod-styled jp-mod-reject"
+          onClick={props.onRemove}
+        >
+          {trans.__('Remove')}
+        </button>
+      </div>
+    </li>
+  );
+}
+
+/** The new profile's fields as the server takes them (blank ones left out), or a port error. */
+function profileBody(
+  form: typeof EMPTY,
+  trans: Translate
+): INewProfile | { field: ProfileField; message: string } {
+  const body: INewProfile = { name: form.name.trim(), host: form.host.trim() };
+  if (form.port.trim()) {
+    const port = Number(form.port);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) {
+      return {
+        field: 'port',
+        message: trans.__('a port is a number from 1 to 65535')
+      };
+    }
+    body.port = port;
+  }
+  for (const k of ['user', 'key_file', 'remote_dir', 'jump'] as const) {
+    if (form[k].trim()) {
+      body[k] = form[k].trim();
+    }
+  }
+  return body;
+}
+
+const PLACEHOLDERS: Partial<Record<ProfileField, string>> = {
+  user: 'ma-user',
+  remote_dir: '~/work'
+};
+
+function fieldLabels(trans: Translate): Record<ProfileField, string> {
+  return {
+    name: trans.__('Name'),
+    host: trans.__('Host'),
+    port: trans.__('Port'),
+    user: trans.__('User'),
+    key_file: trans.__('Key file'),
+    remote_dir: trans.__('Remote folder'),
+    jump: trans.__('Jump profile')
+  };
+}
+
+/** The "New SSH profile" form: a field error under its field, any other error above the buttons. */
+function ProfileForm(
+  props: ISectionProps & {
+    error: string;
+    setError: (error: string) => void;
+    onClose: () => void;
+  }
+): JSX.Element {
+  const { model, trans, setError } = props;
+  const [form, setForm] = React.useState({ ...EMPTY });
+  const [fieldError, setFieldError] = React.useState<{
+    field: string;
+    message: string;
+  } | null>(null);
+
+  const add = async (): Promise<void> => {
+    setError('');
+    setFieldError(null);
+    const body = profileBody(form, trans);
+    if ('field' in body && 'message' in body) {
+      setFieldError(body);
+      return;
+    }
+    try {
+      await model.addProfile(body as INewProfile);
+      setForm({ ...EMPTY });
+      props.onClose();
+    } catch (e: any) {
+      if (e?.field) {
+        setFieldError({
+          field: String(e.field).replace(/^profile\./, ''),
+          message: errorText(e)
+        });
+      } else {
+        setError(errorText(e));
+      }
+    }
+  };
+  const labels = fieldLabels(trans);
+
+  return (
+    <form
+      className="jp-Ranktable-form"
+      aria-label={trans.__('New SSH profile')}
+      onSubmit={e => {
+        e.preventDefault();
+        void add();
+      }}
+    >
+      {(Object.keys(EMPTY) as ProfileField[]).map(k => (
+        <Field
+          key={k}
+          name={`profile-${k}`}
+          label={labels[k]}
+          message={fieldError?.field === k ? fieldError.message : undefined}
+        >
+          <input
+            className="jp-mod-styled"
+            value={form[k]}
+            placeholder={PLACEHOLDERS[k] ?? ''}
+            onChange={e => setForm({ ...form, [k]: e.target.value })}
+          />
+        </Field>
+      ))}
+      <ErrorLine error={props.error} />
+      <div className="jp-Ranktable-actions">
+        <button type="submit" className="jp-mod-styled jp-mod-accept">
+          {trans.__('Save')}
+        </button>
+        <button type="button" className="jp-mod-styled" onClick={props.onClose}>
+          {trans.__('Cancel')}
+        </button>
+      </div>
+    </form>
   );
 }
 

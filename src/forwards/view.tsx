@@ -1,6 +1,7 @@
 import * as React from 'react';
 
-import { ForwardsModel } from '../kernels/model';
+import { ProfileSelect } from '../connections/profileselect';
+import { ForwardsModel, IForward } from '../kernels/model';
 import {
   ErrorLine,
   Field,
@@ -14,6 +15,12 @@ import { useListModel } from '../ui/uselist';
 
 export const FORWARDS_REFRESH_MS = 5000;
 
+/** An error the server (or the model) named a field for, or not. */
+interface IFormError {
+  field: string | null;
+  message: string;
+}
+
 /** Port forwards (TensorBoard, a web app on the instance): open, list with a link to 127.0.0.1, close. */
 export function ForwardsSection(
   props: ISectionProps & { forwards: ForwardsModel }
@@ -23,10 +30,7 @@ export function ForwardsSection(
   useListModel(forwards, FORWARDS_REFRESH_MS);
   const [profile, setProfile] = React.useState('');
   const [port, setPort] = React.useState('');
-  const [error, setError] = React.useState<{
-    field: string | null;
-    message: string;
-  } | null>(null);
+  const [error, setError] = React.useState<IFormError | null>(null);
   const chosen = profile || model.profiles[0]?.name || '';
 
   const open = async (): Promise<void> => {
@@ -59,91 +63,131 @@ export function ForwardsSection(
           </li>
         )}
         {forwards.forwards.map(f => (
-          <li key={f.id} className="jp-Ranktable-forward" data-forward={f.id}>
-            <div className="jp-Ranktable-forwardMain">
-              <strong>{f.profile}</strong>
-              <span className="jp-Ranktable-muted">
-                {' '}
-                {trans.__('port %1', f.remote_port)} →{' '}
-              </span>
-              <code className="jp-Ranktable-forwardUrl">{f.url}</code>
-              {f.owner && (
-                <span className="jp-Ranktable-muted">
-                  {' '}
-                  {trans.__('(another process, pid %1)', f.pid ?? '?')}
-                </span>
-              )}
-            </div>
-            <div className="jp-Ranktable-actions">
-              <a
-                className="jp-mod-styled jp-Ranktable-linkButton"
-                href={f.url}
-                target="_blank"
-                rel="noopener noreferrer"
-                title={trans.__('Open %1 in a new tab', f.url)}
-              >
-                {trans.__('Open')}
-              </a>
-              <button
-                className="jp-mod-styled jp-mod-reject"
-                disabled={forwards.busy === f.id}
-                onClick={() => void close(f.id)}
-              >
-                {trans.__('Close')}
-              </button>
-            </div>
-          </li>
+          <ForwardRow
+            key={f.id}
+            forward={f}
+            trans={trans}
+            busy={forwards.busy === f.id}
+            onClose={() => void close(f.id)}
+          />
         ))}
       </ul>
-      <form
-        className="jp-Ranktable-form"
-        aria-label={trans.__('New port forward')}
-        onSubmit={e => {
-          e.preventDefault();
-          void open();
-        }}
-      >
-        <Field
-          name="forward-profile"
-          label={trans.__('Instance')}
-          message={error?.field === 'profile' ? error.message : undefined}
-        >
-          <select
-            className="jp-mod-styled"
-            value={chosen}
-            onChange={e => setProfile(e.target.value)}
-          >
-            {model.profiles.map(p => (
-              <option key={p.name} value={p.name}>
-                {p.name}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <TextField
-          name="forward-port"
-          label={trans.__('Remote port (e.g. 6006 for TensorBoard)')}
-          value={port}
-          placeholder="6006"
-          onChange={setPort}
-        />
-        {error?.field === 'remote_port' && (
-          <div className="jp-Ranktable-fieldError" role="alert">
-            {error.message}
-          </div>
-        )}
-        {error &&
-          error.field !== 'remote_port' &&
-          error.field !== 'profile' && <ErrorLine error={error.message} />}
-        <button
-          type="submit"
-          className="jp-mod-styled jp-mod-accept"
-          disabled={forwards.busy === 'open' || !chosen}
-        >
-          {trans.__('Forward to 127.0.0.1')}
-        </button>
-      </form>
+      <ForwardForm
+        {...props}
+        profile={chosen}
+        setProfile={setProfile}
+        port={port}
+        setPort={setPort}
+        error={error}
+        onOpen={() => void open()}
+      />
       <ErrorLine error={forwards.error} />
     </Section>
+  );
+}
+
+/** One forward: the instance and port, its 127.0.0.1 address, Open (a new tab) and Close. */
+function ForwardRow(props: {
+  forward: IForward;
+  trans: ISectionProps['trans'];
+  busy: boolean;
+  onClose: () => void;
+}): JSX.Element {
+  const { forward: f, trans } = props;
+  return (
+    <li key={f.id} className="jp-Ranktable-forward" data-forward={f.id}>
+      <div className="jp-Ranktable-forwardMain">
+        <strong>{f.profile}</strong>
+        <span className="jp-Ranktable-muted">
+          {' '}
+          {trans.__('port %1', f.remote_port)} →{' '}
+        </span>
+        <code className="jp-Ranktable-forwardUrl">{f.url}</code>
+        {f.owner && (
+          <span className="jp-Ranktable-muted">
+            {' '}
+            {trans.__('(another process, pid %1)', f.pid ?? '?')}
+          </span>
+        )}
+      </div>
+      <div className="jp-Ranktable-actions">
+        <a
+          className="jp-mod-styled jp-Ranktable-linkButton"
+          href={f.url}
+          target="_blank"
+          rel="noopener noreferrer"
+          title={trans.__('Open %1 in a new tab', f.url)}
+        >
+          {trans.__('Open')}
+        </a>
+        <button
+          className="jp-mod-styled jp-mod-reject"
+          disabled={props.busy}
+          onClick={props.onClose}
+        >
+          {trans.__('Close')}
+        </button>
+      </div>
+    </li>
+  );
+}
+
+/** The new forward's instance and remote port; a field's error under it, any other above the button. */
+function ForwardForm(
+  props: ISectionProps & {
+    forwards: ForwardsModel;
+    profile: string;
+    setProfile: (profile: string) => void;
+    port: string;
+    setPort: (port: string) => void;
+    error: IFormError | null;
+    onOpen: () => void;
+  }
+): JSX.Element {
+  const { model, trans, forwards, profile, setProfile, port, setPort, error } =
+    props;
+  return (
+    <form
+      className="jp-Ranktable-form"
+      aria-label={trans.__('New port forward')}
+      onSubmit={e => {
+        e.preventDefault();
+        props.onOpen();
+      }}
+    >
+      <Field
+        name="forward-profile"
+        label={trans.__('Instance')}
+        message={error?.field === 'profile' ? error.message : undefined}
+      >
+        <ProfileSelect
+          profiles={model.profiles}
+          value={profile}
+          onChange={setProfile}
+        />
+      </Field>
+      <TextField
+        name="forward-port"
+        label={trans.__('Remote port (e.g. 6006 for TensorBoard)')}
+        value={port}
+        placeholder="6006"
+        onChange={setPort}
+      />
+      {error?.field === 'remote_port' && (
+        <div className="jp-Ranktable-fieldError" role="alert">
+          {error.message}
+        </div>
+      )}
+      {error && error.field !== 'remote_port' && error.field !== 'profile' && (
+        <ErrorLine error={error.message} />
+      )}
+      <button
+        type="submit"
+        className="jp-mod-styled jp-mod-accept"
+        disabled={forwards.busy === 'open' || !profile}
+      >
+        {trans.__('Forward to 127.0.0.1')}
+      </button>
+    </form>
   );
 }

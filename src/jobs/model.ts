@@ -1,10 +1,8 @@
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { postJSON, requestAPI } from '../api/request';
+import { StreamClient, del, get, post, subscribe } from '../api/client';
+import type { components, paths } from '../api/openapi';
 import { Model } from '../ui/model';
-import { StreamClient } from '../api/stream';
-
-import { components, paths } from '../api/openapi';
 
 /** One job as the `jobs` channel and `GET /ranktable/jobs` describe it (generated from openapi.yaml). */
 export type IJobRow = components['schemas']['JobSummary'];
@@ -30,10 +28,6 @@ export interface IBanner {
 
 export function jobKey(job: { namespace: string; name: string }): string {
   return `${job.namespace}/${job.name}`;
-}
-
-export function jobPath(job: { namespace: string; name: string }): string {
-  return `jobs/${encodeURIComponent(job.namespace)}/${encodeURIComponent(job.name)}`;
 }
 
 /** Whether a row needs attention: restarts, a bad last state (CrashLoopBackOff, OOMKilled) or a failed exit. */
@@ -138,7 +132,7 @@ export class JobsModel extends Model {
   /** Refetch now (also while the watch is live: the listing replaces the rows, newer events follow). */
   async refresh(): Promise<void> {
     try {
-      const data = await requestAPI<{ jobs: IJobRow[] }>('jobs');
+      const data = await get('/ranktable/jobs');
       this._apply(data.jobs);
       this.banner = null;
     } catch (error) {
@@ -151,11 +145,12 @@ export class JobsModel extends Model {
     if (this.holds('watch') || this.isDisposed) {
       return;
     }
-    const sub = this.stream.subscribe(
+    const sub = subscribe(
+      this.stream,
       'jobs',
       {},
       {
-        onData: (data: { event: string; jobs?: IJobRow[]; job?: IJobRow }) => {
+        onData: data => {
           if (data.event === 'snapshot' && data.jobs) {
             this._apply(data.jobs);
           } else if (data.event === 'upsert' && data.job) {
@@ -195,8 +190,8 @@ export class JobsModel extends Model {
 
   /** Archive the run's logs (server side, bounded), then delete the job; says what was kept. */
   async stop(job: { namespace: string; name: string }): Promise<IStopped> {
-    const result = await requestAPI<IStopped>(jobPath(job), {
-      method: 'DELETE'
+    const result = await del('/ranktable/jobs/{namespace}/{name}', {
+      path: job
     });
     await this.refresh();
     return result;
@@ -204,14 +199,20 @@ export class JobsModel extends Model {
 
   /** Submit `run`'s spec again (a job of its name still on the pool is stopped first); the new run. */
   async resubmit(run: IRunRef): Promise<IRunRef> {
-    const q = run.uid ? `?run=${encodeURIComponent(run.uid)}` : '';
-    const next = await postJSON<IRunRef>(`${jobPath(run)}/resubmit${q}`, {});
+    const next = await post(
+      '/ranktable/jobs/{namespace}/{name}/resubmit',
+      {
+        path: { namespace: run.namespace, name: run.name },
+        query: { run: run.uid || undefined }
+      },
+      {}
+    );
     await this.refresh();
     return next;
   }
 
   async submit(spec: Record<string, unknown>): Promise<IRunRef> {
-    const run = await postJSON<IRunRef>('jobs', { spec });
+    const run = await post('/ranktable/jobs', {}, { spec });
     await this.refresh();
     return run;
   }

@@ -1,7 +1,7 @@
-import { components } from '../api/openapi';
-import { requestAPI } from '../api/request';
+import { get } from '../api/client';
+import type { components } from '../api/openapi';
 import { Model } from '../ui/model';
-import { IJobRow, IRunRef, ageSeconds, jobKey, jobPath } from './model';
+import { IJobRow, IRunRef, ageSeconds, jobKey } from './model';
 
 /** An archived run of a job (`components/schemas/Run`, from `GET /ranktable/jobs/{ns}/{name}/runs`). */
 export type IArchivedRun = components['schemas']['Run'];
@@ -50,8 +50,7 @@ export class RunPickerModel extends Model {
     this.emit();
     let rows: IJobRow[];
     try {
-      const q = namespace ? `?namespace=${encodeURIComponent(namespace)}` : '';
-      rows = (await requestAPI<{ jobs: IJobRow[] }>(`jobs${q}`)).jobs;
+      rows = (await get('/ranktable/jobs', { query: { namespace } })).jobs;
     } catch (e) {
       const err = e as { message?: string };
       this.choices = [];
@@ -61,26 +60,10 @@ export class RunPickerModel extends Model {
       this.emit();
       return;
     }
-    const groups = new Map<string, IJobChoice>();
-    const group = (ns: string, name: string): IJobChoice => {
-      const key = jobKey({ namespace: ns, name });
-      let g = groups.get(key);
-      if (!g) {
-        g = { namespace: ns, name, runs: [] };
-        groups.set(key, g);
-      }
-      return g;
-    };
-    const add = (g: IJobChoice, run: IRunChoice): void => {
-      if (run.uid && !g.runs.some(r => r.uid === run.uid)) {
-        g.runs.push(run);
-      }
-    };
+    const groups = new ChoiceGroups();
     for (const row of rows) {
       if (row.uid) {
-        add(group(row.namespace, row.name), {
-          namespace: row.namespace,
-          name: row.name,
+        groups.add(row.namespace, row.name, {
           uid: row.uid,
           phase: row.phase,
           age: ageSeconds(row, now),
@@ -89,18 +72,9 @@ export class RunPickerModel extends Model {
       }
     }
     // earlier runs of the names on the pool: the archive outlives stop, delete and resubmit
-    const archived = await Promise.all(
-      [...groups.values()].map(g =>
-        requestAPI<{ runs: IArchivedRun[] }>(`${jobPath(g)}/runs`)
-          .then(r => r.runs)
-          .catch(() => [] as IArchivedRun[])
-      )
-    );
-    for (const runs of archived) {
+    for (const runs of await archivedRuns(groups.all())) {
       for (const r of runs) {
-        add(group(r.namespace, r.job), {
-          namespace: r.namespace,
-          name: r.job,
+        groups.add(r.namespace, r.job, {
           uid: r.uid,
           phase: r.phase ?? 'ended',
           age: Math.max(0, now / 1000 - r.created),
@@ -109,30 +83,22 @@ export class RunPickerModel extends Model {
       }
     }
     for (const s of this._seen()) {
-      if (namespace && s.namespace !== namespace) {
-        continue;
+      if (!namespace || s.namespace === namespace) {
+        const t = s.created ? Date.parse(s.created) : NaN;
+        groups.add(s.namespace, s.name, {
+          uid: s.uid,
+          phase: s.phase,
+          age: Number.isNaN(t) ? null : Math.max(0, (now - t) / 1000),
+          current: false
+        });
       }
-      const t = s.created ? Date.parse(s.created) : NaN;
-      add(group(s.namespace, s.name), {
-        namespace: s.namespace,
-        name: s.name,
-        uid: s.uid,
-        phase: s.phase,
-        age: Number.isNaN(t) ? null : Math.max(0, (now - t) / 1000),
-        current: false
-      });
     }
-    for (const g of groups.values()) {
-      g.runs.sort(
-        (a, b) =>
-          Number(b.current) - Number(a.current) ||
-          (a.age ?? Infinity) - (b.age ?? Infinity)
-      );
-    }
-    this.choices = [...groups.values()].sort(
-      (a, b) =>
-        a.name.localeCompare(b.name) || a.namespace.localeCompare(b.namespace)
-    );
+    this._show(groups.sorted());
+  }
+
+  /** The choices found: the selection kept while its run is still offered, else the first run. */
+  private _show(choices: IJobChoice[]): void {
+    this.choices = choices;
     this.error = '';
     this.state = this.choices.length ? 'ready' : 'empty';
     const still =
@@ -177,4 +143,55 @@ export function shortAge(seconds: number | null | undefined): string {
 /** The short form of a run's uid shown beside its name (the Job view's tab says the same). */
 export function shortUid(uid: string): string {
   return uid.slice(0, 8);
+}
+
+/** The archived runs of each job name (none when its archive cannot be read). */
+function archivedRuns(groups: IJobChoice[]): Promise<IArchivedRun[][]> {
+  return Promise.all(
+    groups.map(g =>
+      get('/ranktable/jobs/{namespace}/{name}/runs', { path: g })
+        .then(r => r.runs)
+        .catch(() => [] as IArchivedRun[])
+    )
+  );
+}
+
+/** The runs found, one group per job name, each run once. */
+class ChoiceGroups {
+  private _groups = new Map<string, IJobChoice>();
+
+  add(
+    namespace: string,
+    name: string,
+    run: Omit<IRunChoice, 'namespace' | 'name'>
+  ): void {
+    const key = jobKey({ namespace, name });
+    let g = this._groups.get(key);
+    if (!g) {
+      g = { namespace, name, runs: [] };
+      this._groups.set(key, g);
+    }
+    if (run.uid && !g.runs.some(r => r.uid === run.uid)) {
+      g.runs.push({ namespace, name, ...run });
+    }
+  }
+
+  all(): IJobChoice[] {
+    return [...this._groups.values()];
+  }
+
+  /** By name then namespace; in a group the current run first, then the newest. */
+  sorted(): IJobChoice[] {
+    for (const g of this._groups.values()) {
+      g.runs.sort(
+        (a, b) =>
+          Number(b.current) - Number(a.current) ||
+          (a.age ?? Infinity) - (b.age ?? Infinity)
+      );
+    }
+    return this.all().sort(
+      (a, b) =>
+        a.name.localeCompare(b.name) || a.namespace.localeCompare(b.namespace)
+    );
+  }
 }

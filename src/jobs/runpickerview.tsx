@@ -3,19 +3,9 @@ import { Dialog } from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget } from '@jupyterlab/ui-components';
 
+import { useSignal } from '../ui/usesignal';
 import { IRunRef } from './model';
 import { IJobChoice, RunPickerModel, shortAge, shortUid } from './runpicker';
-
-function useModel(model: RunPickerModel): void {
-  const [, setTick] = React.useState(0);
-  React.useEffect(() => {
-    const f = () => setTick(t => t + 1);
-    model.changed.connect(f);
-    return () => {
-      model.changed.disconnect(f);
-    };
-  }, [model]);
-}
 
 function JobChoiceRow(props: {
   job: IJobChoice;
@@ -103,7 +93,7 @@ function RunPicker(props: {
   onOpen: () => void;
 }): JSX.Element {
   const { model, trans, onOpen } = props;
-  useModel(model);
+  useSignal(model.changed);
   if (model.state === 'loading') {
     return (
       <p className="jp-Ranktable-muted">

@@ -2,6 +2,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { formatSeconds } from '../ui/common';
+import { useSignal } from '../ui/usesignal';
 import {
   IJobRow,
   IRunRef,
@@ -14,17 +15,8 @@ import {
 } from './model';
 
 export function useJobs(jobs: JobsModel): void {
-  const [, setTick] = React.useState(0);
-  React.useEffect(() => {
-    const f = () => setTick(t => t + 1);
-    jobs.changed.connect(f);
-    // ages and the banner's countdown tick even when nothing else changes
-    const timer = setInterval(f, 1000);
-    return () => {
-      jobs.changed.disconnect(f);
-      clearInterval(timer);
-    };
-  }, [jobs]);
+  // ages and the banner's countdown tick even when nothing else changes
+  useSignal(jobs.changed, 1000);
 }
 
 /** A lost pool or API: the reason, and when it is tried again; gone by itself on the next data. */

@@ -1,8 +1,8 @@
-import { components } from '../api/openapi';
-import { requestAPI, requestChanged } from '../api/request';
+import { get, getChanged } from '../api/client';
+import type { components } from '../api/openapi';
 import { ILayoutResult } from '../layout/figure';
 import { Model } from '../ui/model';
-import { IRunRef, jobPath } from '../jobs/model';
+import { IRunRef } from '../jobs/model';
 
 /** `GET /ranktable/jobs/{namespace}/{name}` (generated from openapi.yaml). */
 export type IDescription = components['schemas']['Describe'];
@@ -52,8 +52,9 @@ export class RunModel extends Model {
 
   async refresh(): Promise<void> {
     try {
-      const got = await requestChanged<IDescription>(
-        jobPath(this.run),
+      const got = await getChanged(
+        '/ranktable/jobs/{namespace}/{name}',
+        { path: this.run },
         this.description ? this._etag : ''
       );
       if (!got) {
@@ -87,9 +88,9 @@ export class RunModel extends Model {
   /** The run's record from the archive (written by the stop): its final phase. */
   private async _loadRecord(): Promise<void> {
     try {
-      const { runs } = await requestAPI<{ runs: IRunRecord[] }>(
-        `${jobPath(this.run)}/runs`
-      );
+      const { runs } = await get('/ranktable/jobs/{namespace}/{name}/runs', {
+        path: this.run
+      });
       this.record = runs.find(r => r.uid === this.run.uid) ?? null;
     } catch {
       this.record = null; // the view still says "ended"
@@ -97,13 +98,11 @@ export class RunModel extends Model {
   }
 
   async loadLayout(topologyPath = ''): Promise<void> {
-    const q = topologyPath
-      ? `?topology_path=${encodeURIComponent(topologyPath)}`
-      : '';
     try {
-      this.layout = await requestAPI<ILayoutResult>(
-        `${jobPath(this.run)}/layout${q}`
-      );
+      this.layout = await get('/ranktable/jobs/{namespace}/{name}/layout', {
+        path: this.run,
+        query: { topology_path: topologyPath }
+      });
       this.layoutError = '';
     } catch (e) {
       this.layoutError = (e as Error).message ?? String(e);

@@ -2,9 +2,9 @@
  * Observability model: a job run's metrics and diagnosis from the server (`/ranktable/jobs/{ns}/{name}/
  * metrics|diagnosis|runs`), plus the pure chart geometry and CSV rows the views render.
  */
-import { components } from '../api/openapi';
+import { get, put } from '../api/client';
+import type { components } from '../api/openapi';
 import { toCsv } from '../ui/csv';
-import { requestAPI } from '../api/request';
 
 export interface IJobRunRef {
   namespace: string;
@@ -27,17 +27,20 @@ export type IRankWhere = Schemas['RankWhere'];
 /** GET /ranktable/jobs/{ns}/{name}/diagnosis (`components/schemas/Diagnosis`). */
 export type IDiagnosis = Schemas['Diagnosis'];
 
-function jobPath(ref: IJobRunRef, what: string): string {
-  const base = `jobs/${encodeURIComponent(ref.namespace)}/${encodeURIComponent(ref.name)}/${what}`;
-  return ref.run ? `${base}?run=${encodeURIComponent(ref.run)}` : base;
+/** The path and query of a run's metrics or diagnosis (no run: the job's current run). */
+function runParams(ref: IJobRunRef) {
+  return {
+    path: { namespace: ref.namespace, name: ref.name },
+    query: { run: ref.run }
+  };
 }
 
 export function fetchMetrics(ref: IJobRunRef): Promise<IMetrics> {
-  return requestAPI<IMetrics>(jobPath(ref, 'metrics'));
+  return get('/ranktable/jobs/{namespace}/{name}/metrics', runParams(ref));
 }
 
 export function fetchDiagnosis(ref: IJobRunRef): Promise<IDiagnosis> {
-  return requestAPI<IDiagnosis>(jobPath(ref, 'diagnosis'));
+  return get('/ranktable/jobs/{namespace}/{name}/diagnosis', runParams(ref));
 }
 
 /** The user's metrics and triage settings (`components/schemas/ObserveSettings`). */
@@ -49,10 +52,7 @@ export type IObserveSettingsState = Schemas['ObserveSettingsState'];
 export function putObserveSettings(
   settings: IObserveSettings
 ): Promise<IObserveSettingsState> {
-  return requestAPI<IObserveSettingsState>('observe/settings', {
-    method: 'PUT',
-    body: JSON.stringify({ settings })
-  });
+  return put('/ranktable/observe/settings', {}, { settings });
 }
 
 export const TERMINAL_PHASES = ['Completed', 'Failed', 'Aborted', 'Terminated'];

@@ -2,7 +2,7 @@ import { JupyterFrontEnd } from '@jupyterlab/application';
 import { MainAreaWidget, WidgetTracker } from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 
-import { StreamClient } from '../api/stream';
+import type { StreamClient } from '../api/client';
 import { IRunRef, JobsModel } from '../jobs/model';
 import { JobViewContent, createJobView, jobViewId } from './view';
 

@@ -4,9 +4,10 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget } from '@jupyterlab/ui-components';
 
 import { ErrorLine, errorText, formatSeconds } from '../ui/common';
+import { useSignal } from '../ui/usesignal';
 import { DiagnosisPanel } from './diagnosis';
 import { JobInsights } from './insights';
-import { LayoutFigure, LayoutFigures, PlacementLine } from '../layout/figure';
+import { LayoutResult, PlacementLine, TopologyInput } from '../layout/figure';
 import { LogView } from '../logs/view';
 import { ranktableIcon } from '../ui/icon';
 import {
@@ -20,23 +21,12 @@ import {
 import { confirmResubmit, confirmStop } from '../jobs/confirm';
 import { LogsModel } from '../logs/model';
 import { IPodRow, RunModel } from './model';
-import { StreamClient } from '../api/stream';
+import type { StreamClient } from '../api/client';
 
 export type JobViewTab = 'overview' | 'logs' | 'metrics' | 'layout' | 'events';
 
 /** A Job view opened on its logs reads its overview once the first lines came, or after this long. */
 export const FIRST_LINES_FIRST_MS = 1000;
-
-function useSignal(signal: { connect: any; disconnect: any }): void {
-  const [, setTick] = React.useState(0);
-  React.useEffect(() => {
-    const f = () => setTick(t => t + 1);
-    signal.connect(f);
-    return () => {
-      signal.disconnect(f);
-    };
-  }, [signal]);
-}
 
 /** A pod that needs attention: a bad reason, a failed exit, restarts. */
 function podIssue(p: IPodRow): boolean {
@@ -176,14 +166,7 @@ function LayoutTab(props: { run: RunModel; trans: TranslationBundle }) {
   return (
     <div className="jp-Ranktable-layoutTab">
       <div className="jp-Ranktable-toolbar">
-        <label className="jp-Ranktable-inline">
-          {trans.__('Topology file (empty: the cluster’s)')}
-          <input
-            className="jp-mod-styled"
-            value={topology}
-            onChange={e => setTopology(e.target.value)}
-          />
-        </label>
+        <TopologyInput trans={trans} value={topology} onChange={setTopology} />
         <button
           className="jp-mod-styled jp-mod-accept"
           onClick={() => void run.loadLayout(topology.trim())}
@@ -192,13 +175,8 @@ function LayoutTab(props: { run: RunModel; trans: TranslationBundle }) {
         </button>
       </div>
       <ErrorLine error={run.layoutError} />
-      {run.layout && (
-        <>
-          <PlacementLine result={run.layout} />
-          <LayoutFigures result={run.layout} trans={trans} />
-          <LayoutFigure result={run.layout} trans={trans} />
-        </>
-      )}
+      {run.layout && <PlacementLine result={run.layout} />}
+      <LayoutResult result={run.layout} trans={trans} />
     </div>
   );
 }

@@ -1,5 +1,5 @@
-import { components, paths } from '../api/openapi';
-import { RanktableAPIError, postJSON, requestAPI } from '../api/request';
+import { RanktableAPIError, del, get, post } from '../api/client';
+import type { components, paths } from '../api/openapi';
 import { Model } from '../ui/model';
 
 type Schemas = components['schemas'];
@@ -74,9 +74,7 @@ export class ForwardsModel extends ListModel<IForward> {
   }
 
   protected async fetch(): Promise<IForward[]> {
-    type List =
-      paths['/ranktable/forwards']['get']['responses'][200]['content']['application/json'];
-    return (await requestAPI<List>('forwards')).forwards;
+    return (await get('/ranktable/forwards')).forwards;
   }
 
   /** Forward `remotePort` of the profile's instance to a free 127.0.0.1 port (or `localPort`). */
@@ -96,14 +94,12 @@ export class ForwardsModel extends ListModel<IForward> {
     if (localPort.trim()) {
       body.local_port = parsePort(localPort, 'local_port');
     }
-    return this.act('open', () => postJSON<IForward>('forwards', body));
+    return this.act('open', () => post('/ranktable/forwards', {}, body));
   }
 
   close(id: string): Promise<IForward> {
     return this.act(id, () =>
-      requestAPI<IForward>(`forwards/${encodeURIComponent(id)}`, {
-        method: 'DELETE'
-      })
+      del('/ranktable/forwards/{forward}', { path: { forward: id } })
     );
   }
 }
@@ -115,15 +111,14 @@ export class RemoteKernelsModel extends ListModel<IRemoteKernel> {
   }
 
   protected async fetch(): Promise<IRemoteKernel[]> {
-    type List =
-      paths['/ranktable/remote-kernels']['get']['responses'][200]['content']['application/json'];
-    return (await requestAPI<List>('remote-kernels')).kernels;
+    return (await get('/ranktable/remote-kernels')).kernels;
   }
 
   attach(id: string): Promise<IKernelAttached> {
     return this.act(id, () =>
-      postJSON<IKernelAttached>(
-        `remote-kernels/${encodeURIComponent(id)}/attach`,
+      post(
+        '/ranktable/remote-kernels/{kernel_id}/attach',
+        { path: { kernel_id: id } },
         {}
       )
     );
@@ -131,9 +126,25 @@ export class RemoteKernelsModel extends ListModel<IRemoteKernel> {
 
   shutdown(id: string): Promise<IKernelShutDown> {
     return this.act(id, () =>
-      requestAPI<IKernelShutDown>(`remote-kernels/${encodeURIComponent(id)}`, {
-        method: 'DELETE'
+      del('/ranktable/remote-kernels/{kernel_id}', {
+        path: { kernel_id: id }
       })
     );
   }
+}
+
+/** POST /ranktable/kernels/{profile}'s answer: the kernel spec to open a notebook with. */
+export type IKernelStarted =
+  paths['/ranktable/kernels/{profile}']['post']['responses'][201]['content']['application/json'];
+
+/** Register a kernel spec that starts `python` on the profile's instance (a notebook opens on it). */
+export function addRemoteKernelSpec(
+  profile: string,
+  python: string
+): Promise<IKernelStarted> {
+  return post(
+    '/ranktable/kernels/{profile}',
+    { path: { profile } },
+    { python }
+  );
 }

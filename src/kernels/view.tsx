@@ -1,6 +1,5 @@
 import * as React from 'react';
 
-import { postJSON } from '../api/request';
 import {
   ErrorLine,
   ISectionProps,
@@ -9,7 +8,7 @@ import {
   errorText,
   useModel
 } from '../ui/common';
-import { RemoteKernelsModel } from './model';
+import { RemoteKernelsModel, addRemoteKernelSpec } from './model';
 import { RemoteKernelsList } from './list';
 
 export interface IKernelsProps extends ISectionProps {
@@ -29,10 +28,7 @@ export function KernelsSection(props: IKernelsProps): JSX.Element {
     setBusy(profile);
     setError('');
     try {
-      const r = await postJSON<{ kernel_name: string; display_name: string }>(
-        `kernels/${encodeURIComponent(profile)}`,
-        { python: python.trim() || 'python3' }
-      );
+      const r = await addRemoteKernelSpec(profile, python.trim() || 'python3');
       await props.openNotebook(r.kernel_name);
       setDone(trans.__('Opened a notebook on %1', r.display_name));
     } catch (e) {

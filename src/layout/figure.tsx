@@ -356,3 +356,37 @@ export function LayoutFigure(props: {
     </div>
   );
 }
+
+/** The topology file field of the layout viewer and the Job view's Layout tab. */
+export function TopologyInput(props: {
+  trans: TranslationBundle;
+  value: string;
+  placeholder?: string;
+  onChange: (value: string) => void;
+}): JSX.Element {
+  return (
+    <label className="jp-Ranktable-inline">
+      {props.trans.__('Topology file (empty: the cluster’s)')}
+      <input
+        className="jp-mod-styled"
+        value={props.value}
+        placeholder={props.placeholder}
+        onChange={e => props.onChange(e.target.value)}
+      />
+    </label>
+  );
+}
+
+/** A planned layout: its figures (cost per collective), then the layout itself. */
+export function LayoutResult(props: {
+  result: ILayoutResult | null;
+  trans: TranslationBundle;
+}): JSX.Element | null {
+  const { result, trans } = props;
+  return result ? (
+    <>
+      <LayoutFigures result={result} trans={trans} />
+      <LayoutFigure result={result} trans={trans} />
+    </>
+  ) : null;
+}

@@ -8,9 +8,9 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget } from '@jupyterlab/ui-components';
 
 import { ErrorLine, errorText } from '../ui/common';
-import { ILayoutResult, LayoutFigure, LayoutFigures } from './figure';
+import { ILayoutResult, LayoutResult, TopologyInput } from './figure';
 import { ranktableIcon } from '../ui/icon';
-import { postJSON } from '../api/request';
+import { planLayout } from './model';
 
 export const LAYOUT_FACTORY = 'Rank layout';
 
@@ -32,13 +32,9 @@ function LayoutDoc(props: {
     setBusy(true);
     setError('');
     try {
-      const body: Record<string, unknown> = {
-        ranktable: context.model.sharedModel.getSource()
-      };
-      if (topologyPath.trim()) {
-        body.topology_path = topologyPath.trim();
-      }
-      setResult(await postJSON<ILayoutResult>('plan', body));
+      setResult(
+        await planLayout(context.model.sharedModel.getSource(), topologyPath)
+      );
     } catch (e) {
       setResult(null);
       setError(errorText(e));
@@ -62,15 +58,12 @@ function LayoutDoc(props: {
   return (
     <div className="jp-Ranktable-layoutDoc">
       <div className="jp-Ranktable-toolbar">
-        <label className="jp-Ranktable-inline">
-          {trans.__('Topology file (empty: the cluster’s)')}
-          <input
-            className="jp-mod-styled"
-            value={topology}
-            placeholder="topology.yaml"
-            onChange={e => setTopology(e.target.value)}
-          />
-        </label>
+        <TopologyInput
+          trans={trans}
+          value={topology}
+          placeholder="topology.yaml"
+          onChange={setTopology}
+        />
         {pickTopology && (
           <button
             className="jp-mod-styled"
@@ -90,12 +83,7 @@ function LayoutDoc(props: {
         </button>
       </div>
       <ErrorLine error={error} />
-      {result && (
-        <>
-          <LayoutFigures result={result} trans={trans} />
-          <LayoutFigure result={result} trans={trans} />
-        </>
-      )}
+      <LayoutResult result={result} trans={trans} />
     </div>
   );
 }

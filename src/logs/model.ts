@@ -1,6 +1,5 @@
 import {
   ILogFilter,
-  ILogGroup,
   ILogLine,
   linesOfGroups,
   LogMerger,
@@ -8,12 +7,11 @@ import {
   parseRanks,
   rankIdOf
 } from './lines';
-import { paths } from '../api/openapi';
-import { requestAPI } from '../api/request';
+import { StreamClient, get, subscribe } from '../api/client';
+import type { paths } from '../api/openapi';
 import { RingBuffer } from '../ui/ringbuffer';
-import { StreamClient } from '../api/stream';
 import { Model } from '../ui/model';
-import { IRunRef, jobPath } from '../jobs/model';
+import { IRunRef } from '../jobs/model';
 
 /** `GET /ranktable/jobs/{ns}/{name}/runs/{run}/logs`: an archived run's lines (generated from openapi.yaml). */
 export type IArchivedLines =
@@ -58,7 +56,8 @@ export class LogsModel extends Model {
       return;
     }
     this.status = 'connecting…';
-    const sub = this._stream.subscribe(
+    const sub = subscribe(
+      this._stream,
       'logs',
       {
         job: this.run.name,
@@ -73,8 +72,7 @@ export class LogsModel extends Model {
           this.status = 'reconnecting…';
           this._emitSoon();
         },
-        onData: (data: { pods: ILogGroup[] }) =>
-          this.accept(linesOfGroups(data.pods)),
+        onData: data => this.accept(linesOfGroups(data.pods)),
         onEnd: () => {
           this.forget('logs');
           this.status = 'ended';
@@ -99,9 +97,9 @@ export class LogsModel extends Model {
   async loadArchive(): Promise<void> {
     let data: IArchivedLines;
     try {
-      data = await requestAPI<IArchivedLines>(
-        `${jobPath(this.run)}/runs/${encodeURIComponent(this.run.uid)}/logs`
-      );
+      data = await get('/ranktable/jobs/{namespace}/{name}/runs/{run}/logs', {
+        path: { ...this.run, run: this.run.uid }
+      });
     } catch (e) {
       const err = e as { status?: number; message?: string };
       if (err.status !== 404) {

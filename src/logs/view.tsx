@@ -5,6 +5,7 @@ import { toCsv } from '../ui/csv';
 import { ILogLine, highlight, isErrorLine, parseRanks } from './lines';
 import { LogsModel } from './model';
 import { ErrorLine, downloadText } from '../ui/common';
+import { useSignal } from '../ui/usesignal';
 
 const ROW_HEIGHT = 18;
 const OVERSCAN = 30;
@@ -50,19 +51,12 @@ export function LogView(props: {
   trans: TranslationBundle;
 }): JSX.Element {
   const { model, trans } = props;
-  const [, setTick] = React.useState(0);
   const [scrollTop, setScrollTop] = React.useState(0);
   const [size, setSize] = React.useState({ width: 800, height: 400 });
   const viewport = React.useRef<HTMLDivElement>(null);
   const filter = model.filter;
 
-  React.useEffect(() => {
-    const repaint = () => setTick(t => t + 1);
-    model.changed.connect(repaint);
-    return () => {
-      model.changed.disconnect(repaint);
-    };
-  }, [model]);
+  useSignal(model.changed);
 
   React.useEffect(() => {
     const el = viewport.current;

@@ -1,6 +1,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { postJSON } from '../api/request';
+import { post } from '../api/client';
+import type { components } from '../api/openapi';
 import { Model } from '../ui/model';
 import { ILayoutResult } from '../layout/figure';
 import { ITemplateParam, substitute, templateParams } from './template';
@@ -13,18 +14,15 @@ import {
 } from './specfile';
 import { IRunRef, JobsModel } from '../jobs/model';
 
-export interface IIssue {
-  field: string | null;
-  severity: 'error' | 'warning' | string;
-  message: string;
-  fix?: string;
-}
-
-interface IComposeAnswer {
-  issues: IIssue[];
-  yaml: string;
-  spec: JobSpecJSON | null;
-}
+/** POST /ranktable/jobs/compose's verdict (`components/schemas/Compose`). */
+type ICompose = components['schemas']['Compose'];
+/** One problem the server found in the spec, with the field it names and the fix. */
+export type IIssue = ICompose['issues'][number];
+/**
+ * The spec as the form holds it: fields left out take the server's defaults, and the server reports a
+ * missing one as an issue (JobSpec in openapi.yaml lists the complete spec).
+ */
+type ISpecBody = components['schemas']['JobSpec'];
 
 export const CHECK_DELAY_MS = 400;
 
@@ -122,7 +120,11 @@ export class ComposeModel extends Model {
     this.checking = true;
     this.emit();
     try {
-      const answer = await postJSON<IComposeAnswer>('jobs/compose', { spec });
+      const answer = await post(
+        '/ranktable/jobs/compose',
+        {},
+        { spec: spec as ISpecBody }
+      );
       if (mine === this._seq) {
         this.issues = answer.issues;
         this.yaml = answer.yaml;
@@ -157,7 +159,7 @@ export class ComposeModel extends Model {
     if (!spec) {
       throw new Error('give every template parameter a value first');
     }
-    return postJSON<ILayoutResult>('layout/preview', { spec });
+    return post('/ranktable/layout/preview', {}, { spec: spec as ISpecBody });
   }
 
   private _syncParams(): void {

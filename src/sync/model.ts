@@ -1,5 +1,5 @@
-import { components } from '../api/openapi';
-import { StreamClient } from '../api/stream';
+import { StreamClient, subscribe } from '../api/client';
+import type { components } from '../api/openapi';
 import { Model } from '../ui/model';
 
 /** One profile's automatic upload (`components/schemas/UploadStatus` in openapi.yaml). */
@@ -84,11 +84,12 @@ export class SyncStatusModel extends Model {
     if (this.holds('uploads') || this.isDisposed) {
       return;
     }
-    const sub = this._stream.subscribe(
+    const sub = subscribe(
+      this._stream,
       'uploads',
       {},
       {
-        onData: (data: IUploadsEvent) => this.accept(data),
+        onData: data => this.accept(data),
         onError: error => {
           this.forget('uploads');
           this.channelError = error.message;

@@ -1,7 +1,9 @@
 import * as React from 'react';
 
 import { IProfile } from '../connections/model';
-import { postJSON, requestAPI } from '../api/request';
+import { ProfileSelect } from '../connections/profileselect';
+import { useSignal } from '../ui/usesignal';
+import { IConflict, IProgress, SyncOperations } from './operation';
 import {
   ErrorLine,
   Field,
@@ -13,21 +15,6 @@ import {
   formatSeconds,
   useModel
 } from '../ui/common';
-
-interface IProgress {
-  files_done: number;
-  files_total: number;
-  bytes_done: number;
-  bytes_total: number;
-  rate: number;
-  eta: number | null;
-  path?: string;
-}
-
-interface IConflict {
-  path: string;
-  reason: string;
-}
 
 /** The folder shown for a profile: what was typed for it, else the one last synced to it, else the root. */
 export function syncFolder(
@@ -41,157 +28,13 @@ export function SyncSection(props: ISectionProps): JSX.Element {
   const { model, trans } = props;
   useModel(model);
   const [profile, setProfile] = React.useState('');
-  /** Folders typed in this session, per profile (until then, the folder the server remembers). */
-  const [typed, setTyped] = React.useState<Record<string, string>>({});
-  const [progress, setProgress] = React.useState<IProgress | null>(null);
-  const [conflicts, setConflicts] = React.useState<IConflict[]>([]);
+  const { current, localDir, setLocalDir } = useSyncFolder(model, profile);
+  const ops = React.useMemo(() => new SyncOperations(model.stream), [model]);
+  useSignal(ops.changed);
+  const { progress, conflicts, running } = ops;
   const [summary, setSummary] = React.useState('');
-  const [error, setError] = React.useState('');
-  const [running, setRunning] = React.useState(false);
-  const [remotePath, setRemotePath] = React.useState('');
-  const [downloadTo, setDownloadTo] = React.useState('');
-  const current =
-    model.profiles.find(p => p.name === profile) ?? model.profiles[0];
-  const localDir = current ? syncFolder(current, typed) : '.';
-  const setLocalDir = (value: string): void => {
-    if (current) {
-      setTyped(t => ({ ...t, [current.name]: value }));
-    }
-  };
+  const act = useSyncActions({ ...props, ops, current, localDir, setSummary });
 
-  const follow = (operation: string, onDone: (result: any) => void): void => {
-    setRunning(true);
-    model.stream.subscribe(
-      'operation',
-      { operation },
-      {
-        onData: (event: any) => {
-          if (event.type === 'progress') {
-            setProgress(event as IProgress);
-          } else if (event.type === 'conflict') {
-            setConflicts(c => [
-              ...c.filter(x => x.path !== event.path),
-              event as IConflict
-            ]);
-          } else if (event.type === 'done') {
-            setRunning(false);
-            if (event.error) {
-              setError(event.error.message);
-            } else {
-              onDone(event.result);
-            }
-          }
-        },
-        onError: e => {
-          setRunning(false);
-          setError(e.message);
-        },
-        onEnd: () => setRunning(false)
-      }
-    );
-  };
-
-  /** Start a sync or download (`body` names the profile) and follow it; `onDone` gets its result. */
-  const start = async (
-    path: 'sync' | 'download',
-    body: Record<string, unknown>,
-    onDone: (result: any) => void
-  ): Promise<void> => {
-    try {
-      const op = await postJSON<{ operation: string }>(path, body);
-      follow(op.operation, onDone);
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
-
-  const upload = async (force: string[] = []): Promise<void> => {
-    if (!current) {
-      return;
-    }
-    setError('');
-    setSummary('');
-    setProgress(null);
-    if (!force.length) {
-      setConflicts([]);
-    }
-    const body = { profile: current.name, local_dir: localDir, force };
-    await start('sync', body, result => {
-      setSummary(
-        trans.__(
-          '%1 uploaded, %2 unchanged, %3 conflicts',
-          result?.uploaded ?? 0,
-          result?.unchanged ?? 0,
-          (result?.conflicts ?? []).length
-        )
-      );
-      if (force.length) {
-        setConflicts(c => c.filter(x => !force.includes(x.path)));
-      }
-      // the server now remembers this folder for the profile (automatic uploads start from it)
-      void model.refreshProfiles().catch(() => undefined);
-    });
-  };
-
-  const download = async (remote: string, local: string): Promise<void> => {
-    if (!current) {
-      return;
-    }
-    setError('');
-    const body = {
-      profile: current.name,
-      remote_path: remote,
-      local_path: local
-    };
-    await start('download', body, result => {
-      setSummary(
-        trans.__(
-          'Downloaded %1 file(s) to %2',
-          result?.files ?? 0,
-          result?.local_path ?? local
-        )
-      );
-      setConflicts(c => c.filter(x => x.path !== remote));
-    });
-  };
-
-  /** Take the remote's version of a conflicting file (recorded, so the next sync is clean). */
-  const resolveByDownload = async (conflict: string): Promise<void> => {
-    if (!current) {
-      return;
-    }
-    setError('');
-    const body = { profile: current.name, local_dir: localDir, conflict };
-    await start('download', body, result => {
-      setSummary(
-        trans.__(
-          'Took the remote version of %1',
-          result?.local_path ?? conflict
-        )
-      );
-      setConflicts(c => c.filter(x => x.path !== conflict));
-    });
-  };
-
-  const setMode = async (mode: string): Promise<void> => {
-    if (!current) {
-      return;
-    }
-    try {
-      await requestAPI(`profiles/${encodeURIComponent(current.name)}`, {
-        method: 'PATCH',
-        body: JSON.stringify({ sync: { upload: mode }, local_dir: localDir })
-      });
-      await model.refreshProfiles();
-    } catch (e) {
-      setError(errorText(e));
-    }
-  };
-
-  const pct =
-    progress && progress.bytes_total
-      ? (100 * progress.bytes_done) / progress.bytes_total
-      : 0;
   return (
     <Section id="sync" title={trans.__('Sync')} model={model}>
       {model.profiles.length === 0 ? (
@@ -201,17 +44,11 @@ export function SyncSection(props: ISectionProps): JSX.Element {
       ) : (
         <>
           <Field name="sync-profile" label={trans.__('Profile')}>
-            <select
-              className="jp-mod-styled"
+            <ProfileSelect
+              profiles={model.profiles}
               value={current?.name ?? ''}
-              onChange={e => setProfile(e.target.value)}
-            >
-              {model.profiles.map(p => (
-                <option key={p.name} value={p.name}>
-                  {p.name}
-                </option>
-              ))}
-            </select>
+              onChange={setProfile}
+            />
           </Field>
           <TextField
             name="sync-local"
@@ -224,100 +61,276 @@ export function SyncSection(props: ISectionProps): JSX.Element {
             value={localDir}
             onChange={setLocalDir}
           />
-          <Field name="sync-mode" label={trans.__('Automatic upload')}>
-            <select
-              className="jp-mod-styled"
-              value={current?.sync?.upload ?? 'explicit'}
-              onChange={e => void setMode(e.target.value)}
-            >
-              <option value="always">
-                {trans.__('Always (saves and outside changes)')}
-              </option>
-              <option value="explicit">{trans.__('On explicit save')}</option>
-              <option value="never">{trans.__('Never')}</option>
-            </select>
-          </Field>
+          <SyncModeField
+            {...props}
+            current={current}
+            localDir={localDir}
+            onError={message => ops.fail(message)}
+          />
           <div className="jp-Ranktable-actions">
             <button
               className="jp-mod-styled jp-mod-accept"
               disabled={running}
-              onClick={() => void upload()}
+              onClick={() => void act.upload()}
             >
               {trans.__('Upload now')}
             </button>
           </div>
-          {progress && (
-            <div className="jp-Ranktable-progress" aria-live="polite">
-              <progress
-                max={100}
-                value={pct}
-                aria-label={trans.__('Upload progress')}
-              />
-              <div className="jp-Ranktable-muted">
-                {trans.__(
-                  '%1/%2 files · %3 of %4 · %5/s · ETA %6',
-                  progress.files_done,
-                  progress.files_total,
-                  formatBytes(progress.bytes_done),
-                  formatBytes(progress.bytes_total),
-                  formatBytes(progress.rate),
-                  formatSeconds(progress.eta)
-                )}
-              </div>
-            </div>
-          )}
+          {progress && <UploadProgress progress={progress} trans={trans} />}
           {summary && <div className="jp-Ranktable-ok">{summary}</div>}
           {conflicts.length > 0 && (
-            <div className="jp-Ranktable-conflicts">
-              <h4>{trans.__('Changed on the remote since the last upload')}</h4>
-              <ul>
-                {conflicts.map(c => (
-                  <li key={c.path} data-conflict={c.path}>
-                    <code>{c.path}</code>{' '}
-                    <span className="jp-Ranktable-muted">{c.reason}</span>
-                    <div className="jp-Ranktable-actions">
-                      <button
-                        className="jp-mod-styled"
-                        onClick={() => void resolveByDownload(c.path)}
-                      >
-                        {trans.__('Download')}
-                      </button>
-                      <button
-                        className="jp-mod-styled jp-mod-warn"
-                        onClick={() => void upload([c.path])}
-                      >
-                        {trans.__('Overwrite')}
-                      </button>
-                    </div>
-                  </li>
-                ))}
-              </ul>
-            </div>
+            <ConflictList
+              conflicts={conflicts}
+              trans={trans}
+              onDownload={path => void act.resolveByDownload(path)}
+              onOverwrite={path => void act.upload([path])}
+            />
           )}
-          <h4>{trans.__('Download from the remote')}</h4>
-          <TextField
-            name="download-remote"
-            label={trans.__('Remote path (relative to the remote folder)')}
-            value={remotePath}
-            onChange={setRemotePath}
+          <DownloadForm
+            trans={trans}
+            running={running}
+            onDownload={(remote, local) => void act.download(remote, local)}
           />
-          <TextField
-            name="download-local"
-            label={trans.__('Save as (in the Jupyter root)')}
-            value={downloadTo}
-            placeholder={remotePath}
-            onChange={setDownloadTo}
-          />
-          <button
-            className="jp-mod-styled"
-            disabled={!remotePath || running}
-            onClick={() => void download(remotePath, downloadTo || remotePath)}
-          >
-            {trans.__('Download')}
-          </button>
-          <ErrorLine error={error} />
+          <ErrorLine error={ops.error} />
         </>
       )}
     </Section>
   );
+}
+
+interface ISyncTarget extends ISectionProps {
+  ops: SyncOperations;
+  current: IProfile | undefined;
+  localDir: string;
+  setSummary: (summary: string) => void;
+}
+
+/** The Sync section's actions: upload, download, resolve a conflict, set the upload mode. */
+function useSyncActions(target: ISyncTarget) {
+  const { model, trans, ops, current, localDir, setSummary } = target;
+  const failed = (e: unknown): void => ops.fail(errorText(e));
+
+  const upload = async (force: string[] = []): Promise<void> => {
+    if (!current) {
+      return;
+    }
+    setSummary('');
+    const body = { profile: current.name, local_dir: localDir, force };
+    await ops
+      .upload(body, result => {
+        setSummary(
+          trans.__(
+            '%1 uploaded, %2 unchanged, %3 conflicts',
+            result?.uploaded ?? 0,
+            result?.unchanged ?? 0,
+            (result?.conflicts ?? []).length
+          )
+        );
+        if (force.length) {
+          ops.dropConflicts(path => force.includes(path));
+        }
+        // the server now remembers this folder for the profile (automatic uploads start from it)
+        void model.refreshProfiles().catch(() => undefined);
+      })
+      .catch(failed);
+  };
+
+  const download = async (remote: string, local: string): Promise<void> => {
+    if (!current) {
+      return;
+    }
+    const body = {
+      profile: current.name,
+      remote_path: remote,
+      local_path: local
+    };
+    await ops
+      .download(body, result => {
+        setSummary(
+          trans.__(
+            'Downloaded %1 file(s) to %2',
+            result?.files ?? 0,
+            result?.local_path ?? local
+          )
+        );
+        ops.dropConflicts(path => path === remote);
+      })
+      .catch(failed);
+  };
+
+  /** Take the remote's version of a conflicting file (recorded, so the next sync is clean). */
+  const resolveByDownload = async (conflict: string): Promise<void> => {
+    if (!current) {
+      return;
+    }
+    const body = { profile: current.name, local_dir: localDir, conflict };
+    await ops
+      .download(body, result => {
+        setSummary(
+          trans.__(
+            'Took the remote version of %1',
+            result?.local_path ?? conflict
+          )
+        );
+        ops.dropConflicts(path => path === conflict);
+      })
+      .catch(failed);
+  };
+
+  return { upload, download, resolveByDownload };
+}
+
+/** A transfer's bar and figures. */
+function UploadProgress(props: {
+  progress: IProgress;
+  trans: ISectionProps['trans'];
+}): JSX.Element {
+  const { progress, trans } = props;
+  const pct = progress.bytes_total
+    ? (100 * progress.bytes_done) / progress.bytes_total
+    : 0;
+  return (
+    <div className="jp-Ranktable-progress" aria-live="polite">
+      <progress
+        max={100}
+        value={pct}
+        aria-label={trans.__('Upload progress')}
+      />
+      <div className="jp-Ranktable-muted">
+        {trans.__(
+          '%1/%2 files · %3 of %4 · %5/s · ETA %6',
+          progress.files_done,
+          progress.files_total,
+          formatBytes(progress.bytes_done),
+          formatBytes(progress.bytes_total),
+          formatBytes(progress.rate),
+          formatSeconds(progress.eta)
+        )}
+      </div>
+    </div>
+  );
+}
+
+/** Files changed on the instance since the last upload: take the remote's, or overwrite it. */
+function ConflictList(props: {
+  conflicts: IConflict[];
+  trans: ISectionProps['trans'];
+  onDownload: (path: string) => void;
+  onOverwrite: (path: string) => void;
+}): JSX.Element {
+  const { conflicts, trans } = props;
+  return (
+    <div className="jp-Ranktable-conflicts">
+      <h4>{trans.__('Changed on the remote since the last upload')}</h4>
+      <ul>
+        {conflicts.map(c => (
+          <li key={c.path} data-conflict={c.path}>
+            <code>{c.path}</code>{' '}
+            <span className="jp-Ranktable-muted">{c.reason}</span>
+            <div className="jp-Ranktable-actions">
+              <button
+                className="jp-mod-styled"
+                onClick={() => props.onDownload(c.path)}
+              >
+                {trans.__('Download')}
+              </button>
+              <button
+                className="jp-mod-styled jp-mod-warn"
+                onClick={() => props.onOverwrite(c.path)}
+              >
+                {trans.__('Overwrite')}
+              </button>
+            </div>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** Download a remote file or folder into the Jupyter root. */
+function DownloadForm(props: {
+  trans: ISectionProps['trans'];
+  running: boolean;
+  onDownload: (remote: string, local: string) => void;
+}): JSX.Element {
+  const { trans } = props;
+  const [remotePath, setRemotePath] = React.useState('');
+  const [downloadTo, setDownloadTo] = React.useState('');
+  return (
+    <>
+      <h4>{trans.__('Download from the remote')}</h4>
+      <TextField
+        name="download-remote"
+        label={trans.__('Remote path (relative to the remote folder)')}
+        value={remotePath}
+        onChange={setRemotePath}
+      />
+      <TextField
+        name="download-local"
+        label={trans.__('Save as (in the Jupyter root)')}
+        value={downloadTo}
+        placeholder={remotePath}
+        onChange={setDownloadTo}
+      />
+      <button
+        className="jp-mod-styled"
+        disabled={!remotePath || props.running}
+        onClick={() => props.onDownload(remotePath, downloadTo || remotePath)}
+      >
+        {trans.__('Download')}
+      </button>
+    </>
+  );
+}
+
+/** The profile's automatic upload mode (saved on the server with the folder shown). */
+function SyncModeField(
+  props: ISectionProps & {
+    current: IProfile | undefined;
+    localDir: string;
+    onError: (message: string) => void;
+  }
+): JSX.Element {
+  const { model, trans, current, localDir } = props;
+  const setMode = async (mode: string): Promise<void> => {
+    if (!current) {
+      return;
+    }
+    try {
+      await model.setSyncMode(current.name, mode, localDir);
+    } catch (e) {
+      props.onError(errorText(e));
+    }
+  };
+  return (
+    <Field name="sync-mode" label={trans.__('Automatic upload')}>
+      <select
+        className="jp-mod-styled"
+        value={current?.sync?.upload ?? 'explicit'}
+        onChange={e => void setMode(e.target.value)}
+      >
+        <option value="always">
+          {trans.__('Always (saves and outside changes)')}
+        </option>
+        <option value="explicit">{trans.__('On explicit save')}</option>
+        <option value="never">{trans.__('Never')}</option>
+      </select>
+    </Field>
+  );
+}
+
+/** The chosen profile (else the first) and the folder shown for it, as typed or as last synced. */
+function useSyncFolder(model: ISectionProps['model'], profile: string) {
+  /** Folders typed in this session, per profile (until then, the folder the server remembers). */
+  const [typed, setTyped] = React.useState<Record<string, string>>({});
+  const current =
+    model.profiles.find(p => p.name === profile) ?? model.profiles[0];
+  const localDir = current ? syncFolder(current, typed) : '.';
+  const setLocalDir = (value: string): void => {
+    if (current) {
+      setTyped(t => ({ ...t, [current.name]: value }));
+    }
+  };
+  return { current, localDir, setLocalDir };
 }

@@ -2,19 +2,12 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { RanktableModel, SectionId } from '../connections/model';
-import { RanktableAPIError } from '../api/request';
+import { RanktableAPIError } from '../api/errors';
+import { useSignal } from './usesignal';
 
 /** Re-render when the shared model changes. */
 export function useModel(model: RanktableModel): number {
-  const [tick, setTick] = React.useState(0);
-  React.useEffect(() => {
-    const onChange = () => setTick(t => t + 1);
-    model.changed.connect(onChange);
-    return () => {
-      model.changed.disconnect(onChange);
-    };
-  }, [model]);
-  return tick;
+  return useSignal(model.changed);
 }
 
 export interface ISectionProps {

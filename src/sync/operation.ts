@@ -1,0 +1,106 @@
+import { StreamClient, post, subscribe } from '../api/client';
+import type { components, paths } from '../api/openapi';
+import { Model } from '../ui/model';
+
+type OperationEvent = components['schemas']['OperationEvent'];
+/** A transfer's progress on the `operation` channel. */
+export type IProgress = Extract<OperationEvent, { type: 'progress' }>;
+/** A file changed on the instance since the last upload (not overwritten). */
+export type IConflict = Extract<OperationEvent, { type: 'conflict' }>;
+
+type JsonBody<P extends '/ranktable/sync' | '/ranktable/download'> =
+  paths[P]['post']['requestBody']['content']['application/json'];
+export type ISyncRequest = JsonBody<'/ranktable/sync'>;
+export type IDownloadRequest = JsonBody<'/ranktable/download'>;
+
+/**
+ * The Sync section's transfers: an upload or download started on the server (POST /ranktable/sync or
+ * /download), then followed on the stream's `operation` channel: progress, conflicts, the result.
+ */
+export class SyncOperations extends Model {
+  progress: IProgress | null = null;
+  conflicts: IConflict[] = [];
+  error = '';
+  running = false;
+
+  constructor(private _stream: StreamClient) {
+    super();
+  }
+
+  /** Upload the folder (`force`: the conflicting files to overwrite); `onDone` gets the result. A refusal rejects. */
+  upload(body: ISyncRequest, onDone: (result: any) => void): Promise<void> {
+    this.error = '';
+    this.progress = null;
+    if (!Array.isArray(body.force) || !body.force.length) {
+      this.conflicts = [];
+    }
+    this.emit();
+    return this._start('/ranktable/sync', body, onDone);
+  }
+
+  download(
+    body: IDownloadRequest,
+    onDone: (result: any) => void
+  ): Promise<void> {
+    this.error = '';
+    this.emit();
+    return this._start('/ranktable/download', body, onDone);
+  }
+
+  /** Forget the conflicts `resolved` says were settled (downloaded or overwritten). */
+  dropConflicts(resolved: (path: string) => boolean): void {
+    this.conflicts = this.conflicts.filter(c => !resolved(c.path));
+    this.emit();
+  }
+
+  fail(message: string): void {
+    this.error = message;
+    this.emit();
+  }
+
+  private async _start(
+    path: '/ranktable/sync' | '/ranktable/download',
+    body: ISyncRequest | IDownloadRequest,
+    onDone: (result: any) => void
+  ): Promise<void> {
+    // a refusal (a bad folder, an unknown profile) rejects: the view says it in its words
+    const op = await post(path, {}, body as any);
+    this._follow(op.operation, onDone);
+  }
+
+  private _follow(operation: string, onDone: (result: any) => void): void {
+    this.running = true;
+    this.emit();
+    const stop = (error = ''): void => {
+      this.running = false;
+      this.error = error || this.error;
+      this.emit();
+    };
+    subscribe(
+      this._stream,
+      'operation',
+      { operation },
+      {
+        onData: event => {
+          if (event.type === 'progress') {
+            this.progress = event;
+            this.emit();
+          } else if (event.type === 'conflict') {
+            this.conflicts = [
+              ...this.conflicts.filter(x => x.path !== event.path),
+              event
+            ];
+            this.emit();
+          } else if (event.type === 'done') {
+            stop(event.error?.message);
+            if (!event.error) {
+              onDone(event.result);
+            }
+          }
+        },
+        onError: e => stop(e.message),
+        onEnd: () => stop()
+      }
+    );
+  }
+}
