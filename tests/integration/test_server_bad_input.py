@@ -176,3 +176,17 @@ async def test_a_body_over_the_size_limit_is_a_400_naming_it(
     assert response.code == 400
     reply = json.loads(response.body)
     assert reply["field"] == "body" and "1,024 bytes limit" in reply["message"]
+
+
+@pytest.mark.parametrize("path", ["/ranktable/validate", "/ranktable/plan"])
+@pytest.mark.parametrize(
+    "body",
+    ['{"ranktable": "\\ud800"}', '{"ranktable": {"server_list": [{"server_id": "a\\udfff"}]}}'],
+    ids=["value", "nested"],
+)
+async def test_a_lone_surrogate_is_a_400_naming_the_field(jp_fetch: Any, path: str, body: str) -> None:
+    """#26.10: it was a 500 (the string could not be encoded further on)."""
+    response = await send(jp_fetch, path, body=body)
+    assert response.code == 400, response.body
+    reply = json.loads(response.body)
+    assert reply["field"].startswith("ranktable") and "lone surrogate" in reply["message"]
