@@ -13,6 +13,7 @@ from ranktable import limits
 from ranktable.errors import InputError, RanktableError
 from ranktable.server_ext.bodies import MAX_BODY_BYTES, SMALL_BODY_BYTES, parse_body
 from ranktable.server_ext.errors import body_for, status_for
+from ranktable.server_ext.offload import layout_call
 
 if TYPE_CHECKING:
     from ranktable.server_ext.services import Services
@@ -95,9 +96,14 @@ class RanktableHandler(APIHandler):
     async def layout(self, method: str) -> Any:
         """`LayoutService.<method>` on the body: in the body worker process when the body is large."""
         raw = self.request.body
+        context = self.services.layout_context(may_read_files=self.may_read_files())
         if len(raw) <= SMALL_BODY_BYTES:
-            return await self.blocking(getattr(self.services.layout, method), parse_body(raw))
-        return await self.services.body_worker.layout(self.services.layout_context(), method, raw)
+            return await self.blocking(layout_call, context, method, parse_body(raw))
+        return await self.services.body_worker.layout(context, method, raw)
+
+    def may_read_files(self) -> bool:
+        """May this user read files of the Jupyter root (what `*_path` fields name)?"""
+        return bool(self.authorizer.is_authorized(self, self.current_user, "read", "contents"))
 
     async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Run cluster/SSH/planning work on the extension's thread pool, never on the event loop."""

@@ -20,36 +20,56 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ranktable.errors import ConflictError, InputError, MissingFileError, NotFoundError, RanktableError
+from ranktable.errors import (
+    ConflictError,
+    InputError,
+    MissingFileError,
+    NotFoundError,
+    PermissionDenied,
+    RanktableError,
+)
 from ranktable.server_ext.bodies import parse_body
 from ranktable.server_ext.paths import confined_file
 
-_KINDS = (MissingFileError, NotFoundError, ConflictError, InputError, RanktableError)
+_KINDS = (MissingFileError, NotFoundError, PermissionDenied, ConflictError, InputError, RanktableError)
 
 
 @dataclass(frozen=True)
 class LayoutContext:
-    """What `LayoutService` needs of the server, picklable: the Jupyter root and the configured topology."""
+    """What `LayoutService` needs of the server, picklable: the Jupyter root, the configured topology, and
+    whether this user may read files there (`contents:read`): without it, naming a file is refused, so its
+    key names, content or absolute path never show in an error or an answer."""
 
     root_dir: str
     topology: str
     topology_format: str
+    may_read_files: bool = True
 
     @property
     def config(self) -> LayoutContext:
         return self
 
     def local_file(self, relative: str, field: str) -> Path:
+        if not self.may_read_files:
+            raise PermissionDenied(
+                "naming a file of the Jupyter root needs permission to read files (contents:read)",
+                where=field,
+                fix="send the document's content inline instead",
+            )
         return confined_file(self.root_dir, relative, field)
+
+
+def layout_call(context: LayoutContext, method: str, body: dict[str, Any]) -> Any:
+    """`LayoutService.<method>(body)` for one request's context (in the server's threads)."""
+    from ranktable.server_ext.layout_service import LayoutService
+
+    return getattr(LayoutService(context), method)(body)  # type: ignore[arg-type]
 
 
 def layout_request(context: LayoutContext, method: str, raw: bytes) -> tuple[str, Any]:
     """In the worker: ("ok", answer), ("error", (class name, reason, where, fix)) or ("bug", traceback)."""
-    from ranktable.server_ext.layout_service import LayoutService
-
     try:
-        body = parse_body(raw)
-        return "ok", getattr(LayoutService(context), method)(body)  # type: ignore[arg-type]
+        return "ok", layout_call(context, method, parse_body(raw))
     except RanktableError as err:
         kind = next(k for k in _KINDS if isinstance(err, k))
         return "error", (kind.__name__, err.reason, err.where, err.fix)

@@ -48,8 +48,8 @@ class Services:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, partial(fn, *args))
 
-    def layout_context(self) -> LayoutContext:
-        return LayoutContext(self.root_dir, self.config.topology, self.config.topology_format)
+    def layout_context(self, *, may_read_files: bool) -> LayoutContext:
+        return LayoutContext(self.root_dir, self.config.topology, self.config.topology_format, may_read_files)
 
     def local_path(self, relative: str, field: str) -> Path:
         return confined(self.root_dir, relative, field=field)

@@ -190,3 +190,28 @@ async def test_a_lone_surrogate_is_a_400_naming_the_field(jp_fetch: Any, path: s
     assert response.code == 400, response.body
     reply = json.loads(response.body)
     assert reply["field"].startswith("ranktable") and "lone surrogate" in reply["message"]
+
+
+@pytest.mark.parametrize("since", [{"job-0": "yesterday"}, {"job-0": 5}, {"job-0": None}])
+async def test_a_bad_since_on_the_stream_is_an_error_naming_it(jp_ws_fetch: Any, since: Any) -> None:
+    """#26.10: it was an "internal" error."""
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        message = {"op": "subscribe", "id": "l", "channel": "logs", "job": "job", "since": since}
+        ws.write_message(json.dumps(message))
+        reply = json.loads(await ws.read_message())
+        assert reply["type"] == "error", reply
+        error = reply["error"]
+        assert error["field"] == "since.job-0" and "RFC 3339" in error["message"], error
+    finally:
+        ws.close()
+
+
+@pytest.mark.parametrize("value", [5, ["a"], {"a": 1}, True])
+async def test_local_dir_must_be_a_string(jp_fetch: Any, value: Any) -> None:
+    """#26.10: `local_dir: 5` was taken as the folder "5"."""
+    body = json.dumps({"profile": "box", "local_dir": value})
+    response = await send(jp_fetch, "/ranktable/sync", body=body)
+    assert response.code == 400, response.body
+    reply = json.loads(response.body)
+    assert reply["field"] == "local_dir" and "must be a string" in reply["message"]
