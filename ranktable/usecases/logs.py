@@ -234,7 +234,9 @@ def open_logs(
         return None
     job_read = time.monotonic()
     if follow:
-        stream: Any = runs.subscribe(client, name, job)
+        # never waited for: a reader that stops reading (a hung tab) is skipped and later catches up from
+        # the archive, so it cannot freeze the stream for the job's other viewers (#26.1)
+        stream: Any = runs.subscribe(client, name, job, catch_up=True)
     else:
         stream = client.logs(name, False, job=job, plan_later=True)
     session = LogSession(client, name, uid, stream, opened)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -215,3 +216,44 @@ async def test_local_dir_must_be_a_string(jp_fetch: Any, value: Any) -> None:
     assert response.code == 400, response.body
     reply = json.loads(response.body)
     assert reply["field"] == "local_dir" and "must be a string" in reply["message"]
+
+
+async def test_subscriptions_are_capped_per_socket_and_per_user(
+    jp_ws_fetch: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#26.1: one socket (or one user's sockets) may not follow without bound."""
+    from ranktable import limits
+    from ranktable.server_ext.stream import StreamHandler
+
+    monkeypatch.setattr(limits, "MAX_SUBSCRIPTIONS_PER_SOCKET", 3)
+    monkeypatch.setattr(limits, "MAX_SUBSCRIPTIONS_PER_USER", 5)
+    # the test server's token makes a new anonymous user per request: both sockets are one user here
+    monkeypatch.setattr(StreamHandler, "_user_key", lambda self: "alice")
+    first, second = await jp_ws_fetch("ranktable", "stream"), await jp_ws_fetch("ranktable", "stream")
+
+    async def subscribe(ws: Any, sub_id: str) -> dict[str, Any] | None:
+        """The refusal of subscription `sub_id`, or None when it is active (only data for 0.5 s)."""
+        ws.write_message(json.dumps({"op": "subscribe", "id": sub_id, "channel": "uploads"}))
+        while True:
+            try:
+                msg = json.loads(await asyncio.wait_for(ws.read_message(), 0.5))
+            except TimeoutError:
+                return None
+            if msg["id"] == sub_id and msg["type"] == "error":
+                return msg
+
+    try:
+        for n in range(3):
+            assert await subscribe(first, f"a{n}") is None
+        refused = await subscribe(first, "a3")
+        assert refused is not None and "3 active subscriptions (the limit)" in refused["error"]["message"]
+        for n in range(2):
+            assert await subscribe(second, f"b{n}") is None
+        refused = await subscribe(second, "b2")  # 5 across the user's two sockets
+        assert refused is not None and "5 active subscriptions" in refused["error"]["message"]
+        first.write_message(json.dumps({"op": "unsubscribe", "id": "a0"}))
+        await asyncio.sleep(0.2)
+        assert await subscribe(second, "b3") is None  # a slot came free
+    finally:
+        first.close()
+        second.close()
