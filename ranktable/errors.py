@@ -36,6 +36,10 @@ class NotFoundError(RanktableError):
     """A named thing (profile, job, file) does not exist."""
 
 
+class PermissionDenied(RanktableError):
+    """The user may not do this (a 403 to the API), e.g. name a file without permission to read files."""
+
+
 class ConflictError(RanktableError):
     """The action would overwrite or duplicate something that already exists."""
 

@@ -44,6 +44,10 @@ MAX_LOG_FILES = 4096
 MAX_LOG_BYTES = 2 * 1024 * MiB
 """Bytes of logs read by one `--logs` call, all files together (they are held in memory)."""
 KEEP_LOGS_S = 60.0
+MAX_SUBSCRIPTIONS_PER_SOCKET = 256
+"""Active subscriptions (logs, jobs, uploads, operations) on one stream websocket."""
+MAX_SUBSCRIPTIONS_PER_USER = 1024
+"""Active subscriptions of one user across every websocket of the server."""
 """Seconds a stop or resubmit waits at most for the run's logs to reach its archive before the pods go."""
 
 

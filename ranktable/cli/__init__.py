@@ -12,6 +12,7 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from ranktable._version import __version__
 from ranktable.errors import RanktableError
@@ -48,8 +49,15 @@ class CliError(RanktableError):
     """A usage problem found by a command handler (exit code 2)."""
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors in one line, as every other error of the CLI (argparse printed a 9-line usage)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="ranktable",
         description="Plan rank layouts, compose and watch ranktable-routed Volcano jobs, "
         "and work on Notebook instances over SSH.",

@@ -22,11 +22,17 @@ def read_legacy(doc: dict[str, Any], reader: FieldReader) -> RankTable:
     """Convert a decoded `group_list` document; shape problems go to `reader` with their paths."""
     status = reader.text(doc, "status", "", required=True) or ""
     instances: list[tuple[str | None, str, int | None, list[tuple[int, str | None]]]] = []
-    for g, group in enumerate(reader.array(doc, "group_list", "", required=True)):
+    groups = reader.array(doc, "group_list", "", required=True)
+    group_count = reader.number(doc, "group_count", "", required=False)  # "x" is an error, not ignored
+    if group_count is not None and group_count != len(groups):
+        reader.problem("group_count", f"says {group_count} but group_list has {len(groups)} groups")
+    for g, group in enumerate(groups):
         gpath = f"group_list[{g}]"
         if not isinstance(group, dict):
             reader.problem(gpath, "must be a JSON object")
             continue
+        reader.number(group, "device_count", gpath, required=False)
+        reader.number(group, "instance_count", gpath, required=False)
         for i, inst in enumerate(reader.array(group, "instance_list", gpath, required=True)):
             ipath = f"{gpath}.instance_list[{i}]"
             if not isinstance(inst, dict):

@@ -11,8 +11,9 @@ from tornado.web import RequestHandler
 
 from ranktable import limits
 from ranktable.errors import InputError, RanktableError
-from ranktable.limits import load_json
+from ranktable.server_ext.bodies import MAX_BODY_BYTES, SMALL_BODY_BYTES, parse_body
 from ranktable.server_ext.errors import body_for, status_for
+from ranktable.server_ext.offload import layout_call
 
 if TYPE_CHECKING:
     from ranktable.server_ext.services import Services
@@ -73,30 +74,36 @@ class RanktableHandler(APIHandler):
                 raise InputError("contains a null byte", where=name.replace("\0", ""), fix="remove the %00")
 
     def json_body(self) -> dict[str, Any]:
-        """The request body as a JSON object within `ranktable.limits`, or a 400 naming what is wrong."""
+        """The request body as a JSON object within `ranktable.limits`, or a 400 naming what is wrong.
+
+        Only small bodies are parsed here, on the event loop (`json.loads` holds the GIL: 3.6 s for a
+        60 MB body on a busy machine, a thread would stall the loop as well); larger ones are refused
+        unless the handler sends them to the body worker (`offload`)."""
         raw = self.request.body
-        if not raw:
-            return {}
-        if len(raw) > limits.MAX_FILE_BYTES:
+        if len(raw) > MAX_BODY_BYTES:
             raise InputError(
-                f"is larger than the {limits.size_text(limits.MAX_FILE_BYTES)} limit for a request",
+                f"is larger than the {limits.size_text(MAX_BODY_BYTES)} limit for this request",
                 where="body",
-                fix="send a file path in the Jupyter root instead of the content",
+                fix="send a smaller document (a rank table or topology may be given as a file path)",
             )
-        body = load_json(raw, "body", fix="send a JSON object")
-        if not isinstance(body, dict):
-            raise InputError("request body must be a JSON object", where="body")
-        where = null_byte_path(body)
-        if where is not None:
-            raise InputError(
-                "contains a null byte", where=where, fix="no name, path or command may contain NUL"
-            )
-        return body
+        return parse_body(raw)
 
     def reply(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(data))
+
+    async def layout(self, method: str) -> Any:
+        """`LayoutService.<method>` on the body: in the body worker process when the body is large."""
+        raw = self.request.body
+        context = self.services.layout_context(may_read_files=self.may_read_files())
+        if len(raw) <= SMALL_BODY_BYTES:
+            return await self.blocking(layout_call, context, method, parse_body(raw))
+        return await self.services.body_worker.layout(context, method, raw)
+
+    def may_read_files(self) -> bool:
+        """May this user read files of the Jupyter root (what `*_path` fields name)?"""
+        return bool(self.authorizer.is_authorized(self, self.current_user, "read", "contents"))
 
     async def blocking(self, fn: Callable[..., T], *args: Any) -> T:
         """Run cluster/SSH/planning work on the extension's thread pool, never on the event loop."""
@@ -110,25 +117,6 @@ def allowed_methods(handler: type[RequestHandler]) -> list[str]:
         for m in ("GET", "POST", "PUT", "PATCH", "DELETE")
         if getattr(handler, m.lower()) is not getattr(RequestHandler, m.lower())
     ]
-
-
-def null_byte_path(doc: Any) -> str | None:
-    """The JSON path of the first string (key or value) in `doc` that contains NUL, if any."""
-    stack: list[tuple[Any, str]] = [(doc, "")]
-    while stack:
-        value, path = stack.pop()
-        if isinstance(value, str):
-            if "\0" in value:
-                return path or "body"
-        elif isinstance(value, dict):
-            for key, child in value.items():
-                name = f"{path}.{key}" if path else str(key)
-                if "\0" in str(key):
-                    return name.replace("\0", "\\0")
-                stack.append((child, name))
-        elif isinstance(value, list):
-            stack.extend((child, f"{path}[{i}]") for i, child in enumerate(value))
-    return None
 
 
 def field(body: dict[str, Any], name: str, kind: type | tuple[type, ...], default: Any = _MISSING) -> Any:

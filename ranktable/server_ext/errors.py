@@ -7,7 +7,7 @@ from typing import Any
 
 from tornado import web
 
-from ranktable.errors import ConflictError, InputError, NotFoundError, RanktableError
+from ranktable.errors import ConflictError, InputError, NotFoundError, PermissionDenied, RanktableError
 
 INTERNAL_MESSAGE = "Internal error in the Ranktable extension (details are in the Jupyter server log)."
 
@@ -16,6 +16,8 @@ def status_for(error: BaseException) -> int:
     """HTTP status for an exception: the product's errors are the user's (4xx), anything else is ours."""
     if isinstance(error, NotFoundError):
         return 404
+    if isinstance(error, PermissionDenied):
+        return 403
     if isinstance(error, ConflictError):
         return 409
     if isinstance(error, InputError):

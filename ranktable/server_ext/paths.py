@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ranktable.errors import InputError
+from ranktable.errors import InputError, NotFoundError
 
 
 def confined(root: str | Path, relative: str, *, field: str) -> Path:
@@ -33,3 +33,19 @@ def confined(root: str | Path, relative: str, *, field: str) -> Path:
             fix="use a path inside the folder JupyterLab shows in its file browser",
         )
     return full
+
+
+def confined_file(root: str | Path, relative: str, field: str) -> Path:
+    """An existing file inside ``root`` (errors name the field, not the server's path)."""
+    path = confined(root, relative, field=field)
+    try:
+        found = path.is_file()
+    except OSError as err:  # a name longer than the file system allows, ...: bad input, not a 500
+        raise InputError(
+            f"not a usable file name: {err.strerror or err}",
+            where=field,
+            fix="give a file in the Jupyter root",
+        ) from None
+    if not found:
+        raise NotFoundError(f"no file {relative!r} in the Jupyter root folder", where=field)
+    return path

@@ -53,8 +53,8 @@ class RemoteService:
         return self.usecases.add_profile(body)
 
     def update_profile(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        local_dir = body.get("local_dir")
-        local = self.services.local_path(str(local_dir), "local_dir") if local_dir else None
+        local_dir = _local_dir(body, default=None)
+        local = self.services.local_path(local_dir, "local_dir") if local_dir else None
         updated = self.usecases.update_profile(name, {k: v for k, v in body.items() if k != "local_dir"})
         if local is not None:
             self.usecases.uploads.remember(name, local)
@@ -105,7 +105,7 @@ class RemoteService:
     # -- operations (run on the hub, followed on the stream) -----------------------------------------------
     def prepare_sync(self, body: dict[str, Any]) -> tuple[str, str, OpFunction]:
         profile = _name(body, "profile")
-        local = self.services.local_path(str(body.get("local_dir") or "."), "local_dir")
+        local = self.services.local_path(_local_dir(body), "local_dir")
         syncer = self.usecases.syncer(profile, local)
         force = body.get("force", False)
         only: list[str] | None = None
@@ -139,7 +139,7 @@ class RemoteService:
         if conflict is not None:
             if not isinstance(conflict, str) or not conflict:
                 raise InputError("must be the conflicting path from the sync", where="conflict")
-            local_dir = self.services.local_path(str(body.get("local_dir") or "."), "local_dir")
+            local_dir = self.services.local_path(_local_dir(body), "local_dir")
             syncer = self.usecases.syncer(profile, local_dir)
 
             def resolve(emit: Emit, cancel: threading.Event) -> Any:
@@ -236,4 +236,18 @@ def _name(body: dict[str, Any], key: str) -> str:
     value = body.get(key)
     if not isinstance(value, str) or not value:
         raise InputError("is required", where=key, fix=f"give the SSH {key} name")
+    return value
+
+
+def _local_dir(body: dict[str, Any], default: str | None = ".") -> Any:
+    """`local_dir` as given: a string (a folder relative to the Jupyter root), never a number turned into
+    one (`local_dir: 5` was stored as "5")."""
+    value = body.get("local_dir")
+    if value is None or value == "":
+        return default
+    if not isinstance(value, str):
+        raise InputError(
+            f"must be a string (a folder relative to the Jupyter root), not {type(value).__name__}",
+            where="local_dir",
+        )
     return value

@@ -31,14 +31,14 @@ class ValidateHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        self.reply(await self.blocking(self.services.layout.validate, self.json_body()))
+        self.reply(await self.layout("validate"))
 
 
 class PlanHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
     async def post(self) -> None:
-        self.reply(await self.blocking(self.services.layout.plan, self.json_body()))
+        self.reply(await self.layout("plan"))
 
 
 class LayoutPreviewHandler(RanktableHandler):

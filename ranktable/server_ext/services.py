@@ -16,13 +16,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ranktable.errors import InputError, NotFoundError
+from ranktable.errors import InputError
 from ranktable.server_ext.config import Ranktable
 from ranktable.server_ext.hub import Hub
 from ranktable.server_ext.jobs_service import JobsService
 from ranktable.server_ext.layout_service import LayoutService
 from ranktable.server_ext.observe_service import ObserveService
-from ranktable.server_ext.paths import confined
+from ranktable.server_ext.offload import BodyWorker, LayoutContext
+from ranktable.server_ext.paths import confined, confined_file
 from ranktable.server_ext.remote_service import RemoteService
 
 T = TypeVar("T")
@@ -36,6 +37,7 @@ class Services:
         self.root_dir = str(Path(root_dir).expanduser().resolve())
         self.log = log or logging.getLogger("ranktable.server_ext")
         self.executor = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="ranktable")
+        self.body_worker = BodyWorker()  # large inline rank tables and topologies: parsed off the GIL
         self.hub = Hub(buffer=config.stream_buffer)
         self.layout = LayoutService(self)
         self.jobs = JobsService(self)
@@ -46,23 +48,15 @@ class Services:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self.executor, partial(fn, *args))
 
+    def layout_context(self, *, may_read_files: bool) -> LayoutContext:
+        return LayoutContext(self.root_dir, self.config.topology, self.config.topology_format, may_read_files)
+
     def local_path(self, relative: str, field: str) -> Path:
         return confined(self.root_dir, relative, field=field)
 
     def local_file(self, relative: str, field: str) -> Path:
         """An existing file inside the Jupyter root (errors name the field, not the server's path)."""
-        path = self.local_path(relative, field)
-        try:
-            found = path.is_file()
-        except OSError as err:  # a name longer than the file system allows, ...: bad input, not a 500
-            raise InputError(
-                f"not a usable file name: {err.strerror or err}",
-                where=field,
-                fix="give a file in the Jupyter root",
-            ) from None
-        if not found:
-            raise NotFoundError(f"no file {relative!r} in the Jupyter root folder", where=field)
-        return path
+        return confined_file(self.root_dir, relative, field)
 
     def server_config(self) -> dict[str, Any]:
         from ranktable.compose.spec import FRAMEWORKS
@@ -106,3 +100,4 @@ class Services:
         await self.run_blocking(self.remote.close)  # uploaders, port forwards, SSH transports
         await self.run_blocking(self.observe.close)  # log followers
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.body_worker.close()

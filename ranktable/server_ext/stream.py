@@ -10,14 +10,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections import Counter
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from jupyter_server.auth.decorator import authorized, ws_authenticated
 from jupyter_server.base.handlers import JupyterHandler
 from jupyter_server.base.websocket import WebSocketMixin
 from tornado import websocket
 
+from ranktable import limits
 from ranktable.errors import InputError
 from ranktable.limits import load_json
 from ranktable.server_ext.base import AUTH_RESOURCE
@@ -31,6 +33,7 @@ class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
     """The multiplexed stream websocket; following logs, jobs and operations needs `read` on `ranktable`."""
 
     auth_resource = AUTH_RESOURCE
+    per_user: ClassVar[Counter[str]] = Counter()  # active subscriptions by user, across sockets
 
     @property
     def services(self) -> Services:
@@ -64,6 +67,7 @@ class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
             task = self.subscriptions.pop(sub_id, None)
             if task is not None:
                 task.cancel()
+                self._release_user_slot()
             return
         if op != "subscribe":
             err = InputError(f"unknown op {op!r}", where="op", fix="use subscribe or unsubscribe")
@@ -73,8 +77,13 @@ class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
             err = InputError("a subscription with this id is active", where="id", fix="unsubscribe first")
             self._send({"id": sub_id, "type": "error", "error": body_for(err)})
             return
+        over = self._over_cap()
+        if over is not None:
+            self._send({"id": sub_id, "type": "error", "error": body_for(over)})
+            return
         task = asyncio.ensure_future(self._pump(sub_id, msg))
         self.subscriptions[sub_id] = task
+        StreamHandler.per_user[self._user_key()] += 1
         self.services.hub.track(task)
 
     async def _pump(self, sub_id: str, msg: dict[str, Any]) -> None:
@@ -90,7 +99,36 @@ class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
                 self.log.exception("ranktable stream %s failed", msg.get("channel"))
             self._send({"id": sub_id, "type": "error", "error": body_for(exc)})
         finally:
-            self.subscriptions.pop(sub_id, None)
+            if self.subscriptions.pop(sub_id, None) is not None:
+                self._release_user_slot()
+
+    def _user_key(self) -> str:
+        user = self.current_user
+        return str(getattr(user, "username", None) or user)
+
+    def _release_user_slot(self) -> None:
+        key = self._user_key()
+        StreamHandler.per_user[key] -= 1
+        if StreamHandler.per_user[key] <= 0:
+            del StreamHandler.per_user[key]
+
+    def _over_cap(self) -> InputError | None:
+        """One socket, or one user's sockets together, may not follow without bound (#26.1)."""
+        if len(self.subscriptions) >= limits.MAX_SUBSCRIPTIONS_PER_SOCKET:
+            return InputError(
+                f"this connection already has {limits.MAX_SUBSCRIPTIONS_PER_SOCKET} active subscriptions "
+                "(the limit)",
+                where="op",
+                fix="unsubscribe from one first",
+            )
+        if StreamHandler.per_user[self._user_key()] >= limits.MAX_SUBSCRIPTIONS_PER_USER:
+            return InputError(
+                f"you already have {limits.MAX_SUBSCRIPTIONS_PER_USER} active subscriptions on this server "
+                "(the limit)",
+                where="op",
+                fix="close other tabs or unsubscribe first",
+            )
+        return None
 
     async def _deliver(self, payload: dict[str, Any]) -> None:
         """Send and wait until tornado handed it to the socket (its buffer would grow without bound)."""
@@ -108,4 +146,5 @@ class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
     def on_close(self) -> None:
         for task in getattr(self, "subscriptions", {}).values():
             task.cancel()
+            self._release_user_slot()
         self.subscriptions = {}

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ranktable.errors import InputError, NotFoundError, RanktableError
+from ranktable.limits import brief
 
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
@@ -123,7 +124,17 @@ def since_keys(raw: Any) -> dict[str, tuple[str, int]]:
         return {}
     if not isinstance(raw, dict):
         raise InputError("must be an object {pod: timestamp}", where="since")
-    return {str(pod): timestamp_key(str(ts)) for pod, ts in raw.items()}
+    since = {}
+    for pod, ts in raw.items():
+        try:  # a bad one is the client's error naming it, not an "internal" one (#26.10)
+            since[str(pod)] = timestamp_key(ts if isinstance(ts, str) else repr(ts))
+        except ValueError:
+            raise InputError(
+                f"{brief(ts)} is not an RFC 3339 timestamp",
+                where=f"since.{str(pod)[:60]}",
+                fix="send the timestamp of the last line shown for that pod",
+            ) from None
+    return since
 
 
 def archive_logs(state_dir: str | Path | None) -> RunLogs:
@@ -223,7 +234,9 @@ def open_logs(
         return None
     job_read = time.monotonic()
     if follow:
-        stream: Any = runs.subscribe(client, name, job)
+        # never waited for: a reader that stops reading (a hung tab) is skipped and later catches up from
+        # the archive, so it cannot freeze the stream for the job's other viewers (#26.1)
+        stream: Any = runs.subscribe(client, name, job, catch_up=True)
     else:
         stream = client.logs(name, False, job=job, plan_later=True)
     session = LogSession(client, name, uid, stream, opened)

@@ -175,3 +175,32 @@ async def test_the_stream_is_refused_without_read_permission(jp_ws_fetch: Any) -
     assert [(a, r) for p, a, r in DenyAllAuthorizer.asked if p.endswith("/ranktable/stream")] == [
         ("read", "ranktable")
     ]
+
+
+class RanktableReadOnlyAuthorizer(Authorizer):
+    """`ranktable:read` and nothing else: not `contents:read` (may not read the Jupyter root's files)."""
+
+    asked: ClassVar[list[tuple[str, str, str]]] = []
+
+    def is_authorized(self, handler: Any, user: Any, action: str, resource: str) -> bool:
+        return action == "read" and resource == "ranktable"
+
+
+@pytest.mark.parametrize("authorizer", [RanktableReadOnlyAuthorizer], indirect=True)
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [(("ranktable", "plan"), "ranktable_path"), (("ranktable", "validate"), "ranktable_path")],
+)
+async def test_a_user_who_may_not_read_files_learns_nothing_of_them(
+    jp_fetch: Any, jp_root_dir: Path, path: tuple[str, ...], field: str
+) -> None:
+    """#26.10: /plan errors echoed a file's key names and its absolute path to such a user."""
+    (jp_root_dir / "notes.json").write_text(json.dumps({"aws_secret_access_key_name": {"x": 1}}))
+    for name in ("notes.json", "missing.json"):  # and whether a file exists is not told either
+        reply = await call(jp_fetch, *path, method="POST", body={field: name}, expect=403)
+        text = json.dumps(reply)
+        assert "aws_secret" not in text and str(jp_root_dir) not in text and "missing" not in text
+        assert reply["field"] == field and "contents:read" in reply["message"]
+    table = {"status": "completed", "version": "1.0", "server_count": "1", "server_list": []}
+    inline = await call(jp_fetch, "ranktable", "validate", method="POST", body={"ranktable": table})
+    assert "status" in inline  # content sent inline is still checked

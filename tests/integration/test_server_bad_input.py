@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,83 @@ async def test_a_body_over_the_size_limit_is_a_400_naming_it(
     assert response.code == 400
     reply = json.loads(response.body)
     assert reply["field"] == "body" and "1,024 bytes limit" in reply["message"]
+
+
+@pytest.mark.parametrize("path", ["/ranktable/validate", "/ranktable/plan"])
+@pytest.mark.parametrize(
+    "body",
+    ['{"ranktable": "\\ud800"}', '{"ranktable": {"server_list": [{"server_id": "a\\udfff"}]}}'],
+    ids=["value", "nested"],
+)
+async def test_a_lone_surrogate_is_a_400_naming_the_field(jp_fetch: Any, path: str, body: str) -> None:
+    """#26.10: it was a 500 (the string could not be encoded further on)."""
+    response = await send(jp_fetch, path, body=body)
+    assert response.code == 400, response.body
+    reply = json.loads(response.body)
+    assert reply["field"].startswith("ranktable") and "lone surrogate" in reply["message"]
+
+
+@pytest.mark.parametrize("since", [{"job-0": "yesterday"}, {"job-0": 5}, {"job-0": None}])
+async def test_a_bad_since_on_the_stream_is_an_error_naming_it(jp_ws_fetch: Any, since: Any) -> None:
+    """#26.10: it was an "internal" error."""
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        message = {"op": "subscribe", "id": "l", "channel": "logs", "job": "job", "since": since}
+        ws.write_message(json.dumps(message))
+        reply = json.loads(await ws.read_message())
+        assert reply["type"] == "error", reply
+        error = reply["error"]
+        assert error["field"] == "since.job-0" and "RFC 3339" in error["message"], error
+    finally:
+        ws.close()
+
+
+@pytest.mark.parametrize("value", [5, ["a"], {"a": 1}, True])
+async def test_local_dir_must_be_a_string(jp_fetch: Any, value: Any) -> None:
+    """#26.10: `local_dir: 5` was taken as the folder "5"."""
+    body = json.dumps({"profile": "box", "local_dir": value})
+    response = await send(jp_fetch, "/ranktable/sync", body=body)
+    assert response.code == 400, response.body
+    reply = json.loads(response.body)
+    assert reply["field"] == "local_dir" and "must be a string" in reply["message"]
+
+
+async def test_subscriptions_are_capped_per_socket_and_per_user(
+    jp_ws_fetch: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#26.1: one socket (or one user's sockets) may not follow without bound."""
+    from ranktable import limits
+    from ranktable.server_ext.stream import StreamHandler
+
+    monkeypatch.setattr(limits, "MAX_SUBSCRIPTIONS_PER_SOCKET", 3)
+    monkeypatch.setattr(limits, "MAX_SUBSCRIPTIONS_PER_USER", 5)
+    # the test server's token makes a new anonymous user per request: both sockets are one user here
+    monkeypatch.setattr(StreamHandler, "_user_key", lambda self: "alice")
+    first, second = await jp_ws_fetch("ranktable", "stream"), await jp_ws_fetch("ranktable", "stream")
+
+    async def subscribe(ws: Any, sub_id: str) -> dict[str, Any] | None:
+        """The refusal of subscription `sub_id`, or None when it is active (only data for 0.5 s)."""
+        ws.write_message(json.dumps({"op": "subscribe", "id": sub_id, "channel": "uploads"}))
+        while True:
+            try:
+                msg = json.loads(await asyncio.wait_for(ws.read_message(), 0.5))
+            except TimeoutError:
+                return None
+            if msg["id"] == sub_id and msg["type"] == "error":
+                return msg
+
+    try:
+        for n in range(3):
+            assert await subscribe(first, f"a{n}") is None
+        refused = await subscribe(first, "a3")
+        assert refused is not None and "3 active subscriptions (the limit)" in refused["error"]["message"]
+        for n in range(2):
+            assert await subscribe(second, f"b{n}") is None
+        refused = await subscribe(second, "b2")  # 5 across the user's two sockets
+        assert refused is not None and "5 active subscriptions" in refused["error"]["message"]
+        first.write_message(json.dumps({"op": "unsubscribe", "id": "a0"}))
+        await asyncio.sleep(0.2)
+        assert await subscribe(second, "b3") is None  # a slot came free
+    finally:
+        first.close()
+        second.close()

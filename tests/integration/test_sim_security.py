@@ -133,3 +133,72 @@ def test_a_job_with_too_many_replicas_is_refused_naming_the_limit(sim_pool: SimP
     assert "spec.tasks[0].replicas" in status["message"] and "10000" in status["message"]
     pods = client.CoreV1Api(sim_pool.api_client()).list_namespaced_pod("default").items
     assert pods == []
+
+
+def test_kubectl_keeps_working_during_a_slowloris(sim_pool_factory: Any, tmp_path: Any) -> None:
+    """#26.8: unauthenticated connections that never finish (no TLS handshake, headers never ending) may
+    not fill the connection cap: each new client connection evicts the oldest of them, and the reserve
+    is kept for authenticated ones. Before, kubectl got EOF for 30 s at a time."""
+    import shutil
+    import subprocess
+
+    pool = sim_pool_factory(nodes=1, leaves=1, limits=Limits(request_seconds=30.0, max_connections=16))
+    port = int(pool.url.rsplit(":", 1)[1])
+    stop = threading.Event()
+    opened = [0]
+
+    def slowloris() -> None:
+        held: list[socket.socket] = []
+        while not stop.is_set():
+            try:
+                sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            except OSError:
+                continue
+            held.append(sock)
+            opened[0] += 1
+            held = [s for s in held if not _closed_by_peer(s)]
+            time.sleep(0.005)
+        for sock in held:
+            sock.close()
+
+    attacker = threading.Thread(target=slowloris, daemon=True)
+    attacker.start()
+    try:
+        eventually(lambda: opened[0] >= 100, what="the slowloris to open 100 connections")
+        env = pool.kubectl_env(tmp_path)
+        kubectl = shutil.which("kubectl") or "/usr/bin/kubectl"
+        for _ in range(10):
+            proc = subprocess.run(
+                [
+                    kubectl,
+                    "--context",
+                    pool.context,
+                    "get",
+                    "namespaces",
+                    "-o",
+                    "name",
+                    "--request-timeout=10s",
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+                check=False,
+            )
+            assert proc.returncode == 0 and "namespace/default" in proc.stdout, proc.stderr
+    finally:
+        stop.set()
+        attacker.join(10)
+    assert opened[0] >= 100
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    sock.setblocking(False)
+    try:
+        return sock.recv(1) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+    finally:
+        sock.setblocking(True)

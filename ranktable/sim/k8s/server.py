@@ -61,24 +61,78 @@ class _YamlLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
+class ConnectionGate:
+    """Which connections hold a thread: at most `total`; those not yet authenticated (no request with the
+    token so far: a TLS handshake, headers or a body still coming) at most `total - reserve`, and at most
+    half of those from one client address. A new connection beyond a cap closes the oldest unauthenticated
+    one (of its client first) rather than itself: a slowloris then only evicts its own connections, and
+    kubectl, which authenticates within milliseconds, keeps a slot (#26.8: 109 half-open connections
+    filled the cap, and kubectl got EOF for 30 s at a time)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.reserve = max(1, total // 4)  # only for authenticated connections
+        self.half_open_cap = max(1, total - self.reserve)
+        self.per_client_cap = max(1, self.half_open_cap // 2)
+        self._half_open: dict[Any, str] = {}  # socket -> client address, oldest first
+        self._authenticated: set[Any] = set()
+        self._lock = threading.Lock()
+        self.evicted = 0
+
+    def admit(self, sock: Any, client: str) -> bool:
+        """Take a slot for a new connection (False: every slot is authenticated, close it)."""
+        victims = []
+        with self._lock:
+            mine = [s for s, c in self._half_open.items() if c == client]
+            if len(mine) >= self.per_client_cap:
+                victims.append(mine[0])
+            elif len(self._half_open) >= self.half_open_cap:
+                victims.append(next(iter(self._half_open)))
+            elif len(self._half_open) + len(self._authenticated) >= self.total:
+                if not self._half_open:
+                    return False
+                victims.append(next(iter(self._half_open)))
+            for victim in victims:
+                del self._half_open[victim]  # its thread ends as its socket is shut; `release` then no-ops
+            self._half_open[sock] = client
+            self.evicted += len(victims)
+        for victim in victims:
+            hang_up(victim)
+        return True
+
+    def authenticated(self, sock: Any) -> None:
+        with self._lock:
+            if self._half_open.pop(sock, None) is not None:
+                self._authenticated.add(sock)
+
+    def release(self, sock: Any) -> None:
+        with self._lock:
+            self._half_open.pop(sock, None)
+            self._authenticated.discard(sock)
+
+    def threads(self) -> int:
+        with self._lock:
+            return len(self._half_open) + len(self._authenticated)
+
+
 class _BoundedServer(ThreadingHTTPServer):
-    """A thread per connection, at most `max_connections` at once: beyond that a connection is closed."""
+    """A thread per connection, as many as the `ConnectionGate` admits: beyond that a connection is closed."""
 
     daemon_threads = True
 
     def __init__(self, address: tuple[str, int], handler: Any, max_connections: int) -> None:
-        self.slots = threading.BoundedSemaphore(max_connections)
+        self.gate = ConnectionGate(max_connections)
         super().__init__(address, handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.slots.acquire(blocking=False):
+        if not self.gate.admit(request, str(client_address[0])):
             hang_up(request)
             self.shutdown_request(request)
             return
         try:
             super().process_request(request, client_address)
         except Exception:
-            self.slots.release()
+            self.gate.release(request)
             raise
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -88,7 +142,7 @@ class _BoundedServer(ThreadingHTTPServer):
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.slots.release()
+            self.gate.release(request)
 
 
 LogReader = Callable[[Obj, dict[str, str]], Iterable[bytes]]
@@ -368,6 +422,8 @@ class RequestHandler(StreamingHandler):
                 # nothing of the request is read or parsed before the token is checked
                 self.close_connection = body_needed
                 raise errors.unauthorized()
+            if path not in OPEN_PATHS:
+                self.server.gate.authenticated(self.request)  # type: ignore[attr-defined]
             body = self._body() if body_needed else None  # always drain the body (keep-alive)
             if query.get("dryRun") not in (None, *DRY_RUN_VALUES):
                 raise errors.bad_request(
