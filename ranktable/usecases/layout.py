@@ -265,6 +265,8 @@ def placement_beside_forecast(
     if spec is None:
         return None
     pods = sorted(client.job_pods(name), key=lambda p: pod_index_of(p["metadata"]["name"]))
+    if not pods:
+        return None  # nothing placed (yet, or any more): no placement to put beside the forecast
     actual = [str((p.get("spec") or {}).get("nodeName") or "") for p in pods]
     released: dict[str, int] = {}
     for pod, node in zip(pods, actual, strict=True):

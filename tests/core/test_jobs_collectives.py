@@ -90,6 +90,9 @@ class FakeCluster:
     def list_nodes(self) -> list[dict[str, Any]]:
         return []
 
+    def job_pods(self, name: str) -> list[dict[str, Any]]:
+        return []
+
 
 def test_a_running_jobs_layout_uses_the_jobs_own_hccl_algo_and_groups() -> None:
     examples = files("ranktable.examples")
