@@ -85,11 +85,12 @@ def main() -> int:
 
         running = start_background(state / "sim", ["--nodes", "4", "--leaves", "2", "--tenants", "0"])
         env["KUBECONFIG"] = str(running.kubeconfig)
-        submit_job(env, ranktable, args.job)
     else:
         env["KUBECONFIG"] = args.kubeconfig
     cold = {**env, "RANKTABLE_WARM": "0"}
     try:
+        if running is not None:
+            submit_job(env, ranktable, args.job)  # inside: a failed submission still stops the pool
         subprocess.run([ranktable, "job", "list"], env=env, check=True, capture_output=True)  # starts it
         deadline = time.monotonic() + 60
         while wall([ranktable, "job", "list"], env) > 1.0 and time.monotonic() < deadline:
