@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,9 +91,8 @@ def test_job_cell_runs_through_the_launcher_on_the_pool(
     while len(ranks) < 16:
         assert time.monotonic() < deadline, ranks
         lines = ip.run_line_magic("ranktable", "logs cell")
-        ranks = {
-            line.split("] ", 1)[1].split()[1] for line in lines if "] rank " in line and " server " in line
-        }
+        # "[node-rank pod] [rankN]: rank N/16 server ..." (the launcher tags each process's lines)
+        ranks = {m.group(1) for line in lines if (m := re.search(r"\brank (\d+/\d+) server ", line))}
         time.sleep(0.5)
     assert ranks == {f"{r}/16" for r in range(16)}
 
