@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -65,6 +67,8 @@ def _pool_options(parser: argparse.ArgumentParser) -> None:
 
 def _serve_args(args: argparse.Namespace) -> list[str]:
     out = ["--nodes", str(args.nodes), "--leaves", str(args.leaves), "--port", str(args.port)]
+    if getattr(args, "resume", False):
+        out.append("--resume")
     out += ["--control-plane", args.control_plane]
     if args.tenants is not None:
         out += ["--tenants", str(args.tenants)]
@@ -121,6 +125,7 @@ def _start(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     else:
+        _refuse_to_wipe_live_pods(args, state_dir)
         if args.control_plane == "real":
             from ranktable.sim.real.components import bin_dir
 
@@ -131,6 +136,28 @@ def _start(args: argparse.Namespace) -> int:
     if not running.confined:
         print(f"warning: the simulated pool's {running.pods}", file=sys.stderr)
     return 0
+
+
+def _refuse_to_wipe_live_pods(args: argparse.Namespace, state_dir: Path) -> None:
+    """A pool that ended without `sim stop` (kill -9) left its pods running and its objects saved: a plain
+    start would silently wipe them (#26.6). Refuse, unless told to resume them or to discard them."""
+    from ranktable.sim.control import live_pod_processes
+
+    if args.resume:
+        return
+    live = live_pod_processes(state_dir)
+    if not live:
+        return
+    if not args.discard:
+        raise InputError(
+            f"{state_dir} holds {len(live)} pod processes still running, with the jobs and pods of a pool "
+            "that ended without `ranktable sim stop`",
+            where="--state-dir",
+            fix="`ranktable sim start --resume` adopts them; `--discard` ends them and starts empty",
+        )
+    for pid in live:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -212,6 +239,15 @@ def register(group: Any) -> None:
         "KUBECONFIG to use; kubectl and `ranktable job` work against it.",
     )
     _pool_options(start)
+    choice = start.add_mutually_exclusive_group()
+    choice.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the jobs and pods a pool that ended without `sim stop` left, and adopt its running pods",
+    )
+    choice.add_argument(
+        "--discard", action="store_true", help="end such leftover pod processes and start with an empty pool"
+    )
     start.set_defaults(handler=_start)
     status = group.add_parser(
         "status",

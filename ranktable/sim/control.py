@@ -147,3 +147,17 @@ def ensure_running(state_dir: Path | None = None, serve_args: list[str] | None =
 
     where = state_dir or default_state_dir()
     return find_running(where) or start_background(where, serve_args or [])
+
+
+def live_pod_processes(state_dir: Path) -> list[int]:
+    """Pids of pod processes a pool in ``state_dir`` started that still run: what a pool killed with
+    -9 leaves behind, with its saved jobs and pods (a start that is not a resume would wipe them)."""
+    pids = []
+    for info in sorted((state_dir / "pods").glob("*/*/logs/*/*.run.json")):
+        try:
+            pid = int(json.loads(info.read_text()).get("pid") or 0)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if pid > 0 and _alive(pid):
+            pids.append(pid)
+    return pids

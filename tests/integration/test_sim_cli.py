@@ -169,3 +169,46 @@ def _beats(core: client.CoreV1Api) -> int | None:
         return len(core.read_namespaced_pod_log("beat", "default").splitlines())
     except client.exceptions.ApiException:
         return None
+
+
+def test_start_after_a_kill_9_refuses_to_wipe_live_pods_and_resumes_on_request(tmp_path: Path) -> None:
+    """#26.6: `sim start` on the state folder of a pool killed with -9 silently wiped its jobs and pods."""
+    import signal
+
+    from ranktable.sim.control import recorded_pid
+
+    env = {**os.environ, "RANKTABLE_HOME": str(tmp_path / "home")}
+    state = tmp_path / "home" / "sim"
+    started = _ranktable("sim", "start", "--nodes", "2", "--leaves", "1", env=env)
+    try:
+        assert started.returncode == 0, started.stderr
+        kubeconfig = state / "kubeconfig"
+        core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig), context="ranktable-sim"))
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "s"},
+            "spec": {"containers": [{"name": "c", "command": ["sh", "-c", "echo $$; exec sleep 1000"]}]},
+        }
+        core.create_namespaced_pod("default", pod)
+        pid = _wait_for_pid(core)
+        server = recorded_pid(state)
+        assert server is not None
+        from tests.integration.sim_helpers import eventually
+
+        # the pool saves its objects every 0.5 s: the kill comes once the pod is in the saved state
+        saved = state / "objects.json"
+        eventually(lambda: saved.is_file() and '"s"' in saved.read_text(), what="the pod to be saved")
+        os.kill(server, signal.SIGKILL)  # the pool dies; its pod goes on
+        eventually(lambda: not _running(server), what="the pool to die")
+        refused = _ranktable("sim", "start", env=env)
+        assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+        assert "1 pod processes still running" in refused.stderr and "--resume" in refused.stderr
+        assert _running(pid)  # nothing was wiped
+        resumed = _ranktable("sim", "start", "--resume", env=env)
+        assert resumed.returncode == 0, resumed.stderr
+        core = client.CoreV1Api(config.new_client_from_config(str(kubeconfig), context="ranktable-sim"))
+        assert [p.metadata.name for p in core.list_namespaced_pod("default").items] == ["s"]
+        assert _running(pid)
+    finally:
+        _ranktable("sim", "stop", env=env)
