@@ -40,6 +40,11 @@ class PermissionDenied(RanktableError):
     """The user may not do this (a 403 to the API), e.g. name a file without permission to read files."""
 
 
+class Unavailable(RanktableError):
+    """A service we depend on does not answer now (the cluster is down or restarting): a 503, not the
+    user's error."""
+
+
 class ConflictError(RanktableError):
     """The action would overwrite or duplicate something that already exists."""
 

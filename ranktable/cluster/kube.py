@@ -23,7 +23,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from urllib3.util.ssl_ import create_urllib3_context, resolve_cert_reqs
 
-from ranktable.errors import ConflictError, InputError, NotFoundError, RanktableError
+from ranktable.errors import ConflictError, InputError, NotFoundError, RanktableError, Unavailable
 from ranktable.home import SHARED_SETTINGS_ENV
 
 DEFAULT_TIMEOUT = (5.0, 30.0)
@@ -153,7 +153,7 @@ class Kube:
         )
 
 
-class UnreachableError(RanktableError):
+class UnreachableError(Unavailable):
     """The API server did not answer (down, restarting, wrong address)."""
 
 

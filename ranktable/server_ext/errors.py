@@ -7,7 +7,14 @@ from typing import Any
 
 from tornado import web
 
-from ranktable.errors import ConflictError, InputError, NotFoundError, PermissionDenied, RanktableError
+from ranktable.errors import (
+    ConflictError,
+    InputError,
+    NotFoundError,
+    PermissionDenied,
+    RanktableError,
+    Unavailable,
+)
 
 INTERNAL_MESSAGE = "Internal error in the Ranktable extension (details are in the Jupyter server log)."
 
@@ -18,6 +25,8 @@ def status_for(error: BaseException) -> int:
         return 404
     if isinstance(error, PermissionDenied):
         return 403
+    if isinstance(error, Unavailable):
+        return 503
     if isinstance(error, ConflictError):
         return 409
     if isinstance(error, InputError):

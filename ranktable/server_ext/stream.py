@@ -20,7 +20,7 @@ from jupyter_server.base.websocket import WebSocketMixin
 from tornado import websocket
 
 from ranktable import limits
-from ranktable.errors import InputError
+from ranktable.errors import InputError, RanktableError
 from ranktable.limits import load_json
 from ranktable.server_ext.base import AUTH_RESOURCE
 from ranktable.server_ext.errors import body_for, status_for
@@ -95,7 +95,7 @@ class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            if status_for(exc) >= 500:
+            if status_for(exc) >= 500 and not isinstance(exc, RanktableError):  # an outage is no bug
                 self.log.exception("ranktable stream %s failed", msg.get("channel"))
             self._send({"id": sub_id, "type": "error", "error": body_for(exc)})
         finally:
