@@ -16,7 +16,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ranktable.cost import compare
+from ranktable.choice.cost import compare
 from ranktable.examples import load_example_pool
 from ranktable.hccl import Device, RankTable, Server
 from ranktable.plan import plan_routes

@@ -16,18 +16,11 @@ from typing import Any
 
 
 def _run(args: argparse.Namespace) -> int:
-    from kubernetes import client, config
-
     from ranktable.sim.real.agents import RankTableController
     from ranktable.sim.real.kube_store import KubeStore
 
-    configuration = client.Configuration()
-    config.load_kube_config(
-        config_file=args.kubeconfig, context=args.context, client_configuration=configuration
-    )
-    store = KubeStore(
-        client.ApiClient(configuration), watched=("pods", "nodes", "configmaps", "batch.volcano.sh/jobs")
-    )
+    watched = ("pods", "nodes", "configmaps", "batch.volcano.sh/jobs")
+    store = KubeStore.from_kubeconfig(args.kubeconfig, args.context, watched)
     store.start()
     error_log = Path(args.error_log).expanduser()
     controller = RankTableController(store, error_log, delay=args.delay)
@@ -39,7 +32,7 @@ def _run(args: argparse.Namespace) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
-    print(f"configmap1980 controller running against {configuration.host} (errors: {error_log})")
+    print(f"configmap1980 controller running against {store.host} (errors: {error_log})")
     sys.stdout.flush()
     done.wait()
     controller.stop()

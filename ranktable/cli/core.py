@@ -255,7 +255,7 @@ def stable_summary(
     result: PlanResult, previous: RankTable, source: str, topology: Any, message_bytes: int
 ) -> dict[str, Any]:
     """Which servers kept their ranks, which were placed anew, and the stable plan vs a full replan."""
-    from ranktable.cost import compare
+    from ranktable.choice.cost import compare
 
     replan = result.replan
     if replan is None:  # plan_routes always sets it in stable mode
@@ -339,9 +339,9 @@ def format_stable(summary: dict[str, Any]) -> str:
 
 def collective_query(args: argparse.Namespace) -> Any:
     """The `plan` flags that shape the estimate (checked before any file is read)."""
+    from ranktable.choice.cost import CollectiveQuery
     from ranktable.collectives.choice import parse_hccl_algo
     from ranktable.collectives.groups import parse_group_bytes, parse_parallel
-    from ranktable.cost import CollectiveQuery
 
     return CollectiveQuery(
         operation=args.operation,
@@ -495,7 +495,7 @@ def find_server(table: RankTable, wanted: str, source: str) -> str:
 def cmd_route(args: argparse.Namespace) -> int:
     import os
 
-    from ranktable.plan.routing import routing_plan
+    from ranktable.choice.routing import routing_plan
 
     table = load_rank_table(args.ranktable)
     server_id = find_server(table, args.server_id, args.ranktable)

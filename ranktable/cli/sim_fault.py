@@ -18,8 +18,6 @@ AT_STEP_TIMEOUT = 3600.0
 
 
 def _store(args: argparse.Namespace) -> Any:
-    from kubernetes import client, config
-
     from ranktable.cli.sim_pool import _state_dir
     from ranktable.sim.control import find_running
     from ranktable.sim.real.kube_store import KubeStore
@@ -29,11 +27,7 @@ def _store(args: argparse.Namespace) -> Any:
         raise InputError(
             "no simulated pool is running", where="--state-dir", fix="start one with `ranktable sim start`"
         )
-    configuration = client.Configuration()
-    config.load_kube_config(
-        config_file=str(running.kubeconfig), context=running.context, client_configuration=configuration
-    )
-    return KubeStore(client.ApiClient(configuration))
+    return KubeStore.from_kubeconfig(str(running.kubeconfig), running.context)
 
 
 def _wait_for_step(store: Any, node: str, step: int, timeout: float) -> str:

@@ -32,7 +32,8 @@ def register(group: Any) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from ranktable.sim.notebook_profile import start_simulated_notebook
+    from ranktable.sim.notebook_profile import profile_of, start_simulated_notebook
+    from ranktable.usecases.remote import Remote
 
     if not 0 <= args.port < 65536:
         raise InputError(
@@ -41,13 +42,18 @@ def _serve(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())  # before anything is printed: a clean stop
     try:
-        instance = start_simulated_notebook(port=args.port, root=args.root, profile=args.name)
+        instance = start_simulated_notebook(port=args.port, root=args.root)
     except OSError as exc:
         raise InputError(
             f"cannot listen on 127.0.0.1:{args.port}: {exc.strerror}",
             where="--port",
             fix="pick another port, or 0 for any free port",
         ) from exc
+    try:  # the profile with what the simulator returned (the simulator knows nothing of SSH profiles)
+        Remote().register_instance(args.name, **profile_of(instance))
+    except BaseException:
+        instance.stop()
+        raise
     key = instance.keys.client_key_path
     print(f"simulated Notebook instance on 127.0.0.1:{instance.port} (sandbox {instance.root})")
     print(f"profile {args.name!r} registered: user {instance.user}, key {key}")

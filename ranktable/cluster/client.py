@@ -13,6 +13,7 @@ from typing import Any, cast
 
 from kubernetes.client.rest import ApiException
 
+from ranktable.choice.routing import routing_plan
 from ranktable.cluster.describe import NpuCapacity, event_hint, npu_capacity
 from ranktable.cluster.kube import DEFAULT_TIMEOUT, Kube, WatchEvent, api_error, new_api_client, watch
 from ranktable.cluster.logs import LogStream
@@ -40,7 +41,6 @@ from ranktable.launch.launcher import ROUTING_MIN_NODES, TOR_FILE
 from ranktable.observe.health import pod_health
 from ranktable.observe.text import kube_time
 from ranktable.plan.forecast import NODE_CHOICE_ANNOTATION, SCHEDULER_CONFIGMAP, SCHEDULER_NAMESPACE
-from ranktable.plan.routing import routing_plan
 from ranktable.topology import topology_from_tor_file
 
 GROUP, VERSION, PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"

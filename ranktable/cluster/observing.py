@@ -12,8 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ranktable.choice.routing import routing_plan
+from ranktable.cluster.job_shape import job_uid, npus_per_pod, pod_names, run_created
 from ranktable.cluster.results import pod_index
-from ranktable.compose.manifests import NPU_RESOURCE, RANK_TABLE_KEY, configmap_name, metric_patterns_of
+from ranktable.compose.manifests import RANK_TABLE_KEY, configmap_name, metric_patterns_of
 from ranktable.errors import NotFoundError, RanktableError
 from ranktable.hccl import parse_rank_table
 from ranktable.home import ranktable_home
@@ -21,7 +23,6 @@ from ranktable.observe import ObserveSettings, RankLayout, RankPlace, RunObserve
 from ranktable.observe.archive import RunArchive, RunInfo, read_run, run_meta
 from ranktable.observe.pending import pending_reason
 from ranktable.observe.text import kube_time
-from ranktable.plan.routing import routing_plan
 from ranktable.topology import topology_from_tor_file
 
 if TYPE_CHECKING:
@@ -35,39 +36,10 @@ def archive_root(state_dir: str | Path | None = None) -> Path:
     return Path(state_dir) / "logs" if state_dir else ranktable_home() / "logs"
 
 
-def job_uid(job: dict[str, Any]) -> str:
-    return str((job.get("metadata") or {}).get("uid") or "")
-
-
 def pod_index_of(pod: str) -> int:
     """A Volcano pod's index, the last part of its name (`<job>-<task>-<index>`)."""
     tail = pod.rsplit("-", 1)[-1]
     return int(tail) if tail.isdigit() else 0
-
-
-def run_created(job: dict[str, Any]) -> dict[str, float]:
-    """``{"created": epoch seconds}`` of the run (its job's creationTimestamp) for its archive's meta, so
-    the archive says when the run was submitted, not when its logs were first archived; {} if unknown."""
-    created = kube_time(str((job.get("metadata") or {}).get("creationTimestamp") or ""))
-    return {} if created is None else {"created": created}
-
-
-def run_ended(job: dict[str, Any]) -> float | None:
-    """When the run reached its current phase (the job's lastTransitionTime), for an ended run."""
-    return kube_time(str(((job.get("status") or {}).get("state") or {}).get("lastTransitionTime") or ""))
-
-
-def npus_per_pod(job: dict[str, Any]) -> int:
-    try:
-        container = job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
-        return int(str(((container.get("resources") or {}).get("requests") or {}).get(NPU_RESOURCE, 1)))
-    except (KeyError, IndexError, ValueError, TypeError):
-        return 1
-
-
-def pod_names(name: str, job: dict[str, Any]) -> list[tuple[str, int]]:
-    task = job["spec"]["tasks"][0]
-    return [(f"{name}-{task['name']}-{i}", i) for i in range(int(task.get("replicas") or 1))]
 
 
 def rank_layout(

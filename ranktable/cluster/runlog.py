@@ -180,7 +180,7 @@ class RunLog:
     def __init__(
         self, client: ClusterClient, name: str, job: dict[str, Any], uid: str, root: Path, on_end: Any
     ) -> None:
-        from ranktable.cluster.observing import npus_per_pod, pod_names, run_created
+        from ranktable.cluster.job_shape import npus_per_pod, pod_names, run_created
 
         pods = dict(pod_names(name, job))
         self.key = (client.namespace, name, uid)
@@ -334,7 +334,7 @@ class RunLogs:
     def subscribe(
         self, client: ClusterClient, name: str, job: dict[str, Any], catch_up: bool = False
     ) -> Subscription:
-        from ranktable.cluster.observing import job_uid
+        from ranktable.cluster.job_shape import job_uid
 
         key = (client.namespace, name, job_uid(job))
         for _ in range(20):

@@ -11,68 +11,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import select
 import selectors
 import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 import paramiko
 
+from ranktable.pump import ChannelLike, pump
+
 log = logging.getLogger(__name__)
 
-CHUNK = 65536
 REFUSED_BACKOFF = 1.0  # seconds during which a refused target is not retried
 
 
-class ChannelLike(Protocol):
-    """What the pump needs from a paramiko Channel."""
-
-    def fileno(self) -> int: ...
-    def recv(self, nbytes: int) -> bytes: ...
-    def sendall(self, data: bytes) -> None: ...
-    def close(self) -> None: ...
-    def shutdown_write(self) -> None: ...
-
-
 OpenChannel = Callable[[tuple[str, int], tuple[str, int]], ChannelLike]
-
-
-def pump(sock: socket.socket, chan: ChannelLike, stop: threading.Event | None = None) -> None:
-    """Copy bytes both ways until the remote side ends (or ``stop`` is set); closes both ends.
-
-    A local EOF is passed on as a half-close; a remote EOF ends the pair (ZMQ peers never half-close).
-    """
-    sock_open = True
-    try:
-        while True:
-            if stop is not None and stop.is_set():
-                return
-            watch: list[socket.socket | ChannelLike] = [sock, chan] if sock_open else [chan]
-            readable, _, _ = select.select(watch, [], [], 0.5)
-            if sock in readable:
-                data = sock.recv(CHUNK)
-                if data:
-                    chan.sendall(data)
-                else:
-                    sock_open = False
-                    chan.shutdown_write()
-            if chan in readable:
-                data = chan.recv(CHUNK)
-                if not data:
-                    # The remote end closed: end the local connection too, so the client (ZMQ)
-                    # notices and reconnects instead of waiting on a half-open socket.
-                    return
-                sock.sendall(data)
-    except Exception as exc:  # OSError, EOFError, or paramiko's SSHException when the transport dies
-        log.debug("forwarded connection ended: %s", exc)
-    finally:
-        with contextlib.suppress(Exception):
-            chan.close()
-        with contextlib.suppress(OSError):
-            sock.close()
 
 
 class PortForwarder:

@@ -114,7 +114,7 @@ STYLE = """
 
 
 class OrderFigures(Protocol):
-    """The key figures of one server order (see `ranktable.cost.OrderMetrics`)."""
+    """The key figures of one server order (see `ranktable.choice.cost.OrderMetrics`)."""
 
     @property
     def crossings_per_tier(self) -> list[int]: ...
@@ -125,7 +125,7 @@ class OrderFigures(Protocol):
 
 
 class ComparisonFigures(Protocol):
-    """Given against planned (see `ranktable.cost.Comparison`)."""
+    """Given against planned (see `ranktable.choice.cost.Comparison`)."""
 
     @property
     def given(self) -> OrderFigures: ...

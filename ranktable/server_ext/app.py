@@ -32,7 +32,9 @@ class RanktableApp(ExtensionApp):
         # The kubernetes package imports itself circularly: two executor threads importing it at once
         # (the panel's first requests arrive together) get "cannot import name 'ApiClient'" and a 500.
         # Import it once here, on the server's own thread, before any request can.
-        import kubernetes.client  # noqa: F401
+        from ranktable.usecases.jobs import preload_cluster_client
+
+        preload_cluster_client()
 
         serverapp = self.serverapp
         assert serverapp is not None  # set by the extension manager before initialize_settings

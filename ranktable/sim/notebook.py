@@ -28,7 +28,7 @@ from paramiko.common import (
     OPEN_SUCCEEDED,
 )
 
-from ranktable.remote.kernel_tunnel import pump
+from ranktable.pump import pump
 from ranktable.sim.notebook_exec import ExecSession
 from ranktable.sim.notebook_keys import SimKeys, authorized_blobs
 from ranktable.sim.notebook_sftp import RootedSFTPServer, SimSFTPServer

@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from ranktable.usecases.jobs import ClusterSettings, Jobs, preview_rank_table
+from ranktable.usecases.jobs import ClusterSettings, Jobs
+from ranktable.usecases.layout import preview_rank_table
 
 EXAMPLE_JOB = "bert.rtjob.yaml"
 LAYOUT_DIR = "layout"

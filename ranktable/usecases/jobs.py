@@ -236,6 +236,14 @@ class Jobs:
         return observe_run(client, name, run=run, state_dir=self.settings.state_dir, settings=settings)
 
 
+def preload_cluster_client() -> None:
+    """Import the cluster client (and the kubernetes package) now, on the caller's thread: that package
+    imports itself circularly, so two threads importing it at once fail."""
+    from ranktable.cluster.preload import preload_kubernetes
+
+    preload_kubernetes()
+
+
 def configured_kubeconfig(path: str | None) -> str | None:
     """The kubeconfig in force: `path`, $KUBECONFIG or ~/.kube/config; None when there is none."""
     from ranktable.cluster.kube import resolve_kubeconfig
@@ -352,44 +360,3 @@ def _running_spec(client: ClusterClient, name: str, configmap: dict[str, Any]) -
         return spec_from_manifests([configmap, client.get_job(name)])
     except RanktableError:
         return None
-
-
-def matching_nodes(nodes: list[dict[str, Any]], spec: JobSpec) -> list[dict[str, Any]]:
-    """The nodes the job's pods may use (node selector, enough allocatable NPUs), by name; raises when
-    even an idle pool could not hold the job."""
-    from ranktable.compose.manifests import NPU_RESOURCE
-
-    fitting = []
-    for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
-        meta, status = node.get("metadata") or {}, node.get("status") or {}
-        labels = meta.get("labels") or {}
-        if any(labels.get(k) != v for k, v in spec.node_selector.items()):
-            continue
-        if int(str((status.get("allocatable") or {}).get(NPU_RESOURCE, 0))) < spec.npus_per_node:
-            continue
-        fitting.append(node)
-    if len(fitting) < spec.nodes:
-        raise InputError(
-            f"the cluster has {len(fitting)} node(s) with {spec.npus_per_node} NPUs matching the "
-            f"node selector; the job needs {spec.nodes}",
-            where="spec.nodes",
-            fix="lower the node count or check the node selector",
-        )
-    return fitting
-
-
-def preview_rank_table(nodes: list[dict[str, Any]], npus: int) -> Any:
-    """A rank table for pods on `nodes` in that order (server_id = the node's InternalIP)."""
-    from ranktable.hccl import Device, RankTable, Server
-
-    servers = []
-    for i, node in enumerate(nodes):
-        addresses = {
-            a.get("type"): a.get("address") for a in (node.get("status") or {}).get("addresses") or []
-        }
-        server_id = str(addresses.get("InternalIP") or (node.get("metadata") or {}).get("name"))
-        devices = [
-            Device(device_id=d, rank_id=i * npus + d, device_ip=f"preview-{i}-{d}") for d in range(npus)
-        ]
-        servers.append(Server(server_id=server_id, devices=devices, host_ip=server_id))
-    return RankTable(status="completed", version="1.0", servers=servers)

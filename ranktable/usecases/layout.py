@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ranktable.cost import GIB, CollectiveQuery, Comparison, LinkModel, compare, format_report
+from ranktable.choice.cost import GIB, CollectiveQuery, Comparison, LinkModel, compare, format_report
+from ranktable.choice.order_choice import choose_order
 from ranktable.errors import InputError, RanktableError
 from ranktable.hccl.bulk import gc_paused
 from ranktable.hccl.model import RankTable
 from ranktable.plan import PlanResult, plan_routes
-from ranktable.plan.order_choice import choose_order
 from ranktable.topology.model import Topology
 
 
@@ -167,7 +167,6 @@ def placement_forecast(
     """The scheduler's expected node choice for `spec` on the pool's free nodes (plan/forecast.py), and
     notes; `released` (node -> NPUs) counts as free (a running job's own pods, to replay its preview)."""
     from ranktable.plan.forecast import forecast_placement
-    from ranktable.usecases.jobs import matching_nodes
 
     matching = matching_nodes(nodes, spec)
     free_now = client.npu_capacity(node_leaf={}).per_node
@@ -223,8 +222,6 @@ def preview_layouts(
     message_bytes: int | None,
 ) -> dict[str, Any]:
     """The layout of each forecast case; the picture is the predicted case, or the worst of a range."""
-    from ranktable.usecases.jobs import preview_rank_table
-
     by_name = {str(n["metadata"]["name"]): n for n in nodes}
     results: list[tuple[str, dict[str, Any]]] = []
     summaries = []
@@ -365,3 +362,44 @@ def message_bytes_of(body: dict[str, Any]) -> int | None:
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise InputError(f"must be a positive integer, not {value!r}", where="message_bytes")
     return value
+
+
+def matching_nodes(nodes: list[dict[str, Any]], spec: Any) -> list[dict[str, Any]]:
+    """The nodes the job's pods may use (node selector, enough allocatable NPUs), by name; raises when
+    even an idle pool could not hold the job."""
+    from ranktable.compose.manifests import NPU_RESOURCE
+
+    fitting = []
+    for node in sorted(nodes, key=lambda n: str((n.get("metadata") or {}).get("name"))):
+        meta, status = node.get("metadata") or {}, node.get("status") or {}
+        labels = meta.get("labels") or {}
+        if any(labels.get(k) != v for k, v in spec.node_selector.items()):
+            continue
+        if int(str((status.get("allocatable") or {}).get(NPU_RESOURCE, 0))) < spec.npus_per_node:
+            continue
+        fitting.append(node)
+    if len(fitting) < spec.nodes:
+        raise InputError(
+            f"the cluster has {len(fitting)} node(s) with {spec.npus_per_node} NPUs matching the "
+            f"node selector; the job needs {spec.nodes}",
+            where="spec.nodes",
+            fix="lower the node count or check the node selector",
+        )
+    return fitting
+
+
+def preview_rank_table(nodes: list[dict[str, Any]], npus: int) -> Any:
+    """A rank table for pods on `nodes` in that order (server_id = the node's InternalIP)."""
+    from ranktable.hccl import Device, RankTable, Server
+
+    servers = []
+    for i, node in enumerate(nodes):
+        addresses = {
+            a.get("type"): a.get("address") for a in (node.get("status") or {}).get("addresses") or []
+        }
+        server_id = str(addresses.get("InternalIP") or (node.get("metadata") or {}).get("name"))
+        devices = [
+            Device(device_id=d, rank_id=i * npus + d, device_ip=f"preview-{i}-{d}") for d in range(npus)
+        ]
+        servers.append(Server(server_id=server_id, devices=devices, host_ip=server_id))
+    return RankTable(status="completed", version="1.0", servers=servers)

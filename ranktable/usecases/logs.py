@@ -216,7 +216,7 @@ def open_logs(
     """A reader of the job's logs: followed, through the run's one archiving stream (`runs`); else read
     once. ``watched``: the job as a live watch holds it (no API read). None when ``uid`` names a run that
     is no longer the job's (stopped or resubmitted)."""
-    from ranktable.cluster.observing import job_uid
+    from ranktable.cluster.job_shape import job_uid
 
     if uid is not None and not isinstance(uid, str):
         raise InputError("must be the run's uid (a string)", where="uid")
@@ -349,7 +349,7 @@ def group_size(group: dict[str, Any]) -> int:
 
 def _is_run(client: ClusterClient, name: str, uid: str) -> bool:
     """Whether the job called `name` is still the run `uid` (not stopped, not resubmitted)."""
-    from ranktable.cluster.observing import job_uid
+    from ranktable.cluster.job_shape import job_uid
 
     try:
         job = client.get_job(name)

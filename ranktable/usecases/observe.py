@@ -78,7 +78,8 @@ def _finish(
     watched_pods: list[dict[str, Any]] | None = None,
 ) -> Observation:
     """Pod exits and the pending reason on top of what the logs said."""
-    from ranktable.cluster.observing import pending_info, pod_exits, run_ended
+    from ranktable.cluster.job_shape import run_ended
+    from ranktable.cluster.observing import pending_info, pod_exits
 
     pods = follower.refresh_pods(watched_pods)
     node_ranks = {p.pod: p.node_rank for p in follower.layout.by_rank.values()}
@@ -99,7 +100,8 @@ def observe_run(
     settings: ObserveSettings | None = None,
 ) -> Observation:
     """The current run (logs read once, archived) when ``run`` is it or None; else the archived run."""
-    from ranktable.cluster.observing import RunFollower, archive_root, archived_observer, job_uid
+    from ranktable.cluster.job_shape import job_uid
+    from ranktable.cluster.observing import RunFollower, archive_root, archived_observer
 
     try:
         job: dict[str, Any] | None = client.get_job(name)
@@ -237,7 +239,8 @@ class LiveRuns:
     ) -> Observation:
         """``known``: the job and its pods as a live watch holds them (`JobTable.job_and_pods`): a running
         job's poll then reads nothing from the API."""
-        from ranktable.cluster.observing import RunFollower, job_uid
+        from ranktable.cluster.job_shape import job_uid
+        from ranktable.cluster.observing import RunFollower
 
         if known is not None:
             job: dict[str, Any] | None = known[0]

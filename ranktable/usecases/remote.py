@@ -82,6 +82,34 @@ class Remote:
         self.manager.close(name)
         return updated.to_json()
 
+    def register_instance(
+        self,
+        name: str,
+        *,
+        host: str,
+        port: int,
+        user: str,
+        key_file: str,
+        host_key: Any,
+        shared: Any = None,
+    ) -> dict[str, Any]:
+        """Add/replace profile `name` for an instance we started ourselves (the simulated Notebook
+        instance) and pin the host key it gave us: we generated that key and hold the listening port, so
+        there is no third party to verify (no fingerprint prompt). A cached connection is dropped (it
+        would still point at an older port)."""
+        from ranktable.remote.hostkeys import HostKeyStore, fingerprint, host_id
+        from ranktable.remote.profiles import DEFAULT_REMOTE_DIR, Profile
+
+        profile = Profile(
+            name=name, host=host, port=port, user=user, key_file=key_file, remote_dir=DEFAULT_REMOTE_DIR,
+            shared=shared,
+        )  # fmt: skip
+        saved = self.profiles.add(profile, replace_existing=True)
+        known_hosts = HostKeyStore(self.profiles.home / "known_hosts")
+        known_hosts.accept(host_id(host, port), host_key, fingerprint(host_key), replace=True)
+        self.manager.close(name)
+        return saved.to_json()
+
     def remove_profile(self, name: str) -> None:
         self.profiles.remove(name)
         self.manager.close(name)

@@ -52,7 +52,8 @@ def stop_job(
 def record_phase(client: ClusterClient, name: str, uid: str | None, state_dir: str | Path | None) -> None:
     """A followed run's phase as the cluster says it now (and when it ended, once final), so its
     archive's record is true when the reader leaves (`job logs -f` ends with the run)."""
-    from ranktable.cluster.observing import archive_root, job_uid, run_ended
+    from ranktable.cluster.job_shape import job_uid, run_ended
+    from ranktable.cluster.observing import archive_root
     from ranktable.observe.archive import record_run
 
     try:
@@ -72,7 +73,8 @@ def record_stopped(
     namespace: str, job: dict[str, Any], spec: JobSpec | None, state_dir: str | Path | None
 ) -> None:
     """The stopped run's record: its phase if it had ended, else "Stopped"; when; what it ran."""
-    from ranktable.cluster.observing import archive_root, job_uid, run_created, run_ended
+    from ranktable.cluster.job_shape import job_uid, run_created, run_ended
+    from ranktable.cluster.observing import archive_root
     from ranktable.observe.archive import record_run
 
     uid = job_uid(job)
@@ -104,7 +106,7 @@ def resubmit_run(
 
     The spec comes from the cluster while the run is there, else from the run's record (a stopped run).
     A job of that name still on the cluster is stopped first, its logs archived (the caller confirmed)."""
-    from ranktable.cluster.observing import job_uid
+    from ranktable.cluster.job_shape import job_uid
 
     try:
         current: dict[str, Any] | None = client.get_job(name)

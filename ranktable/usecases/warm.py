@@ -23,10 +23,8 @@ def private_folder() -> Path:
 def preload_cluster() -> None:
     """Import what cluster commands use: the use cases, the cluster client and the kubernetes APIs it
     reaches (imported lazily by the kubernetes package, so touched here)."""
-    import kubernetes.client
-
-    from ranktable.cluster import client as _client  # noqa: F401
+    from ranktable.cluster.preload import preload_kubernetes
     from ranktable.usecases import jobs as _jobs  # noqa: F401
     from ranktable.usecases import logs as _logs  # noqa: F401
 
-    _ = kubernetes.client.CoreV1Api, kubernetes.client.CustomObjectsApi
+    preload_kubernetes()

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ranktable.choice.cost import CollectiveQuery
+from ranktable.choice.order_choice import choose_order
 from ranktable.collectives.choice import parse_hccl_algo
 from ranktable.collectives.estimate import JobShape, estimate_job
 from ranktable.collectives.fabric import Fabric
-from ranktable.cost import CollectiveQuery
 from ranktable.hccl.model import RankTable
 from ranktable.plan import plan_routes
-from ranktable.plan.order_choice import choose_order
 from ranktable.topology.model import Switch, Topology
 from tests.core.test_plan import make_table
 

@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
+from ranktable.choice.cost import CollectiveQuery, order_metrics
 from ranktable.collectives.choice import choose, default_level2, detect_product, parse_hccl_algo
 from ranktable.collectives.engine import Level, StepTimer, Timing, level_steps
 from ranktable.collectives.estimate import JobShape, estimate_job
 from ranktable.collectives.fabric import Fabric
 from ranktable.collectives.steps import algorithm_steps, partners
-from ranktable.cost import CollectiveQuery, order_metrics
 from ranktable.errors import InputError
 from ranktable.hccl.model import SuperPod
 from tests.core.test_plan import make_table, two_tier

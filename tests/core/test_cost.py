@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ranktable.cost import (
+from ranktable.choice.cost import (
     LinkModel,
     compare,
     format_report,

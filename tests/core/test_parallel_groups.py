@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from ranktable.choice.cost import CollectiveQuery, compare, format_report
 from ranktable.cli import main
 from ranktable.collectives.choice import parse_hccl_algo
 from ranktable.collectives.groups import ParallelSizes, group_ranks, parse_group_bytes, parse_parallel
-from ranktable.cost import CollectiveQuery, compare, format_report
 from ranktable.errors import InputError
 from ranktable.hccl import SuperPod, dump_rank_table
 from ranktable.plan import plan_routes

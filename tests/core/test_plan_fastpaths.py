@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ranktable.choice.cost import _device_codes
 from ranktable.collectives.fabric import Fabric
-from ranktable.cost import _device_codes
 from ranktable.hccl import dump_rank_table, parse_rank_table, rank_table_to_dict, write_rank_table
 from ranktable.hccl.columns import lazy_columns
 from ranktable.hccl.fastread import MAX_PLAIN_DIGITS, digits_column

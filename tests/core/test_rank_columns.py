@@ -9,7 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ranktable.cost import CollectiveQuery
+from ranktable.choice.cost import CollectiveQuery
 from ranktable.hccl import (
     RankTable,
     dump_rank_table,

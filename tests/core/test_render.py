@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ranktable.cost import Comparison, compare
+from ranktable.choice.cost import Comparison, compare
 from ranktable.hccl import Device, RankTable, Server
 from ranktable.plan import plan_routes
 from ranktable.render import layout_svg

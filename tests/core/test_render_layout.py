@@ -34,7 +34,9 @@ def test_planned_servers_of_a_leaf_stack_in_node_rank_order() -> None:
     by_leaf: dict[str, list[float]] = {}
     for server in placed:  # ring (node rank) order
         by_leaf.setdefault(server.leaf or "", []).append(frame.slots[server.server_id].y)
-    assert all(ys == sorted(ys) for ys in by_leaf.values())
+    assert sum(map(len, by_leaf.values())) == 12 and len(by_leaf) == 3  # every server, under its leaf
+    assert all(len(ys) >= 2 for ys in by_leaf.values())  # a stack to order in each leaf
+    assert all(ys == sorted(set(ys)) for ys in by_leaf.values())  # strictly down the page, in ring order
 
 
 def test_aggregated_frame_uses_the_lowest_tier_that_fits() -> None:

@@ -16,8 +16,9 @@ import yaml
 
 from ranktable.remote import manager as manager_module
 from ranktable.sim.notebook import SimulatedNotebook
-from ranktable.sim.notebook_profile import start_simulated_notebook
+from ranktable.sim.notebook_profile import profile_of, start_simulated_notebook
 from ranktable.usecases.demo import EXAMPLE_JOB, example_job
+from ranktable.usecases.remote import Remote
 from tests.integration.fixtures.simpool import SimPoolHandle
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "demo"
@@ -59,6 +60,7 @@ def journey(
     # under tmp_path (private folders): the pods see the project only through the shared-storage mount
     instance = start_simulated_notebook(root=tmp_path / "instance", state_dir=tmp_path / "instance-state")
     try:
+        Remote().register_instance("sim-notebook", **profile_of(instance))  # as `ranktable sim notebook`
         pool = sim_pool_factory(nodes=4, leaves=2, ranktable_delay=0.2, shared_storage=(instance.shared,))
         monkeypatch.setenv("KUBECONFIG", str(pool.kubeconfig))
         workspace = tmp_path / "workspace"

@@ -17,7 +17,8 @@ from ranktable.remote import manager as manager_module
 from ranktable.remote.errors import HostKeyChanged, KeyNotAccepted
 from ranktable.remote.hostkeys import fingerprint
 from ranktable.sim.notebook import SimulatedNotebook
-from ranktable.sim.notebook_profile import start_simulated_notebook
+from ranktable.sim.notebook_profile import profile_of, start_simulated_notebook
+from ranktable.usecases.remote import Remote
 
 
 @pytest.fixture
@@ -27,6 +28,7 @@ def sim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SimulatedNo
     monkeypatch.setenv("RANKTABLE_SSH_CONFIG", str(tmp_path / "no-ssh-config"))
     monkeypatch.setattr(manager_module, "_default", None)
     instance = start_simulated_notebook(root=tmp_path / "sandbox", state_dir=tmp_path / "state")
+    Remote().register_instance("sim-notebook", **profile_of(instance))
     try:
         yield instance
     finally:

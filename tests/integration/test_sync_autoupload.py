@@ -51,16 +51,29 @@ async def test_save_through_contents_api_is_uploaded_after_the_request(
     assert _wait_for(lambda: remote.exists() and remote.read_text() == "print('saved in jupyter')\n")
     assert _wait_for(lambda: explicit_uploader.status()["syncs"] >= 1)  # the file lands before sync() returns
     assert explicit_uploader.status()["last_error"] is None
-    # Outside edits are not uploaded in "explicit" mode.
+    # Outside edits are not uploaded in "explicit" mode: not even queued; a later save goes up without it.
     (jp_root_dir / "other.py").write_text("x = 1\n")
     explicit_uploader.notify_external(str(jp_root_dir / "other.py"))
-    time.sleep(0.6)
+    assert explicit_uploader.status()["pending"] == 0
+    (jp_root_dir / "later.py").write_text("y = 2\n")
+    explicit_uploader.notify_save(str(jp_root_dir / "later.py"))
+    assert _wait_for(lambda: (sshd_profile.remote_dir / "later.py").exists())
     assert not (sshd_profile.remote_dir / "other.py").exists()
 
 
-def test_hook_never_raises_and_ignores_paths_outside(tmp_path: Path) -> None:
-    post_save_hook(model=None, os_path=str(tmp_path / "nowhere.py"), contents_manager=None)
-    post_save_hook()
+def test_hook_never_raises_and_ignores_paths_outside(sshd_profile: SshdProfile, tmp_path: Path) -> None:
+    local = tmp_path / "synced"
+    local.mkdir()
+    uploader = AutoUploader(Syncer(sshd_profile.connection(), local), "explicit")  # not started: a queue
+    register_uploader(uploader)
+    try:
+        post_save_hook(model=None, os_path=str(tmp_path / "nowhere.py"), contents_manager=None)
+        post_save_hook()  # Jupyter may call it with nothing: no error reaches the user's save
+        assert uploader.status()["pending"] == 0  # outside the synced folder: ignored
+        post_save_hook(model=None, os_path=str(local / "inside.py"), contents_manager=None)
+        assert uploader.status()["pending"] == 1  # the hook does reach the uploader
+    finally:
+        unregister_uploader(uploader)
 
 
 def test_external_edits_are_watched_in_always_mode(sshd_profile: SshdProfile, tmp_path: Path) -> None:
@@ -87,11 +100,12 @@ def test_external_edits_are_watched_in_always_mode(sshd_profile: SshdProfile, tm
         assert _wait_for(
             lambda: (remote / "keep.py").exists() and (remote / "keep.py").read_text() == "a = 2  # vim\n"
         )
-        # Ignored files never go up.
+        # Ignored files never go up: a file written after them (the watcher keeps the order) arrives alone.
         (local / "__pycache__").mkdir()
         (local / "__pycache__" / "x.pyc").write_bytes(b"\0")
         (local / ".~keep.py").write_text("jupyter backup")
-        time.sleep(0.8)
+        (local / "after.py").write_text("b = 1\n")
+        assert _wait_for(lambda: (remote / "after.py").exists())
         assert not (remote / "__pycache__").exists() and not (remote / ".~keep.py").exists()
         assert not [r for r in results if isinstance(r, BaseException)]
     finally:
@@ -121,7 +135,7 @@ def test_never_mode_uploads_nothing(sshd_profile: SshdProfile, tmp_path: Path) -
         (local / "a.txt").write_text("a")
         uploader.notify_save(str(local / "a.txt"))
         uploader.notify_external(str(local / "a.txt"))
-        time.sleep(0.4)
+        assert uploader.status()["pending"] == 0  # nothing queued, so nothing can go up later
         assert uploader.syncs == 0 and not (sshd_profile.remote_dir / "a.txt").exists()
     finally:
         uploader.stop()

@@ -50,6 +50,21 @@ def _path(rtype: ResourceType, namespace: str | None, name: str | None = None, s
 class KubeStore:
     """The controllers' view of a real API server (see the module docstring)."""
 
+    @classmethod
+    def from_kubeconfig(
+        cls, kubeconfig: str | None, context: str | None, watched: Iterable[str] = ()
+    ) -> KubeStore:
+        """A store on the API server a kubeconfig (and context) names."""
+        from kubernetes import config
+
+        configuration = client.Configuration()
+        config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=configuration)
+        return cls(client.ApiClient(configuration), watched)
+
+    @property
+    def host(self) -> str:
+        return str(self.api.configuration.host)
+
     def __init__(self, api: client.ApiClient, watched: Iterable[str] = ()) -> None:
         self.api = api
         self._cond = threading.Condition()

@@ -22,10 +22,10 @@ DEFAULT_MESSAGE_BYTES = 1 << 30
 def routing_plan(table: RankTable, topology: Topology, env: Mapping[str, str] | None = None) -> PlanResult:
     """`plan_routes` plus the order choice for the job's HCCL_ALGO and parallel sizes. A value that does
     not parse is left out with a warning (HCCL reports its own errors; routing must not stop a start)."""
+    from ranktable.choice.cost import CollectiveQuery
+    from ranktable.choice.order_choice import choose_order
     from ranktable.collectives.choice import parse_hccl_algo
     from ranktable.collectives.groups import parse_parallel
-    from ranktable.cost import CollectiveQuery
-    from ranktable.plan.order_choice import choose_order
 
     env = env or {}
     warnings: list[str] = []

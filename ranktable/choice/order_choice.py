@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from ranktable.cost import CollectiveQuery, LinkModel, order_metrics
+from ranktable.choice.cost import CollectiveQuery, LinkModel, order_metrics
 from ranktable.hccl.columns import columns_of
 from ranktable.hccl.model import RankTable
 from ranktable.plan.placement import Placement, place, ring_crossings
