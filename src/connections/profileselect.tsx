@@ -2,19 +2,25 @@ import * as React from 'react';
 
 import { IProfile } from './model';
 
-/** The SSH profile picker the Sync and Port forwards sections share: one option per profile. */
-export function ProfileSelect(props: {
-  profiles: IProfile[];
-  value: string;
-  onChange: (name: string) => void;
-}): JSX.Element {
+/**
+ * The SSH profile picker the Sync and Port forwards sections share: one option per profile. The other
+ * props (the id and aria attributes a `Field` gives its control) go to the <select>.
+ */
+export function ProfileSelect(
+  props: {
+    profiles: IProfile[];
+    value: string;
+    onChange: (name: string) => void;
+  } & Omit<React.SelectHTMLAttributes<HTMLSelectElement>, 'onChange'>
+): JSX.Element {
+  const { profiles, onChange, ...rest } = props;
   return (
     <select
+      {...rest}
       className="jp-mod-styled"
-      value={props.value}
-      onChange={e => props.onChange(e.target.value)}
+      onChange={e => onChange(e.target.value)}
     >
-      {props.profiles.map(p => (
+      {profiles.map(p => (
         <option key={p.name} value={p.name}>
           {p.name}
         </option>
