@@ -37,17 +37,3 @@ def test_the_readme_stays_a_reference() -> None:
     """Reference by task, not a diary: the measurements' history lives in docs/benchmarks.md."""
     assert len((ROOT / "README.md").read_bytes()) < 15 * 1024
 
-
-def test_the_layout_map_names_every_top_level_package() -> None:
-    """A package the map does not name is a package the next developer cannot find."""
-    readme = (ROOT / "README.md").read_text()
-    layout = readme[readme.index("### Layout") : readme.index("### Figures")]
-    package = ROOT / "ranktable"
-    names = [
-        (p.name + "/" if p.is_dir() else p.name)
-        for p in sorted(package.iterdir())
-        if not p.name.startswith(("_", "."))
-        and (p.suffix == ".py" or (p.is_dir() and (p / "__init__.py").exists()) or p.name == "labextension")
-    ]
-    missing = [n for n in names if not re.search(rf"(?<![\w/]){re.escape(n)}", layout)]
-    assert missing == [], f"README's layout map misses {missing}"
