@@ -36,4 +36,3 @@ def test_the_readme_is_organised_by_user_task() -> None:
 def test_the_readme_stays_a_reference() -> None:
     """Reference by task, not a diary: the measurements' history lives in docs/benchmarks.md."""
     assert len((ROOT / "README.md").read_bytes()) < 15 * 1024
-
