@@ -1,8 +1,8 @@
 """The `ranktable` command: a thin argparse front over the same services the JupyterLab extension uses.
 
 Each concern registers its own sub-commands from a module in this package (``core``, ``remote``,
-``jobs``, ``sim``, ``kernel``); a module that fails to import because an optional dependency is
-missing leaves its commands out with a hint instead of breaking the whole CLI.
+``jobs``, ``sim``, ``kernel``); `ranktable.cli.commands` lists them all with their help, so `ranktable
+--help` imports none of them and `ranktable CMD` imports only CMD's module.
 """
 
 from __future__ import annotations
@@ -15,28 +15,10 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from ranktable._version import __version__
+from ranktable.cli.commands import COMMANDS, MODULE
 from ranktable.errors import RanktableError
 
-# Modules that contribute sub-commands, in help order. Each defines `register(subparsers)`.
-COMMAND_MODULES = (
-    "ranktable.cli.core",
-    "ranktable.cli.remote",
-    "ranktable.cli.jobs",
-    "ranktable.cli.sim",
-    "ranktable.cli.controller",
-    "ranktable.cli.kernel",
-    "ranktable.cli.demo",
-)
-
 Handler = Callable[[argparse.Namespace], int]
-
-# Commands run often (on every save, from scripts) load only their own module: importing every area
-# (planner, composer, validators) would cost more than a sync through the connection agent.
-# The rank-table commands (`plan` on 65,536 ranks is timed against a json.load) need only the core module.
-SINGLE_MODULE_COMMANDS = dict.fromkeys(
-    ("ssh", "sync", "download", "exec"), "ranktable.cli.remote"
-) | dict.fromkeys(("validate", "plan", "wait", "route"), "ranktable.cli.core")
-
 
 # Commands that talk to the cluster, served by the warm server (`ranktable.cli.warm`) when it runs.
 WARM_COMMANDS = frozenset(("job",))
@@ -56,7 +38,10 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser for `command` (its module registers its sub-commands and flags); every other command
+    is listed from the static table only, so its module is not imported. None: every module registers
+    (the full parser, for the warm server and tests)."""
     parser = OneLineParser(
         prog="ranktable",
         description="Plan rank layouts, compose and watch ranktable-routed Volcano jobs, "
@@ -65,15 +50,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ranktable {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name in (only,) if only else COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith("ranktable"):
-                continue  # that area is not part of this build
-            raise
-        module.register(sub)
+    wanted = set(MODULE.values()) if command is None else {MODULE.get(command)}
+    registered: set[str] = set()
+    for name, _, text in COMMANDS:
+        module = MODULE[name]
+        if module in wanted and module not in registered:
+            try:
+                importlib.import_module(module).register(sub)
+                registered.add(module)
+                continue
+            except ModuleNotFoundError as exc:
+                if not (exc.name and exc.name.startswith("ranktable")):
+                    raise
+                wanted.discard(module)  # that area is not part of this build
+        if module not in registered:  # a placeholder: enough for `--help` and the choices
+            sub.add_parser(name, help=text).set_defaults(handler=_not_in_this_build)
     return parser
+
+
+def _not_in_this_build(args: argparse.Namespace) -> int:
+    raise CliError(
+        f"the command {args.command!r} is not part of this build",
+        fix="install the full package (`pip install jupyter-ranktable`)",
+    )
 
 
 SUB_COMMANDS = ("job_command", "sim_command", "ssh_command", "kernel_command")
@@ -103,8 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run(words: list[str]) -> int:
     """Parse ``words`` and run the command in this process."""
-    only = SINGLE_MODULE_COMMANDS.get(words[0]) if words else None
-    parser = build_parser(only) if only else build_parser()
+    parser = build_parser(words[0] if words else "")
     args = parser.parse_args(words)
     handler: Handler = args.handler
     if words and words[0] in GC_PAUSED_COMMANDS:

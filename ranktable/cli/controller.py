@@ -14,6 +14,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from ranktable.cli.commands import HELP
+
 
 def _run(args: argparse.Namespace) -> int:
     from ranktable.sim.real.agents import RankTableController
@@ -43,7 +45,7 @@ def _run(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "controller",
-        help="run one of the platform's controllers against a cluster",
+        help=HELP["controller"],
         description="Run a controller of the platform against any Kubernetes API server with Volcano.",
     )
     group = parser.add_subparsers(dest="controller_command", metavar="CONTROLLER")

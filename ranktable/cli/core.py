@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ranktable.cli.commands import HELP
 from ranktable.errors import InputError, NotFoundError
 from ranktable.hccl import RankTable, check_file, load_rank_table, write_rank_table
 from ranktable.hccl.bulk import gc_paused
@@ -57,7 +58,7 @@ def seconds(text: str) -> float:
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "validate",
-        help="check a rank table and list every problem with its JSON path",
+        help=HELP["validate"],
         description="Check an HCCL rank table (1.0, 1.2 or legacy group_list). Exit 0 when valid (or still "
         "initializing), 1 with every problem listed when not.",
     )
@@ -66,7 +67,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "plan",
-        help="plan rank ids along the switch tree and compare the cost with the given order",
+        help=HELP["plan"],
         description="Renumber a rank table so servers sharing a switch are contiguous at every tier, print "
         "the cost comparison (ring crossings per tier, busiest uplink, all-reduce estimate, speed-up), and "
         "optionally write the planned table and the layout picture.",
@@ -150,7 +151,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "wait",
-        help="wait until a rank table is completed and valid (in-container helper)",
+        help=HELP["wait"],
         description="Poll the rank table every second until its status is completed and it is valid; "
         f"progress goes to stderr. Exit 0 when ready, 1 if the completed table is invalid, {EXIT_TIMEOUT} "
         "on timeout.",
@@ -167,7 +168,7 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser(
         "route",
-        help="plan the table and print this server's export lines (in-container helper)",
+        help=HELP["route"],
         description=f"Plan the rank table on the topology, write {ROUTEPLAN_NAME}, and print shell export "
         "lines for one server: RANK_TABLE_FILE, RANK_AFTER_ACC, NODE_RANK, RANK_SIZE and RANK_ID (its "
         'first rank). Use as: eval "$(ranktable route ...)".',

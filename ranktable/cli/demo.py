@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ranktable.cli.commands import HELP
 from ranktable.examples import load_example_pool
 from ranktable.hccl import write_rank_table
 from ranktable.render.ring import plural_tier_name
@@ -23,7 +24,7 @@ GIB = 1 << 30
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "demo",
-        help="plan the shipped example pool and write its layout picture and report",
+        help=HELP["demo"],
         description="Plan the example pool shipped with ranktable (16 servers x 8 NPUs, 4 leaves, "
         "2 spines; rank table in pod-index order as the platform fills it). Writes layout.svg, "
         "jobstart_routeplan.json, report.txt and report.json to DIR and prints the comparison.",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ranktable.cli.commands import HELP
 from ranktable.compose.spec_flags import add_spec_flags, read_input, spec_from_args
 from ranktable.errors import InputError
 from ranktable.limits import (
@@ -31,7 +32,7 @@ def register(sub: Any) -> None:
 
     launch = sub.add_parser(
         "launch",
-        help="in-container launcher: wait for the rank table, route, start one process per NPU (or torchrun)",
+        help=HELP["launch"],
         description="Runs inside the training image (pip install jupyter-ranktable). Waits for the rank "
         "table, applies the route plan when ROUTE_PLAN=true, then starts the script per local NPU "
         "(MindSpore) or through torchrun (PyTorch).",
@@ -39,7 +40,7 @@ def register(sub: Any) -> None:
     launch_parser(launch)
     launch.set_defaults(handler=_launch)
 
-    parser = sub.add_parser("job", help="compose, submit, watch and stream ranktable-routed Volcano jobs")
+    parser = sub.add_parser("job", help=HELP["job"])
     group = parser.add_subparsers(dest="job_command", metavar="JOB_COMMAND")
     group.required = True
 

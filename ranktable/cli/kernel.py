@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ranktable.cli.commands import HELP
+
 
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "kernel",
-        help="remote interpreter (Jupyter kernel) sessions on an SSH profile",
+        help=HELP["kernel"],
         description="Jupyter kernels that run on a Notebook instance through an SSH profile.",
     )
     group = parser.add_subparsers(dest="kernel_command", metavar="KERNEL_COMMAND")

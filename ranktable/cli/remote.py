@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ranktable.cli.commands import HELP
 from ranktable.errors import InputError
 
 WATCH_DEBOUNCE = 0.1  # seconds of quiet before `sync --watch` uploads (a checkout's burst still batches up)
@@ -20,7 +21,7 @@ WATCH_DEBOUNCE = 0.1  # seconds of quiet before `sync --watch` uploads (a checko
 def register(sub: Any) -> None:
     ssh: argparse.ArgumentParser = sub.add_parser(
         "ssh",
-        help="SSH profiles for Notebook instances: add, list, test (and accept the host key), remove",
+        help=HELP["ssh"],
         description="Manage SSH profiles (stored under RANKTABLE_HOME, never with passwords or passphrases).",
     )
     group = ssh.add_subparsers(dest="ssh_command", metavar="SSH_COMMAND")
@@ -104,7 +105,7 @@ def register(sub: Any) -> None:
 
     sync = sub.add_parser(
         "sync",
-        help="upload changed files of a folder to the profile's remote directory",
+        help=HELP["sync"],
         description="Upload what changed (gitignore rules from .gitignore and .ranktableignore apply). "
         "Remote changes are never overwritten silently: they are reported as conflicts (exit 1) unless "
         "--force. Remote files are deleted only with --delete (or the profile's setting), and only files "
@@ -126,9 +127,7 @@ def register(sub: Any) -> None:
     )
     sync.set_defaults(handler=_sync)
 
-    download = sub.add_parser(
-        "download", help="download a remote file or folder (inside the remote directory)"
-    )
+    download = sub.add_parser("download", help=HELP["download"])
     download.add_argument("name", metavar="NAME")
     download.add_argument("remote_path", metavar="REMOTE_PATH", help="relative to the remote directory")
     download.add_argument("local_path", metavar="LOCAL_PATH")
@@ -136,7 +135,7 @@ def register(sub: Any) -> None:
 
     run = sub.add_parser(
         "exec",
-        help="run a command in the remote directory; exit code is the remote one",
+        help=HELP["exec"],
         description="Run CMD ARGS on the instance in the profile's remote directory, streaming its output. "
         "The arguments reach the command exactly as given, as with kubectl exec "
         "(`exec nb -- sh -c 'echo x; exit 7'`); use --shell 'STRING' for a shell command line with "

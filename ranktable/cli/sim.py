@@ -9,13 +9,15 @@ import argparse
 import importlib
 from typing import Any
 
+from ranktable.cli.commands import HELP
+
 SIM_MODULES = ("ranktable.cli.sim_pool", "ranktable.cli.sim_fault", "ranktable.cli.sim_notebook")
 
 
 def register(sub: Any) -> None:
     parser: argparse.ArgumentParser = sub.add_parser(
         "sim",
-        help="simulated Lite pool and Notebook instance (for demos and tests, not a real cluster)",
+        help=HELP["sim"],
         description="Local simulators: a Kubernetes API server with Volcano and the platform's plugins, "
         "and an SSH server standing in for a Notebook instance. For demos and tests only.",
     )

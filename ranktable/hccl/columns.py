@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from ranktable.hccl.lazy import lazy_module
 from ranktable.hccl.model import Device, RankTable, Server
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # imported when first used: `ranktable validate` on a small table never does
 
 
 @dataclass(frozen=True, eq=False)

@@ -11,11 +11,15 @@ general reader is used for everything.
 from __future__ import annotations
 
 from itertools import chain
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ranktable.hccl.columns import RankColumns
+from ranktable.hccl.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # imported when first used: `ranktable validate` on a small table never does
 
 try:
     import msgspec

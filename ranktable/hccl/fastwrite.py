@@ -14,11 +14,15 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from itertools import repeat
-from typing import cast
-
-import numpy as np
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from ranktable.hccl.columns import RankColumns
+from ranktable.hccl.lazy import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # imported when first used: `ranktable validate` on a small table never does
 
 _encode = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) quotes strings with
 _SERVER, _SERVER_FIELD, _DEVICE, _DEVICE_FIELD = (" " * n for n in (8, 12, 16, 20))
@@ -90,7 +94,7 @@ def _plain(values: list[str]) -> bool:
 
 
 # A piece of the output: constant text, or one value per server ("server") / per device ("device").
-_Values = list[str] | np.ndarray
+_Values: TypeAlias = "list[str] | np.ndarray"
 _Piece = str | tuple[str, _Values]
 
 

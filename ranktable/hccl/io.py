@@ -15,16 +15,13 @@ import tempfile
 from collections.abc import Iterator
 from itertools import chain
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ranktable import limits
 from ranktable.errors import InputError
 from ranktable.hccl.bulk import gc_paused
 from ranktable.hccl.columns import RankColumns, lazy_columns
-from ranktable.hccl.fastread import digits_column, read_platform_table
-from ranktable.hccl.fastwrite import server_list_chunks
+from ranktable.hccl.lazy import lazy_module
 from ranktable.hccl.model import (
     STATUS_INITIALIZING,
     SUPPORTED_VERSIONS,
@@ -35,6 +32,11 @@ from ranktable.hccl.model import (
     SuperPod,
 )
 from ranktable.limits import brief, check_nesting, decode_utf8, load_json
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # imported when first used: `ranktable validate` on a small table never does
 
 TOP_FIELDS = ("status", "version", "server_count", "server_list", "super_pod_list")
 SERVER_FIELDS = ("server_id", "host_ip", "container_ip", "hardware_type", "device")
@@ -211,6 +213,8 @@ def _plain_numbers(values: list[Any]) -> np.ndarray | None:
     if not values:
         return np.zeros(0, dtype=np.int64)
     if kinds == {str}:
+        from ranktable.hccl.fastread import digits_column
+
         return digits_column(values)
     if kinds == {int}:
         if min(values) < 0 or max(values) >= 1 << 63:
@@ -284,30 +288,36 @@ def _read_super_pods(items: list[Any], reader: FieldReader) -> list[SuperPod]:
 
 
 def read_rank_table_lenient(
-    data: str | bytes | dict[str, Any], source: str = "<input>"
+    data: str | bytes | dict[str, Any], source: str = "<input>", *, columns: bool = True
 ) -> tuple[RankTable | None, list[Problem]]:
-    """Read what can be read and list every shape problem; raises `InputError` only for non-JSON text."""
+    """Read what can be read and list every shape problem; raises `InputError` only for non-JSON text.
+    ``columns=False`` builds the objects only (no numpy: for a small table it is as fast)."""
     with gc_paused():
-        platform = None if isinstance(data, dict) else read_platform_table(data)
+        platform: tuple[dict[str, Any], RankColumns] | None = None
+        if columns and not isinstance(data, dict):
+            # imported here: msgspec and the schema cost ~20 ms, which objects-only reads never need
+            from ranktable.hccl.fastread import read_platform_table
+
+            platform = read_platform_table(data)
         if platform is not None:
-            top, read_columns = platform
+            top, platform_columns = platform
             for value in top.values():  # the server list's depth is known; the other fields' is not
                 check_nesting(value, source, limits.MAX_NESTING - 1)
             reader = FieldReader()
-            return read_document(top, reader, read_columns), reader.problems
+            return read_document(top, reader, platform_columns), reader.problems
         doc = data if isinstance(data, dict) else decode_json(data, source, nesting=False)
-        columns = None
-        if isinstance(doc, dict) and "group_list" not in doc:
-            columns = _well_formed_columns(doc.get("server_list"))
+        read_columns = None
+        if columns and isinstance(doc, dict) and "group_list" not in doc:
+            read_columns = _well_formed_columns(doc.get("server_list"))
         if not isinstance(data, dict):
-            if columns is None:
+            if read_columns is None:
                 check_nesting(doc, source)
             else:  # the server list's depth is known; the other fields' is not
                 for key, value in doc.items():
                     if key != "server_list":
                         check_nesting(value, source, limits.MAX_NESTING - 1)
         reader = FieldReader()
-        table = read_document(doc, reader, columns)
+        table = read_document(doc, reader, read_columns)
     return table, reader.problems
 
 
@@ -414,6 +424,8 @@ def _dump_parts(table: RankTable) -> Iterator[bytes]:
     text = json.dumps(_document(table, columns.servers, marker), indent=4, ensure_ascii=False) + "\n"
     head, tail = text.split(json.dumps(marker), 1)
     yield head.encode("utf-8")
+    from ranktable.hccl.fastwrite import server_list_chunks  # only when writing: ~6 ms to import
+
     yield from server_list_chunks(columns)
     yield tail.encode("utf-8")
 

@@ -112,7 +112,7 @@ def test_an_unexpected_error_is_one_line_unless_debugging(
 
     args = build_parser().parse_args(["validate", "x.json"])
     monkeypatch.setattr(args, "handler", broken)
-    monkeypatch.setattr("ranktable.cli.build_parser", lambda: _FixedParser(args))
+    monkeypatch.setattr("ranktable.cli.build_parser", lambda *_: _FixedParser(args))
     assert main([]) == 70
     line = one_error_line(capsys)
     assert "unexpected KeyError" in line and "RANKTABLE_DEBUG=1" in line
