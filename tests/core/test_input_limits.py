@@ -70,6 +70,23 @@ def test_a_self_referencing_alias_is_refused() -> None:
         load_yaml_all("a: &a [1, *a]\n", "cycle.yaml")
 
 
+def test_yaml_without_aliases_skips_the_alias_walk_but_not_the_depth_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No `*` in the text: nothing is shared, so only the depth is checked (the cheaper walk, #28)."""
+
+    def walked(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the alias walk ran on a document without aliases")
+
+    monkeypatch.setattr("ranktable.limits.check_expanded", walked)
+    assert load_yaml_all("a: [1, {b: 2}]\n---\nc: d\n", "plain.yaml") == [{"a": [1, {"b": 2}]}, {"c": "d"}]
+    deep = "[" * (MAX_NESTING + 1) + "]" * (MAX_NESTING + 1)
+    with pytest.raises(InputError, match=f"limit of {MAX_NESTING} levels"):
+        load_yaml_all(deep, "deep.yaml")
+    with pytest.raises(AssertionError, match="alias walk"):
+        load_yaml_all("a: &x [1]\nb: *x\n", "aliased.yaml")  # an alias still takes the full walk
+
+
 def test_generated_topologies_are_bounded(tmp_path: Path) -> None:
     doc = tmp_path / "huge.yaml"
     doc.write_text("kind: RanktableTopology\ngenerate: {servers: 100000000, leaves: 1000}\n")
