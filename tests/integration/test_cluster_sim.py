@@ -21,7 +21,7 @@ from ranktable.hccl import check_document
 from tests.integration.fixtures.simpool import SimPoolHandle
 
 TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "train.py")
-STEP = re.compile(r"^rank (\d+) step (\d+) loss")
+STEP = re.compile(r"^(?:\[rank\d+\]: )?rank (\d+) step (\d+) loss")  # the launcher tags its children
 
 
 def client_for(pool: SimPoolHandle) -> ClusterClient:
@@ -89,7 +89,7 @@ def test_four_node_job_end_to_end(pool: SimPoolHandle) -> None:
     assert all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", line.timestamp) for line in lines)
     # every rank of every pod printed its 5 steps exactly once, in order
     assert steps_by_rank(lines) == {rank: [1, 2, 3, 4, 5] for rank in range(32)}
-    intro = [line for line in lines if line.text.startswith("rank 8/32 ")]
+    intro = [line for line in lines if re.match(r"(?:\[rank8\]: )?rank 8/32 ", line.text)]
     assert len(intro) == 1 and intro[0].pod == "bert-bert-1-2"
     assert any("route plan applied" in line.text for line in lines)
 
@@ -259,7 +259,7 @@ def test_routed_job_logs_carry_the_planned_node_rank(
             int(m.group(1))
             for line in lines
             if line.pod == pod
-            for m in [re.match(r"rank (\d+)/32 ", line.text)]
+            for m in [re.match(r"(?:\[rank\d+\]: )?rank (\d+)/32 ", line.text)]
             if m
         }
         assert started == set(range(node_rank * 8, node_rank * 8 + 8)), pod
