@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from ranktable.compose.fault_policy import FAULT_LABEL_KEYS, fault_policy, preset_of
 from ranktable.compose.flavours import DEFAULT_FLAVOUR
 from ranktable.compose.launchers import launcher_command, parse_launcher_command
 from ranktable.compose.spec import PARALLEL_KINDS, EntryPoint, JobSpec, ParallelSpec, SecretRef, VolumeSpec
@@ -21,7 +22,7 @@ from ranktable.limits import load_yaml_all
 
 NPU_RESOURCE = "huawei.com/ascend-1980"
 RING_LABEL = ("ring-controller.cce", "ascend-1980")
-FAULT_LABEL = ("fault-scheduling", "force")
+FAULT_LABEL = ("fault-scheduling", "force")  # the platform default (on_fault "")
 NODE_SELECTOR = ("accelerator/huawei-npu", "ascend-1980")
 CONFIGMAP_PREFIX = "configmap1980-"
 RANK_TABLE_KEY = "jobstart_hccl.json"
@@ -68,10 +69,11 @@ def compose_configmap(spec: JobSpec) -> dict[str, Any]:
 
 
 def compose_job(spec: JobSpec) -> dict[str, Any]:
+    faults = fault_policy(spec.on_fault, spec.max_retry)
     metadata: dict[str, Any] = {
         "name": spec.name,
         "namespace": spec.namespace,
-        "labels": {RING_LABEL[0]: RING_LABEL[1], FAULT_LABEL[0]: FAULT_LABEL[1], **spec.labels},
+        "labels": {RING_LABEL[0]: RING_LABEL[1], **faults.labels, **spec.labels},
     }
     if spec.flavour != DEFAULT_FLAVOUR:
         metadata["annotations"] = {FLAVOUR_ANNOTATION: spec.flavour}
@@ -84,7 +86,7 @@ def compose_job(spec: JobSpec) -> dict[str, Any]:
         "spec": {
             "minAvailable": spec.nodes,
             "schedulerName": "volcano",
-            "policies": [{"event": "PodEvicted", "action": "RestartJob"}],
+            "policies": faults.policies,
             "plugins": {
                 "configmap1980": [f"--rank-table-version={spec.rank_table_version}"],
                 "env": [],
@@ -92,12 +94,18 @@ def compose_job(spec: JobSpec) -> dict[str, Any]:
             },
             "maxRetry": spec.max_retry,
             "queue": spec.queue,
-            "tasks": [{"name": spec.task, "replicas": spec.nodes, "template": _pod_template(spec)}],
+            "tasks": [
+                {
+                    "name": spec.task,
+                    "replicas": spec.nodes,
+                    "template": _pod_template(spec, faults.restart_policy),
+                }
+            ],
         },
     }
 
 
-def _pod_template(spec: JobSpec) -> dict[str, Any]:
+def _pod_template(spec: JobSpec, restart_policy: str) -> dict[str, Any]:
     return {
         "metadata": {"labels": {"app": spec.framework, RING_LABEL[0]: RING_LABEL[1]}},
         "spec": {
@@ -119,7 +127,7 @@ def _pod_template(spec: JobSpec) -> dict[str, Any]:
             "nodeSelector": {NODE_SELECTOR[0]: NODE_SELECTOR[1], **spec.node_selector},
             "volumes": [{"name": n, "hostPath": {"path": p}} for n, p in DRIVER_MOUNTS]
             + [_volume(v) for v in spec.volumes],
-            "restartPolicy": "OnFailure",
+            "restartPolicy": restart_policy,
         },
     }
 
@@ -266,9 +274,16 @@ def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
     parallel = _parallel_from(env.pop(PARALLEL_ENV, None), f"{cpath}.env.{PARALLEL_ENV}")
     command = [str(c) for c in container.get("command") or []]
     entry: EntryPoint | None = parse_launcher_command(command)
-    labels = {
-        k: str(v) for k, v in (meta.get("labels") or {}).items() if (k, v) not in (RING_LABEL, FAULT_LABEL)
-    }
+    max_retry = int(jspec.get("maxRetry", 3))
+    all_labels = meta.get("labels") or {}
+    on_fault = preset_of(jspec.get("policies"), max_retry)
+    if on_fault is None:
+        raise InputError(
+            f"these policies match no on_fault preset: {json.dumps(jspec.get('policies'))}",
+            where="Job.spec.policies",
+            fix="compose the job with on_fault restart, resume or stop (or none: PodEvicted -> RestartJob)",
+        )
+    labels = {k: str(v) for k, v in all_labels.items() if (k, v) != RING_LABEL and k not in FAULT_LABEL_KEYS}
     selector = {k: str(v) for k, v in (pod.get("nodeSelector") or {}).items() if (k, v) != NODE_SELECTOR}
     version = _rank_table_version(jspec.get("plugins") or {})
     task_name = str(task.get("name") or "")
@@ -287,7 +302,7 @@ def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
         secret_env=secret_env,
         volumes=_volumes_from(pod, container, ppath),
         queue=str(jspec.get("queue") or "default"),
-        max_retry=int(jspec.get("maxRetry", 3)),
+        max_retry=max_retry,
         labels=labels,
         routing=routing,
         rank_table_version=version,
@@ -297,6 +312,7 @@ def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
         hccl_algo=hccl_algo,
         parallel=parallel,
         metric_patterns=metric_patterns_of(meta),
+        on_fault=on_fault,
     )
 
 

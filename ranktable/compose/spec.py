@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ranktable.compose.argv import shell_words
+from ranktable.compose.fault_policy import ON_FAULT_PRESETS
 from ranktable.compose.flavours import DEFAULT_FLAVOUR
 from ranktable.errors import InputError
 from ranktable.limits import MAX_COUNT, MAX_NODES, brief
@@ -93,6 +94,7 @@ class JobSpec:
     parallel: ParallelSpec | None = None
     # regexes with named groups (step, loss, step_time_s, lr...) for metrics the built-in parsers miss
     metric_patterns: list[str] = field(default_factory=list)
+    on_fault: str = ""  # a preset of compose.fault_policy: "", restart, resume or stop
 
     @property
     def task(self) -> str:
@@ -141,6 +143,7 @@ class JobSpec:
             if self.parallel is None
             else {k: getattr(self.parallel, k) for k in PARALLEL_KINDS},
             "metric_patterns": list(self.metric_patterns),
+            "on_fault": self.on_fault,
         }
 
     to_json = to_dict
@@ -205,7 +208,19 @@ class _Reader:
             hccl_algo=_hccl_algo(d.get("hccl_algo") or ""),
             parallel=None if d.get("parallel") is None else _parallel(d["parallel"]),
             metric_patterns=_metric_patterns(d.get("metric_patterns") or []),
+            on_fault=_choice(d.get("on_fault") or "", "spec.on_fault", ON_FAULT_PRESETS),
         )
+
+
+def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
+    text = _str(value, where)
+    if text not in choices:
+        raise InputError(
+            f"unknown value {text!r}",
+            where=where,
+            fix=f"use one of {', '.join(c or '(empty)' for c in choices)}",
+        )
+    return text
 
 
 def _metric_patterns(value: Any) -> list[str]:

@@ -69,6 +69,7 @@ def add_spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--flavour", help=text("flavour"))
     p.add_argument("--task-name", help=text("task_name"))
     p.add_argument("--hccl-algo", help=text("hccl_algo"))
+    p.add_argument("--on-fault", choices=[c for c in props["on_fault"]["enum"] if c], help=text("on_fault"))
     p.add_argument("--parallel", metavar="tp=N,cp=N,ep=N,pp=N", help=text("parallel"))
     p.add_argument(
         "--metric-pattern",
@@ -140,6 +141,7 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         "flavour": args.flavour,
         "task_name": args.task_name,
         "hccl_algo": args.hccl_algo,
+        "on_fault": getattr(args, "on_fault", None),
     }
     data.update({k: v for k, v in simple.items() if v is not None})
     if args.container_command is not None:

@@ -15,6 +15,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from ranktable.compose.fault_policy import ON_FAULT_PRESETS, ON_FAULT_TEXT
 from ranktable.compose.spec import (
     FRAMEWORKS,
     MAX_PARALLEL_SIZE,
@@ -104,6 +105,12 @@ FIELD_TEXT: dict[str, dict[str, Any]] = {
         "title": "Metric patterns",
         "description": "regexes with named groups (step, loss, step_time_s, lr, ...) for the job's metrics",
         "x-cli": "--metric-pattern",
+    },
+    "on_fault": {
+        "title": "On fault",
+        "description": ON_FAULT_TEXT,
+        "enum": list(ON_FAULT_PRESETS),
+        "x-cli": "--on-fault",
     },
     "parallel": {
         "title": "Parallel sizes",

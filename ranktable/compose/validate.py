@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
+from ranktable.compose.fault_policy import FAULT_LABEL_KEYS
 from ranktable.compose.flavours import Flavour, load_flavours
 from ranktable.compose.manifests import (
     DRIVER_MOUNTS,
     DRIVER_VOLUME_NAMES,
-    FAULT_LABEL,
     FIXED_ENV_NAMES,
     NODE_SELECTOR,
     RING_LABEL,
@@ -86,7 +86,7 @@ def validate_spec(
     _env(spec, out)
     _collectives(spec, out)
     _volumes(spec, out)
-    _labels("labels", spec.labels, (RING_LABEL[0], FAULT_LABEL[0]), out)
+    _labels("labels", spec.labels, (RING_LABEL[0], *FAULT_LABEL_KEYS), out)
     _labels("node_selector", spec.node_selector, (), out)
     if NODE_SELECTOR[0] in spec.node_selector and spec.node_selector[NODE_SELECTOR[0]] != NODE_SELECTOR[1]:
         out.append(

@@ -1505,7 +1505,7 @@ export interface components {
   schemas: {
     /**
      * JobSpec
-     * @description JobSpec(name: 'str', image: 'str', namespace: 'str' = 'default', framework: 'str' = 'mindspore', command: 'list[str]' = <factory>, entry: 'EntryPoint | None' = None, nodes: 'int' = 1, npus_per_node: 'int' = 8, cpu: 'str | None' = None, memory: 'str | None' = None, env: 'dict[str, str]' = <factory>, secret_env: 'dict[str, SecretRef]' = <factory>, volumes: 'list[VolumeSpec]' = <factory>, queue: 'str' = 'default', max_retry: 'int' = 3, labels: 'dict[str, str]' = <factory>, routing: 'bool' = False, rank_table_version: 'str' = 'v2', node_selector: 'dict[str, str]' = <factory>, flavour: 'str' = 'Snt9B', task_name: 'str' = '', hccl_algo: 'str' = '', parallel: 'ParallelSpec | None' = None, metric_patterns: 'list[str]' = <factory>)
+     * @description JobSpec(name: 'str', image: 'str', namespace: 'str' = 'default', framework: 'str' = 'mindspore', command: 'list[str]' = <factory>, entry: 'EntryPoint | None' = None, nodes: 'int' = 1, npus_per_node: 'int' = 8, cpu: 'str | None' = None, memory: 'str | None' = None, env: 'dict[str, str]' = <factory>, secret_env: 'dict[str, SecretRef]' = <factory>, volumes: 'list[VolumeSpec]' = <factory>, queue: 'str' = 'default', max_retry: 'int' = 3, labels: 'dict[str, str]' = <factory>, routing: 'bool' = False, rank_table_version: 'str' = 'v2', node_selector: 'dict[str, str]' = <factory>, flavour: 'str' = 'Snt9B', task_name: 'str' = '', hccl_algo: 'str' = '', parallel: 'ParallelSpec | None' = None, metric_patterns: 'list[str]' = <factory>, on_fault: 'str' = '')
      */
     JobSpec: {
       /**
@@ -1648,6 +1648,13 @@ export interface components {
        * @default []
        */
       metric_patterns: string[];
+      /**
+       * On fault
+       * @description what a pod failure does: restart = Volcano restarts the whole job in place (up to max_retry); resume = the job stops so `ranktable job resume` restarts it from its last checkpoint on healthy nodes; stop = the job stops; empty = the platform's default (only evictions restart it)
+       * @default
+       * @enum {string}
+       */
+      on_fault: '' | 'restart' | 'resume' | 'stop';
     };
     /** EntryPoint */
     EntryPoint: {

@@ -134,6 +134,50 @@ def test_unrepresentable_manifest_names_the_field(mutate: object, field: str) ->
     assert field in (err.value.where or "")
 
 
+def test_on_fault_presets_write_coherent_policies_labels_and_restart_policy() -> None:
+    def job(on_fault: str) -> dict:
+        return compose(JobSpec(name="j", image="i", nodes=2, command=["x"], max_retry=5, on_fault=on_fault))[
+            1
+        ]
+
+    default = job("")  # the platform guide's reference lines, unchanged
+    assert default["spec"]["policies"] == [{"event": "PodEvicted", "action": "RestartJob"}]
+    assert default["metadata"]["labels"]["fault-scheduling"] == "force"
+    assert default["spec"]["tasks"][0]["template"]["spec"]["restartPolicy"] == "OnFailure"
+    restart = job("restart")
+    assert {"event": "PodFailed", "action": "RestartJob"} in restart["spec"]["policies"]
+    assert restart["metadata"]["labels"]["fault-retry-times"] == "5" and restart["spec"]["maxRetry"] == 5
+    # fault-retry-times only works with restartPolicy Never (MindCluster's fault-handling guide)
+    assert restart["spec"]["tasks"][0]["template"]["spec"]["restartPolicy"] == "Never"
+    resume = job("resume")
+    assert {"event": "PodFailed", "action": "AbortJob"} in resume["spec"]["policies"]
+    assert "fault-retry-times" not in resume["metadata"]["labels"]
+    stop = job("stop")
+    assert all(p["action"] == "AbortJob" for p in stop["spec"]["policies"])
+    assert stop["metadata"]["labels"]["fault-scheduling"] == "off"
+    for preset in ("", "restart", "resume", "stop"):
+        assert (
+            spec_from_manifests(
+                [compose(JobSpec(name="j", image="i", command=["x"]))[0], job(preset)]
+            ).on_fault
+            == preset
+        )
+
+
+def test_on_fault_flag_and_errors_name_the_field(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*REFERENCE_ARGS, "--on-fault", "resume"]) == 0
+    (_, vcjob) = yaml.safe_load_all(capsys.readouterr().out)
+    assert {"event": "PodFailed", "action": "AbortJob"} in vcjob["spec"]["policies"]
+    with pytest.raises(InputError) as err:
+        JobSpec.from_dict({"name": "j", "image": "i", "on_fault": "retry"})
+    assert err.value.where == "spec.on_fault" and "restart" in (err.value.fix or "")
+    docs = compose(JobSpec(name="j", image="i", command=["x"]))
+    docs[1]["spec"]["policies"] = [{"event": "PodFailed", "action": "CompleteJob"}]
+    with pytest.raises(InputError) as err:
+        spec_from_manifests(docs)
+    assert err.value.where == "Job.spec.policies"
+
+
 def test_from_dict_names_the_bad_field() -> None:
     with pytest.raises(InputError) as err:
         JobSpec.from_dict({"name": "j", "image": "i", "nodes": "many"})
@@ -217,6 +261,7 @@ def job_specs(draw: st.DrawFn) -> JobSpec:
         node_selector=draw(st.dictionaries(label_key, label, max_size=2)),
         flavour=draw(st.sampled_from(["Snt9B", "Custom16"])),
         task_name=draw(st.sampled_from(["", "worker"])),
+        on_fault=draw(st.sampled_from(["", "restart", "resume", "stop"])),
     )
 
 

@@ -79,6 +79,7 @@ CLI_EXAMPLES: dict[str, tuple[list[str], Any]] = {
     "hccl_algo": (["--hccl-algo", "level0:NA;level1:NHR"], "level0:NA;level1:NHR"),
     "parallel": (["--parallel", "tp=8,pp=2"], {"tp": 8, "cp": 1, "ep": 1, "pp": 2}),
     "metric_patterns": (["--metric-pattern", r"loss=(?P<loss>\S+)"], [r"loss=(?P<loss>\S+)"]),
+    "on_fault": (["--on-fault", "resume"], "resume"),
 }
 
 #: per field: how a user sets it in the widget, and the value the spec gets
@@ -113,6 +114,7 @@ WIDGET_EXAMPLES: dict[str, tuple[Any, Any]] = {
     "hccl_algo": ("level0:NA;level1:NHR", "level0:NA;level1:NHR"),
     "parallel": ({"tp": 8, "pp": 2}, {"tp": 8, "cp": 1, "ep": 1, "pp": 2}),
     "metric_patterns": (r"loss=(?P<loss>\S+)", [r"loss=(?P<loss>\S+)"]),
+    "on_fault": ("restart", "restart"),
 }
 
 
