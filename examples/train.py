@@ -10,6 +10,11 @@ Flags that play out the failures `ranktable job diagnose` explains (all ranks ge
 flag names the rank it affects): --slow-rank R --slow-factor F (a straggler), --hang-rank R --hang-at STEP
 (stops printing, keeps running), --fail-rank R --fail-rank-at STEP (exits first with an HCCL EI0006
 error) and --victims-fail-at STEP (every other rank then fails with EI0006, as HCCL peers time out).
+
+Checkpoints, as Megatron-LM prints and tracks them: --save DIR --save-interval N makes rank 0 write
+DIR/latest_checkpointed_iteration.txt every N steps and print "successfully saved checkpoint from
+iteration N to DIR"; --load DIR starts at the step after the one that file names (what `ranktable job
+resume` appends for a Megatron-style save).
 """
 
 from __future__ import annotations
@@ -82,6 +87,9 @@ def main() -> int:
         "--fail-rank", type=int, default=-1, help="this rank fails with EI0006 at --fail-rank-at"
     )
     parser.add_argument("--fail-rank-at", type=int, default=-1)
+    parser.add_argument("--save", default="", help="checkpoint folder (Megatron's --save)")
+    parser.add_argument("--save-interval", type=int, default=0, help="save every N steps (0: never)")
+    parser.add_argument("--load", default="", help="resume from this folder's latest checkpoint")
     parser.add_argument("--victims-fail-at", type=int, default=-1, help="other ranks fail with EI0006 here")
     args = parser.parse_args()
 
@@ -95,7 +103,12 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped by the launcher: exit quietly
     say(f"rank {rank}/{size} server {server} device {device} leaf {leaf} status {table.get('status', '?')}")
     interval = args.interval * (args.slow_factor if rank == args.slow_rank else 1.0)
-    for step in range(1, args.steps + 1):
+    first = 1
+    if args.load:
+        saved = int((Path(args.load) / TRACKER).read_text().strip())
+        say(f"loading checkpoint from {args.load} at iteration {saved}")
+        first = saved + 1
+    for step in range(first, args.steps + 1):
         if step == args.fail_at:
             say(f"rank {rank} step {step}: simulated failure")
             return 1
@@ -109,10 +122,22 @@ def main() -> int:
                 time.sleep(3600)
         loss = 2.5 * math.exp(-step / 50) + 0.01 * ((rank * 7 + step) % 5)
         say(f"rank {rank} step {step} loss {loss:.4f}")
+        if rank == 0 and args.save and args.save_interval and step % args.save_interval == 0:
+            save_checkpoint(Path(args.save), step)
         if interval:
             time.sleep(interval)
     say(f"rank {rank} done")
     return 0
+
+
+TRACKER = "latest_checkpointed_iteration.txt"  # Megatron's tracker file: the last saved iteration
+
+
+def save_checkpoint(folder: Path, step: int) -> None:
+    """Rank 0's save: the tracker file, then Megatron's line (printed once the save is complete)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / TRACKER).write_text(f"{step}\n")
+    say(f"successfully saved checkpoint from iteration {step:7d} to {folder}")
 
 
 def hccl_timeout(rank: int, device: str) -> None:

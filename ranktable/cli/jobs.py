@@ -150,6 +150,20 @@ def register(sub: Any) -> None:
     _cluster_flags(p)
     p.set_defaults(handler=_stop)
 
+    p = group.add_parser(
+        "resume",
+        help="resubmit the latest run from its last checkpoint, avoiding the node a fault was blamed on",
+        description="Reads the run's diagnosis and its last finished checkpoint save, then submits the "
+        "next run of its lineage: the same spec, the resume arguments appended, the blamed node excluded.",
+    )
+    p.add_argument("name")
+    p.add_argument(
+        "--from-scratch", action="store_true", help="resubmit even when the run logged no checkpoint"
+    )
+    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
+    _cluster_flags(p)
+    p.set_defaults(handler=_resume)
+
     p = group.add_parser("layout", help="planned rank layout of a running job (report, SVG)")
     p.add_argument("name")
     p.add_argument("--topology", help="topology file (default: HyperNodes, basic-tor-node-cm or node labels)")
@@ -608,6 +622,11 @@ def _stop(args: argparse.Namespace) -> int:
     print(f"deleted {', '.join(stopped['deleted'])}")
     if stopped["logs"]:
         print(stopped["logs"])
+    return 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    print(_jobs(args).resume(None, args.name, from_scratch=args.from_scratch)["message"])
     return 0
 
 

@@ -29,6 +29,8 @@ RANK_TABLE_KEY = "jobstart_hccl.json"
 INITIAL_RANK_TABLE = '{\n    "status":"initializing"\n}\n'
 FLAVOUR_ANNOTATION = "jupyter-ranktable/flavour"
 METRIC_PATTERNS_ANNOTATION = "jupyter-ranktable/metric-patterns"  # JSON list of the spec's metric_patterns
+RESUME_ARGS_ANNOTATION = "jupyter-ranktable/resume-args"  # the spec's resume_args template
+HOSTNAME_KEY = "kubernetes.io/hostname"
 ROUTE_ENV = "ROUTE_PLAN"
 HCCL_ALGO_ENV = "HCCL_ALGO"  # HCCL's own variable (hicann/hccl docs HCCL_ALGO.md), from spec.hccl_algo
 PARALLEL_ENV = "RANKTABLE_PARALLEL"  # spec.parallel, for the layout of a running job and the script
@@ -79,6 +81,8 @@ def compose_job(spec: JobSpec) -> dict[str, Any]:
         metadata["annotations"] = {FLAVOUR_ANNOTATION: spec.flavour}
     if spec.metric_patterns:  # read back by the log observer (and by spec_from_manifests)
         metadata.setdefault("annotations", {})[METRIC_PATTERNS_ANNOTATION] = json.dumps(spec.metric_patterns)
+    if spec.resume_args:
+        metadata.setdefault("annotations", {})[RESUME_ARGS_ANNOTATION] = spec.resume_args
     return {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
@@ -105,6 +109,34 @@ def compose_job(spec: JobSpec) -> dict[str, Any]:
     }
 
 
+def _avoided(nodes: list[str]) -> dict[str, Any]:
+    """Node affinity keeping the pods off `nodes` (the ones a fault was blamed on)."""
+    term = {"matchExpressions": [{"key": HOSTNAME_KEY, "operator": "NotIn", "values": list(nodes)}]}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}}
+
+
+def _avoided_from(affinity: dict[str, Any], where: str) -> list[str]:
+    """The nodes `_avoided` excludes (inverse), or an error naming a node affinity it did not write."""
+    if "nodeAffinity" not in affinity:
+        return []
+    terms = (affinity["nodeAffinity"].get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get(
+        "nodeSelectorTerms"
+    )
+    exprs = terms[0].get("matchExpressions") if isinstance(terms, list) and len(terms) == 1 else None
+    if (
+        not isinstance(exprs, list)
+        or len(exprs) != 1
+        or exprs[0].get("operator") != "NotIn"
+        or exprs[0].get("key") != HOSTNAME_KEY
+    ):
+        raise InputError(
+            "only a kubernetes.io/hostname NotIn node affinity is supported",
+            where=f"{where}.affinity.nodeAffinity",
+            fix="list the nodes to avoid in avoid_nodes",
+        )
+    return [str(v) for v in exprs[0].get("values") or []]
+
+
 def _pod_template(spec: JobSpec, restart_policy: str) -> dict[str, Any]:
     return {
         "metadata": {"labels": {"app": spec.framework, RING_LABEL[0]: RING_LABEL[1]}},
@@ -118,10 +150,11 @@ def _pod_template(spec: JobSpec, restart_policy: str) -> dict[str, Any]:
                                     {"key": "volcano.sh/job-name", "operator": "In", "values": [spec.name]}
                                 ]
                             },
-                            "topologyKey": "kubernetes.io/hostname",
+                            "topologyKey": HOSTNAME_KEY,
                         }
                     ]
-                }
+                },
+                **(_avoided(spec.avoid_nodes) if spec.avoid_nodes else {}),
             },
             "containers": [_container(spec)],
             "nodeSelector": {NODE_SELECTOR[0]: NODE_SELECTOR[1], **spec.node_selector},
@@ -313,6 +346,8 @@ def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
         parallel=parallel,
         metric_patterns=metric_patterns_of(meta),
         on_fault=on_fault,
+        resume_args=str((meta.get("annotations") or {}).get(RESUME_ARGS_ANNOTATION) or ""),
+        avoid_nodes=_avoided_from(pod.get("affinity") or {}, ppath),
     )
 
 

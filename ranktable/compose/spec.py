@@ -95,6 +95,8 @@ class JobSpec:
     # regexes with named groups (step, loss, step_time_s, lr...) for metrics the built-in parsers miss
     metric_patterns: list[str] = field(default_factory=list)
     on_fault: str = ""  # a preset of compose.fault_policy: "", restart, resume or stop
+    resume_args: str = ""  # arguments that resume from a checkpoint ({path}, {step}); "" = per framework
+    avoid_nodes: list[str] = field(default_factory=list)  # nodes the job must not run on (blamed faults)
 
     @property
     def task(self) -> str:
@@ -144,6 +146,8 @@ class JobSpec:
             else {k: getattr(self.parallel, k) for k in PARALLEL_KINDS},
             "metric_patterns": list(self.metric_patterns),
             "on_fault": self.on_fault,
+            "resume_args": self.resume_args,
+            "avoid_nodes": list(self.avoid_nodes),
         }
 
     to_json = to_dict
@@ -209,6 +213,8 @@ class _Reader:
             parallel=None if d.get("parallel") is None else _parallel(d["parallel"]),
             metric_patterns=_metric_patterns(d.get("metric_patterns") or []),
             on_fault=_choice(d.get("on_fault") or "", "spec.on_fault", ON_FAULT_PRESETS),
+            resume_args=_str(d.get("resume_args") or "", "spec.resume_args"),
+            avoid_nodes=_str_list(d.get("avoid_nodes") or [], "spec.avoid_nodes"),
         )
 
 

@@ -70,6 +70,8 @@ def add_spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
     p.add_argument("--task-name", help=text("task_name"))
     p.add_argument("--hccl-algo", help=text("hccl_algo"))
     p.add_argument("--on-fault", choices=[c for c in props["on_fault"]["enum"] if c], help=text("on_fault"))
+    p.add_argument("--resume-args", metavar="TEMPLATE", help=text("resume_args"))
+    p.add_argument("--avoid-node", action="append", default=[], metavar="NODE", help=text("avoid_nodes"))
     p.add_argument("--parallel", metavar="tp=N,cp=N,ep=N,pp=N", help=text("parallel"))
     p.add_argument(
         "--metric-pattern",
@@ -142,6 +144,7 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         "task_name": args.task_name,
         "hccl_algo": args.hccl_algo,
         "on_fault": getattr(args, "on_fault", None),
+        "resume_args": getattr(args, "resume_args", None),
     }
     data.update({k: v for k, v in simple.items() if v is not None})
     if args.container_command is not None:
@@ -166,6 +169,8 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         data["secret_env"] = {**(data.get("secret_env") or {}), **refs}
     if getattr(args, "metric_pattern", None):
         data["metric_patterns"] = [*(data.get("metric_patterns") or []), *args.metric_pattern]
+    if getattr(args, "avoid_node", None):
+        data["avoid_nodes"] = [*(data.get("avoid_nodes") or []), *args.avoid_node]
     if args.parallel:
         sizes = _pairs([part for part in args.parallel.split(",") if part.strip()], "--parallel")
         data["parallel"] = {k.strip(): _int_flag(v, f"--parallel {k.strip()}") for k, v in sizes.items()}

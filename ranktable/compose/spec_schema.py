@@ -112,6 +112,17 @@ FIELD_TEXT: dict[str, dict[str, Any]] = {
         "enum": list(ON_FAULT_PRESETS),
         "x-cli": "--on-fault",
     },
+    "resume_args": {
+        "title": "Resume arguments",
+        "description": "appended to the script's arguments to resume from a checkpoint, {path} and {step} "
+        "filled, e.g. --load {path} (empty: the framework's own)",
+        "x-cli": "--resume-args",
+    },
+    "avoid_nodes": {
+        "title": "Nodes to avoid",
+        "description": "node names the job must not run on (resume adds the nodes a fault was blamed on)",
+        "x-cli": "--avoid-node",
+    },
     "parallel": {
         "title": "Parallel sizes",
         "description": "tensor/context/expert/pipeline parallel sizes; the layout preview costs each group",

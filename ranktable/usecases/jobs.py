@@ -153,6 +153,20 @@ class Jobs:
             timeout=float(self.settings.request_timeout),
         )
 
+    def resume(self, namespace: str | None, name: str, from_scratch: bool = False) -> dict[str, Any]:
+        """Resubmit the job's latest run from its last checkpoint, avoiding the node a hardware fault
+        was blamed on, as the next run of its lineage (`ranktable.usecases.resume`)."""
+        from ranktable.usecases.resume import resume
+
+        return resume(
+            self.client(namespace),
+            name,
+            from_scratch=from_scratch,
+            state_dir=self.settings.state_dir,
+            keep_logs_s=self.settings.keep_logs_s,
+            timeout=float(self.settings.request_timeout),
+        )
+
     def rank_table(self, namespace: str | None, name: str) -> dict[str, Any]:
         """The job's rank table (as the platform filled it) with its validation report."""
         cm = self.client(namespace).get_configmap(configmap_name(name))

@@ -1505,7 +1505,7 @@ export interface components {
   schemas: {
     /**
      * JobSpec
-     * @description JobSpec(name: 'str', image: 'str', namespace: 'str' = 'default', framework: 'str' = 'mindspore', command: 'list[str]' = <factory>, entry: 'EntryPoint | None' = None, nodes: 'int' = 1, npus_per_node: 'int' = 8, cpu: 'str | None' = None, memory: 'str | None' = None, env: 'dict[str, str]' = <factory>, secret_env: 'dict[str, SecretRef]' = <factory>, volumes: 'list[VolumeSpec]' = <factory>, queue: 'str' = 'default', max_retry: 'int' = 3, labels: 'dict[str, str]' = <factory>, routing: 'bool' = False, rank_table_version: 'str' = 'v2', node_selector: 'dict[str, str]' = <factory>, flavour: 'str' = 'Snt9B', task_name: 'str' = '', hccl_algo: 'str' = '', parallel: 'ParallelSpec | None' = None, metric_patterns: 'list[str]' = <factory>, on_fault: 'str' = '')
+     * @description JobSpec(name: 'str', image: 'str', namespace: 'str' = 'default', framework: 'str' = 'mindspore', command: 'list[str]' = <factory>, entry: 'EntryPoint | None' = None, nodes: 'int' = 1, npus_per_node: 'int' = 8, cpu: 'str | None' = None, memory: 'str | None' = None, env: 'dict[str, str]' = <factory>, secret_env: 'dict[str, SecretRef]' = <factory>, volumes: 'list[VolumeSpec]' = <factory>, queue: 'str' = 'default', max_retry: 'int' = 3, labels: 'dict[str, str]' = <factory>, routing: 'bool' = False, rank_table_version: 'str' = 'v2', node_selector: 'dict[str, str]' = <factory>, flavour: 'str' = 'Snt9B', task_name: 'str' = '', hccl_algo: 'str' = '', parallel: 'ParallelSpec | None' = None, metric_patterns: 'list[str]' = <factory>, on_fault: 'str' = '', resume_args: 'str' = '', avoid_nodes: 'list[str]' = <factory>)
      */
     JobSpec: {
       /**
@@ -1655,6 +1655,18 @@ export interface components {
        * @enum {string}
        */
       on_fault: '' | 'restart' | 'resume' | 'stop';
+      /**
+       * Resume arguments
+       * @description appended to the script's arguments to resume from a checkpoint, {path} and {step} filled, e.g. --load {path} (empty: the framework's own)
+       * @default
+       */
+      resume_args: string;
+      /**
+       * Nodes to avoid
+       * @description node names the job must not run on (resume adds the nodes a fault was blamed on)
+       * @default []
+       */
+      avoid_nodes: string[];
     };
     /** EntryPoint */
     EntryPoint: {

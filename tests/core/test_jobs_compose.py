@@ -262,6 +262,8 @@ def job_specs(draw: st.DrawFn) -> JobSpec:
         flavour=draw(st.sampled_from(["Snt9B", "Custom16"])),
         task_name=draw(st.sampled_from(["", "worker"])),
         on_fault=draw(st.sampled_from(["", "restart", "resume", "stop"])),
+        resume_args=draw(st.sampled_from(["", "--load {path}"])),
+        avoid_nodes=draw(st.lists(label, max_size=2)),
     )
 
 

@@ -80,6 +80,8 @@ CLI_EXAMPLES: dict[str, tuple[list[str], Any]] = {
     "parallel": (["--parallel", "tp=8,pp=2"], {"tp": 8, "cp": 1, "ep": 1, "pp": 2}),
     "metric_patterns": (["--metric-pattern", r"loss=(?P<loss>\S+)"], [r"loss=(?P<loss>\S+)"]),
     "on_fault": (["--on-fault", "resume"], "resume"),
+    "resume_args": (["--resume-args", "--load {path}"], "--load {path}"),
+    "avoid_nodes": (["--avoid-node", "node-1", "--avoid-node", "node-2"], ["node-1", "node-2"]),
 }
 
 #: per field: how a user sets it in the widget, and the value the spec gets
@@ -115,6 +117,8 @@ WIDGET_EXAMPLES: dict[str, tuple[Any, Any]] = {
     "parallel": ({"tp": 8, "pp": 2}, {"tp": 8, "cp": 1, "ep": 1, "pp": 2}),
     "metric_patterns": (r"loss=(?P<loss>\S+)", [r"loss=(?P<loss>\S+)"]),
     "on_fault": ("restart", "restart"),
+    "resume_args": ("--load {path}", "--load {path}"),
+    "avoid_nodes": ("node-1", ["node-1"]),
 }
 
 

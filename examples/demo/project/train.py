@@ -74,8 +74,10 @@ def main() -> int:
         if args.interval:
             time.sleep(args.interval)
         say(f"epoch: 1 step: {step}, loss is {loss:.4f}")
-        say(f"Train epoch time: {(time.monotonic() - started) * 1000:.3f} ms, per step time: "
-            f"{(time.monotonic() - step_started) * 1000:.3f} ms")
+        say(
+            f"Train epoch time: {(time.monotonic() - started) * 1000:.3f} ms, per step time: "
+            f"{(time.monotonic() - step_started) * 1000:.3f} ms"
+        )
     say(f"[INFO] rank {rank}: training finished after {args.steps} steps")
     return 0
 

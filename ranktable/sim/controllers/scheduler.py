@@ -45,6 +45,20 @@ class NodeState:
     pods: list[Obj] = field(default_factory=list)  # pods bound or tentatively placed here
 
 
+def _term_matches(term: Obj, labels: dict[str, str]) -> bool:
+    """One nodeSelectorTerm (its matchExpressions ANDed), as the kube-scheduler's NodeAffinity reads it."""
+    for expr in term.get("matchExpressions") or []:
+        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if (op == "Exists" and not present) or (op == "DoesNotExist" and present):
+            return False
+    return True
+
+
 def _devices_of(pod: Obj) -> list[int]:
     text = (pod["metadata"].get("annotations") or {}).get(DEVICES_ANNOTATION, "")
     return [int(part.rsplit("-", 1)[1]) for part in text.split(",") if "-" in part]
@@ -97,6 +111,13 @@ class Scheduler:
         for k, v in (spec.get("nodeSelector") or {}).items():
             if node.labels.get(k) != v:
                 return "node(s) didn't match Pod's node affinity/selector"
+        required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        if required and not any(
+            _term_matches(t, node.labels) for t in required.get("nodeSelectorTerms") or []
+        ):
+            return "node(s) didn't match Pod's node affinity/selector"
         for k, v in pod_requests(pod).items():
             if v > node.free.get(k, Decimal(0)):
                 return f"Insufficient {k}"
