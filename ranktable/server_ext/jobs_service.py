@@ -113,6 +113,10 @@ class JobsService:
         self.services.observe.live.release(namespace, name)
         return self.usecases.resubmit(namespace, name, run)
 
+    def resume(self, namespace: str, name: str, from_scratch: bool = False) -> dict[str, Any]:
+        self.services.observe.live.release(namespace, name)
+        return self.usecases.resume(namespace, name, from_scratch)
+
     # -- streams ------------------------------------------------------------------------------------------
     async def logs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
         name = msg.get("job")

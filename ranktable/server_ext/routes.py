@@ -111,6 +111,14 @@ class JobResubmitHandler(RanktableHandler):
         self.reply(await self.blocking(self.services.jobs.resubmit, namespace, name, run), status=201)
 
 
+class JobResumeHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("write")
+    async def post(self, namespace: str, name: str) -> None:
+        scratch = self.get_query_argument("from_scratch", "false") == "true"
+        self.reply(await self.blocking(self.services.jobs.resume, namespace, name, scratch), status=201)
+
+
 class JobMetricsHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
@@ -313,6 +321,7 @@ ROUTES: list[tuple[str, Any]] = [
     (_job("/layout"), JobLayoutHandler),
     (_job("/ranktable"), JobRankTableHandler),
     (_job("/resubmit"), JobResubmitHandler),
+    (_job("/resume"), JobResumeHandler),
     (_job("/metrics"), JobMetricsHandler),
     (_job("/diagnosis"), JobDiagnosisHandler),
     (_job("/runs"), JobRunsHandler),

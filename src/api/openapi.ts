@@ -516,6 +516,65 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/ranktable/jobs/{namespace}/{name}/resume': {
+    parameters: {
+      query?: {
+        /** @description true: resubmit even when the run logged no checkpoint. */
+        from_scratch?: 'true' | 'false';
+      };
+      header?: never;
+      path: {
+        namespace: components['parameters']['namespace'];
+        name: components['parameters']['name'];
+      };
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** Resubmit the latest run from its last checkpoint, excluding the node a hardware fault was blamed on, as the next run of its lineage. */
+    post: {
+      parameters: {
+        query?: {
+          /** @description true: resubmit even when the run logged no checkpoint. */
+          from_scratch?: 'true' | 'false';
+        };
+        header?: never;
+        path: {
+          namespace: components['parameters']['namespace'];
+          name: components['parameters']['name'];
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Resumed */
+        201: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['Submitted'] & {
+              /** @description One line: from which checkpoint, which nodes excluded */
+              message: string;
+              checkpoint: {
+                step: number;
+                path: string;
+              } | null;
+              avoided: string[];
+              resumed_from: string;
+              lineage: string;
+            };
+          };
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/ranktable/jobs/{namespace}/{name}/metrics': {
     parameters: {
       query?: {

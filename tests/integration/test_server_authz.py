@@ -74,6 +74,7 @@ EXPECTED = {
     ("GET", "/ranktable/jobs/default/x/layout"): ("read", "ranktable"),
     ("GET", "/ranktable/jobs/default/x/ranktable"): ("read", "ranktable"),
     ("POST", "/ranktable/jobs/default/x/resubmit"): ("write", "ranktable"),
+    ("POST", "/ranktable/jobs/default/x/resume"): ("write", "ranktable"),
     ("GET", "/ranktable/jobs/default/x/metrics"): ("read", "ranktable"),
     ("GET", "/ranktable/jobs/default/x/diagnosis"): ("read", "ranktable"),
     ("GET", "/ranktable/jobs/default/x/runs"): ("read", "ranktable"),

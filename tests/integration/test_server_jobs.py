@@ -217,6 +217,25 @@ async def test_resubmit_replaces_the_job_with_the_same_spec(jp_fetch: Any) -> No
     )
 
 
+async def test_resume_needs_a_checkpoint_or_from_scratch(jp_fetch: Any) -> None:
+    first = await call(
+        jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec("res", 1)}, expect=201
+    )
+    refused = await jp_fetch(
+        "ranktable", "jobs", "default", "res", "resume", method="POST", body="{}", raise_error=False
+    )
+    assert 400 <= refused.code < 500 and "--from-scratch" in refused.body.decode(), refused.body
+    response = await jp_fetch(
+        "ranktable", "jobs", "default", "res", "resume",
+        method="POST", body="{}", params={"from_scratch": "true"}, raise_error=False,
+    )  # fmt: skip
+    assert response.code == 201, response.body
+    resumed = json.loads(response.body)
+    assert resumed["message"].startswith("resumed res from scratch") and resumed["checkpoint"] is None
+    assert resumed["resumed_from"] == resumed["lineage"] == first["uid"] != resumed["uid"]
+    await call(jp_fetch, "ranktable", "jobs", "default", "res", method="DELETE")
+
+
 async def test_logs_follow_one_run_a_resubmit_ends_the_old_runs_stream(
     jp_fetch: Any, jp_ws_fetch: Any
 ) -> None:
