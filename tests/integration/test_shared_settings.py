@@ -22,6 +22,7 @@ def test_exported_settings_are_the_magics_and_cli_defaults(
 ) -> None:
     from ranktable.magics import RanktableMagics
 
+    monkeypatch.delenv("RANKTABLE_HOME", raising=False)  # only what this test exports
     env: dict[str, str] = {}
     export_shared_settings(
         {"kubeconfig": "/k/config", "context": "", "namespace": "team-a", "state_dir": None}, env
