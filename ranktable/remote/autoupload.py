@@ -219,6 +219,13 @@ class AutoUploader:
             self._notify(result, None)
             self._changed()
 
+    def record_sync(self, result: SyncResult) -> None:
+        """A sync of this folder made outside the uploader ("Upload now", `ranktable sync`): the status says
+        synced then, not "not synced yet"."""
+        self.last_result, self.last_error = result, None
+        self.last_sync = time.time()
+        self._changed()
+
     def _changed(self) -> None:
         if self.on_change is not None:
             try:

@@ -127,6 +127,8 @@ class RemoteService:
             )
             for conflict in result.conflicts:
                 emit({"type": "conflict", "path": conflict.path, "reason": conflict.reason})
+            if not dry_run:
+                self.usecases.uploads.synced(profile, local, result)
             return sync_result_json(result)
 
         return "sync", f"sync {os.path.relpath(local, self.services.root_dir)} -> {profile}", run

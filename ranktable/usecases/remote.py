@@ -445,6 +445,13 @@ class AutoUploads:
                 self._uploaders[profile.name] = uploader
         self._changed()
 
+    def synced(self, profile: str, local: Path, result: Any) -> None:
+        """An explicit sync of `local` to `profile` finished: its uploader (same folder) counts it."""
+        with self._lock:
+            uploader = self._uploaders.get(profile)
+        if uploader is not None and uploader.syncer.local_root == local.resolve():
+            uploader.record_sync(result)
+
     def status(self) -> dict[str, Any]:
         with self._lock:
             return {name: u.status() for name, u in self._uploaders.items()}

@@ -315,3 +315,25 @@ async def test_install_kernelspec_for_a_profile(jp_fetch: Any, sshd: SshServer, 
     assert specs[data["kernel_name"]]["spec"]["display_name"] == "Python (box)"
     missing = await call(jp_fetch, "ranktable", "kernels", "ghost", method="POST", body={}, expect=404)
     assert "ghost" in missing["message"]
+
+
+async def test_upload_now_counts_as_the_folders_last_sync(
+    jp_fetch: Any, jp_ws_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, sshd: SshServer, tmp_path: Path
+) -> None:
+    """The status bar follows the automatic uploader: an explicit sync of its folder ("Upload now") must
+    turn it "Synced HH:MM", not leave "not synced yet" (seen in the first-hour browser journey, #24)."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (jp_root_dir / "proj").mkdir()
+    (jp_root_dir / "proj" / "train.py").write_text("print(1)\n")
+    await add_trusted_profile(jp_fetch, sshd, remote)
+    body = {"sync": {"upload": "always"}, "local_dir": "proj"}
+    await call(jp_fetch, "ranktable", "profiles", "box", method="PATCH", body=body)
+    remote_service = jp_serverapp.web_app.settings["ranktable_services"].remote
+    assert remote_service.upload_status()["box"]["last_sync"] is None
+    before = time.time()
+    done = (await operate(jp_fetch, jp_ws_fetch, "sync", {"profile": "box", "local_dir": "proj"}))[-1]
+    assert done["error"] is None, done
+    status = remote_service.upload_status()["box"]
+    assert status["last_sync"] is not None and status["last_sync"] >= before, status
+    assert status["last_error"] is None
