@@ -1,8 +1,8 @@
 /**
  * The first hour (issue #24, docs/first-hour.md), walked in the browser on `make demo`'s workspace at
  * 1440x900 with the sidebar at its default 250 px: open the example project, sync it to the simulated
- * Notebook instance's shared storage, open the example job file, preview, submit, watch the logs, see the
- * deliberate failure (DEMO_FAIL_RANK=5) diagnosed on rank 5, fix the script, save (automatic upload syncs
+ * Notebook instance's shared storage, open the example job file (bert.rtjob.yaml), preview, submit,
+ * watch the logs, see the deliberate failure (DEMO_FAIL_RANK=5) diagnosed on rank 5, fix the script, save (automatic upload syncs
  * it), resubmit from the Job view and see the new run complete. docs/img/first-hour-*.png are taken only
  * with RANKTABLE_SCREENSHOTS=1.
  */
@@ -75,7 +75,7 @@ test('the first hour: sync, submit, see rank 5 fail, fix, resubmit, complete', a
     // 3. the example job file opens in the job form; the preview says where it is expected to run
     await page.evaluate(async () => {
       await window.jupyterapp.commands.execute('docmanager:open', {
-        path: 'bert-demo.rtjob.yaml'
+        path: 'bert.rtjob.yaml'
       });
     });
     const form = page.locator('.jp-Ranktable-specEditor').last();
