@@ -84,9 +84,10 @@ test('the first hour: sync, submit, see rank 5 fail, fix, resubmit, complete', a
       timeout: 30000
     });
     await form.getByRole('button', { name: 'Preview layout' }).click();
-    await expect(
-      form.locator('.jp-Ranktable-fieldWarning').first()
-    ).toContainText(/^preview: expected on /, { timeout: 60000 });
+    await expect(form.locator('.jp-Ranktable-placement')).toContainText(
+      /^preview: expected on /,
+      { timeout: 60000 }
+    );
     await shoot(page, 'first-hour-3-preview');
 
     // 4. submit: the Job view of the new run opens; its logs stream MindSpore-style progress
