@@ -69,9 +69,13 @@ def test_job_commands_and_exit_codes(
     assert run(pool, "job", "logs", "demo", "--run", uid, "--state-dir", followed) == 0
     archived = capsys.readouterr().out.splitlines()
     assert len(archived) > len(out)  # every pod's lines
-    assert [line.split("] ", 1)[1] for line in archived if "demo-demo-1-1] " in line] == [
-        line.split("] ", 1)[1] for line in out
-    ]
+    # the archive holds every line of the followed pod, in order; the live `--rank 2` view shows them from
+    # the moment the route plan names the pod node rank 2 (under load its first and last lines may still
+    # carry the pod's default rank: a known edge, docs/observability.md)
+    pod_lines = [line.split("] ", 1)[1] for line in archived if "demo-demo-1-1] " in line]
+    live = [line.split("] ", 1)[1] for line in out]
+    start = pod_lines.index(live[0])
+    assert pod_lines[start : start + len(live)] == live
 
     assert run(pool, "job", "watch", "demo", "--timeout", "30") == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("demo: Completed")
