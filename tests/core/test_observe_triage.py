@@ -110,6 +110,9 @@ def test_a_primary_fault_beats_earlier_victims_and_named_peers_beat_reporters() 
         ("exitcode  : -9 (pid: 4242)", "EXIT_137"),
         ("[Rank 5] Watchdog caught collective operation timeout: WorkHCCL(SeqNum=11)", "WATCHDOG_TIMEOUT"),
         ("ModuleNotFoundError: No module named 'mindformers'", "MODULE_NOT_FOUND"),
+        # CANN's runtime when an NPU dies (MindCluster ascend-faultdiag kg-config.json; `sim fault` prints it)
+        ("[ERROR] RUNTIME(4242,python):2026-12-04-17:00:01 Device[3] lost heartbeat.", "NPU_HEARTBEAT_LOST"),
+        ("[drv_soft_fault] devdrv_heartbeat: Heartbeat lost! (device=3; fault=0x1)", "NPU_HEARTBEAT_LOST"),
     ],
 )
 def test_catalogue_signatures(line: str, code: str) -> None:
