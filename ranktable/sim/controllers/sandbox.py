@@ -103,6 +103,22 @@ def _hidden_ancestors(paths: list[Path]) -> list[Path]:
     return sorted(p for p in out if not any(q in p.parents for q in out))
 
 
+def hide_and_bind_back(binds: list[tuple[Path, str]]) -> tuple[list[str], list[Path]]:
+    """bubblewrap arguments that hide the topmost folders others may not enter on the way to each
+    `(path, "--bind" | "--ro-bind")` behind an empty tmpfs and bind the paths back through folders they
+    may enter; and those hidden folders."""
+    hiddens = _hidden_ancestors([path for path, _ in binds])
+    args: list[str] = []
+    for hidden in hiddens:
+        args += ["--tmpfs", str(hidden)]
+        for path, how in binds:
+            if hidden in path.parents:
+                between = [d for d in reversed(path.parents) if hidden in d.parents]
+                args += [a for d in between for a in ("--perms", "0755", "--dir", str(d))]
+                args += [how, str(path), str(path)]
+    return args, hiddens
+
+
 @dataclass
 class PodSandbox:
     root: Path
@@ -237,15 +253,8 @@ class Sandboxes:
             (box.root, "--bind"),
             *((p, "--ro-bind" if ro else "--bind") for p, ro in mounts),
         ]
-        command = [conf.bwrap, "--bind", "/", "/", "--dev", "/dev"]
-        hiddens = _hidden_ancestors([box.root, *exposed, *(p for p, _ in mounts)])
-        for hidden in hiddens:
-            command += ["--tmpfs", str(hidden)]
-            for path, how in binds:
-                if hidden in path.parents:  # bound back, through directories others may enter
-                    between = [d for d in reversed(path.parents) if hidden in d.parents]
-                    command += [a for d in between for a in ("--perms", "0755", "--dir", str(d))]
-                    command += [how, str(path), str(path)]
+        hidden_args, hiddens = hide_and_bind_back(binds)
+        command = [conf.bwrap, "--bind", "/", "/", "--dev", "/dev", *hidden_args]
         for path, read_only in mounts:  # in plain sight already: bound again for its read-only flag
             if not any(h in path.parents for h in hiddens) and read_only:
                 command += ["--ro-bind", str(path), str(path)]
