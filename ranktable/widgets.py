@@ -162,10 +162,12 @@ class _Field:
 class JobComposer(w.VBox):
     """A form for a job spec built from the JobSpec JSON Schema: every field, messages beside each."""
 
-    def __init__(self, jobs: Any = None, namespace: str = "default", **kwargs: Any) -> None:
+    def __init__(
+        self, jobs: Any = None, namespace: str = "default", spec_class: type | None = None, **kwargs: Any
+    ) -> None:
         from ranktable.compose.spec_schema import job_spec_schema
 
-        schema = job_spec_schema()
+        schema = job_spec_schema(spec_class) if spec_class else job_spec_schema()
         self.jobs = jobs  # the job use cases to submit through (None: the default cluster)
         self.fields = {
             name: _Field(name, prop, schema["$defs"]) for name, prop in schema["properties"].items()

@@ -6,50 +6,93 @@ stable field names and ``from_dict`` names the offending field when the input is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ranktable.compose.argv import shell_words
-from ranktable.compose.fault_policy import ON_FAULT_PRESETS
+from ranktable.compose.fault_policy import ON_FAULT_PRESETS, ON_FAULT_TEXT
+from ranktable.compose.field_info import info
 from ranktable.compose.flavours import DEFAULT_FLAVOUR
-from ranktable.errors import InputError
-from ranktable.limits import MAX_COUNT, MAX_NODES, brief
+from ranktable.compose.k8s_names import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, POD_NAME_MAX
+from ranktable.compose.spec_reader import read_record
+from ranktable.limits import MAX_NODES
 
 FRAMEWORKS = ("mindspore", "pytorch")
 RANK_TABLE_VERSIONS = ("v1", "v2")
 VOLUME_KINDS = ("hostPath", "pvc", "nfs")
 DEFAULT_MASTER_PORT = 29500
+PARALLEL_KINDS = ("tp", "cp", "ep", "pp")
+MAX_PARALLEL_SIZE = 1 << 20
+
+
+def _hccl_algo(value: str, where: str) -> str:
+    """HCCL_ALGO as HCCL reads it; checked here so a typo fails before submission, not in training."""
+    from ranktable.collectives.choice import parse_hccl_algo
+
+    text = value.strip()
+    if text:
+        parse_hccl_algo(text, where)
+    return text
+
+
+def _metric_patterns(patterns: list[str], where: str) -> list[str]:
+    """User metric regexes, checked now (RE2 syntax, known group names, count and length limits)."""
+    from ranktable.observe.parsers import compile_user_patterns
+
+    compile_user_patterns(patterns, where=where)
+    return patterns
 
 
 @dataclass
 class EntryPoint:
     """A training script the framework launcher starts once per NPU (MindSpore) or via torchrun."""
 
-    script: str
-    args: list[str] = field(default_factory=list)
-    master_port: int = DEFAULT_MASTER_PORT
-    python: str = ""  # training interpreter (e.g. python3.9 for routing); "" = the launcher's own
+    script: str = field(metadata=info("Script", required_fix="name the training script", example="train.py"))
+    args: list[str] = field(
+        default_factory=list,
+        metadata=info(
+            "Arguments",
+            help="a list, or one line split as a shell does: --steps 300 is two arguments",
+            flag_style="line",
+            schema={"type": ["array", "string"]},
+        ),
+    )
+    master_port: int = field(
+        default=DEFAULT_MASTER_PORT, metadata=info("Master port", minimum=1, maximum=65535, limit=65535)
+    )
+    python: str = field(
+        default="",
+        metadata=info("Python", help="training interpreter (empty: the launcher's own), e.g. python3.9"),
+    )
 
 
 @dataclass
 class SecretRef:
     """An env value taken from a Secret, so the value never appears in the manifest or the UI."""
 
-    secret: str
-    key: str
+    secret: str = field(metadata=info("Secret"))
+    key: str = field(metadata=info("Key"))
 
 
 @dataclass
 class VolumeSpec:
     """An extra volume: hostPath uses ``path``; pvc uses ``claim``; nfs uses ``server`` and ``path``."""
 
-    name: str
-    kind: str
-    mount_path: str
-    path: str = ""
-    claim: str = ""
-    server: str = ""
-    read_only: bool = False
+    name: str = field(metadata=info("Name"))
+    kind: str = field(metadata=info("Kind", choices=VOLUME_KINDS))
+    mount_path: str = field(metadata=info("Mount path"))
+    path: str = field(default="", metadata=info("Path (hostPath, nfs)"))
+    claim: str = field(default="", metadata=info("Claim (pvc)"))
+    server: str = field(default="", metadata=info("Server (nfs)"))
+    read_only: bool = field(default=False, metadata=info("Read only"))
+
+
+def _size(kind: str) -> Any:
+    return field(
+        default=1,
+        metadata=info(
+            f"{kind.upper()} size", minimum=1, maximum=MAX_PARALLEL_SIZE, floor=1, limit=MAX_PARALLEL_SIZE
+        ),
+    )
 
 
 @dataclass
@@ -57,46 +100,286 @@ class ParallelSpec:
     """Megatron / MindSpeed parallel sizes of the training job (dp is derived from the NPU count); the
     layout preview costs each group's collective with them."""
 
-    tp: int = 1
-    cp: int = 1
-    ep: int = 1
-    pp: int = 1
-
-
-PARALLEL_KINDS = ("tp", "cp", "ep", "pp")
-MAX_PARALLEL_SIZE = 1 << 20
+    tp: int = _size("tp")
+    cp: int = _size("cp")
+    ep: int = _size("ep")
+    pp: int = _size("pp")
 
 
 @dataclass
 class JobSpec:
-    name: str
-    image: str
-    namespace: str = "default"
-    framework: str = "mindspore"
-    command: list[str] = field(default_factory=list)
-    entry: EntryPoint | None = None
-    nodes: int = 1
-    npus_per_node: int = 8
-    cpu: str | None = None
-    memory: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    secret_env: dict[str, SecretRef] = field(default_factory=dict)
-    volumes: list[VolumeSpec] = field(default_factory=list)
-    queue: str = "default"
-    max_retry: int = 3
-    labels: dict[str, str] = field(default_factory=dict)
-    routing: bool = False
-    rank_table_version: str = "v2"
-    node_selector: dict[str, str] = field(default_factory=dict)
-    flavour: str = DEFAULT_FLAVOUR
-    task_name: str = ""
-    hccl_algo: str = ""  # HCCL_ALGO exported to the job, e.g. "level0:NA;level1:NHR"; "" = HCCL decides
-    parallel: ParallelSpec | None = None
-    # regexes with named groups (step, loss, step_time_s, lr...) for metrics the built-in parsers miss
-    metric_patterns: list[str] = field(default_factory=list)
-    on_fault: str = ""  # a preset of compose.fault_policy: "", restart, resume or stop
-    resume_args: str = ""  # arguments that resume from a checkpoint ({path}, {step}); "" = per framework
-    avoid_nodes: list[str] = field(default_factory=list)  # nodes the job must not run on (blamed faults)
+    """A ranktable job: what runs, on how many NPUs, with what environment, storage and fault policy.
+
+    Each field's ``metadata`` (``field_info.info``) is its one description: the JSON Schema, the CLI flags,
+    the form's sections, the widget and the docs' field table are derived from it. A new field costs this
+    declaration plus its lines in ``compose.manifests`` (compose and read back).
+    """
+
+    name: str = field(
+        metadata=info(
+            "Job name",
+            help="DNS-1035 label: lower-case letters, digits and '-', starting with a letter",
+            group="Basics",
+            flag="--name",
+            pattern=DNS1035_LABEL.pattern,
+            max_length=POD_NAME_MAX,
+            required_fix="give the job's name",
+            example="bert-pretrain",
+        )
+    )
+    image: str = field(
+        metadata=info(
+            "Image",
+            help="the training container image",
+            group="Basics",
+            flag="--image",
+            required_fix="give the job's image",
+            example="swr.example.com/team/llm:2.1",
+        )
+    )
+    namespace: str = field(
+        default="default",
+        metadata=info(
+            "Namespace",
+            help="the Kubernetes namespace the job runs in",
+            group="Basics",
+            flag="--namespace",
+            pattern=DNS1123_LABEL.pattern,
+            max_length=POD_NAME_MAX,
+            example="team-a",
+        ),
+    )
+    framework: str = field(
+        default="mindspore",
+        metadata=info(
+            "Framework",
+            help="how the launcher starts the script: once per NPU (mindspore) or torchrun (pytorch)",
+            group="Basics",
+            flag="--framework",
+            choices=FRAMEWORKS,
+        ),
+    )
+    command: list[str] = field(
+        default_factory=list,
+        metadata=info(
+            "Command",
+            help="the container command as a list (empty when an entry point is given)",
+            group="What runs",
+            flag="--command",
+            flag_style="line",
+            example=["python", "train.py", "--lr", "0.1"],
+        ),
+    )
+    entry: EntryPoint | None = field(
+        default=None,
+        metadata=info(
+            "Entry point",
+            help="a training script the framework launcher starts (instead of a command)",
+            group="What runs",
+            flag="--script",
+            example={"script": "train.py", "args": ["--epochs", "3"]},
+        ),
+    )
+    nodes: int = field(
+        default=1,
+        metadata=info(
+            "Nodes",
+            help="servers the job runs on, one pod each",
+            group="Resources",
+            flag="--nodes",
+            minimum=1,
+            maximum=4096,
+            limit=MAX_NODES,
+        ),
+    )
+    npus_per_node: int = field(
+        default=8,
+        metadata=info(
+            "NPUs per node",
+            help="NPUs each pod asks for (8 for multi-node jobs)",
+            group="Resources",
+            flag="--npus",
+            minimum=1,
+            maximum=16,
+        ),
+    )
+    cpu: str | None = field(
+        default=None,
+        metadata=info("CPU per pod", help="a Kubernetes quantity, e.g. 180", group="Resources", flag="--cpu"),
+    )
+    memory: str | None = field(
+        default=None,
+        metadata=info(
+            "Memory per pod", help="a Kubernetes quantity, e.g. 1400Gi", group="Resources", flag="--memory"
+        ),
+    )
+    env: dict[str, str] = field(
+        default_factory=dict,
+        metadata=info(
+            "Environment",
+            help="variables set in every container",
+            group="Environment and secrets",
+            flag="--env",
+            metavar="NAME=VALUE",
+            example={"GLOG_v": "2"},
+        ),
+    )
+    secret_env: dict[str, SecretRef] = field(
+        default_factory=dict,
+        metadata=info(
+            "Environment from Secrets",
+            help="NAME -> {secret, key}; the value never appears in the manifest",
+            group="Environment and secrets",
+            flag="--secret-env",
+            metavar="NAME=SECRET:KEY",
+        ),
+    )
+    volumes: list[VolumeSpec] = field(
+        default_factory=list,
+        metadata=info(
+            "Volumes",
+            help="extra volumes mounted in every pod (hostPath, pvc or nfs)",
+            group="Storage",
+            flag="--hostpath/--pvc/--nfs",
+        ),
+    )
+    queue: str = field(
+        default="default",
+        metadata=info(
+            "Volcano queue",
+            help="the Volcano queue the job waits in",
+            group="Scheduling and faults",
+            flag="--queue",
+            pattern=DNS1123_SUBDOMAIN.pattern,
+        ),
+    )
+    max_retry: int = field(
+        default=3,
+        metadata=info(
+            "Max retries",
+            help="restarts Volcano allows the job",
+            group="Scheduling and faults",
+            flag="--max-retry",
+            minimum=0,
+            maximum=100,
+        ),
+    )
+    labels: dict[str, str] = field(
+        default_factory=dict,
+        metadata=info(
+            "Labels", help="labels of the Volcano Job", group="Advanced", flag="--label", metavar="KEY=VALUE"
+        ),
+    )
+    routing: bool = field(
+        default=False,
+        metadata=info(
+            "Route plan",
+            help="renumber ranks after the planned layout (3+ nodes)",
+            group="Advanced",
+            flag="--routing",
+        ),
+    )
+    rank_table_version: str = field(
+        default="v2",
+        metadata=info(
+            "Rank table version",
+            help="the rank table format Volcano's configmap1980 plugin writes",
+            group="Advanced",
+            flag="--rank-table-version",
+            choices=RANK_TABLE_VERSIONS,
+        ),
+    )
+    node_selector: dict[str, str] = field(
+        default_factory=dict,
+        metadata=info(
+            "Node selector",
+            help="node labels the pods must match",
+            group="Scheduling and faults",
+            flag="--node-selector",
+            metavar="KEY=VALUE",
+        ),
+    )
+    flavour: str = field(
+        default=DEFAULT_FLAVOUR,
+        metadata=info(
+            "Node flavour",
+            help="the node type sizing is checked against",
+            group="Resources",
+            flag="--flavour",
+        ),
+    )
+    task_name: str = field(
+        default="",
+        metadata=info(
+            "Task name",
+            help="the Volcano task name (empty: <job>-1)",
+            group="Advanced",
+            flag="--task-name",
+            pattern=f"^$|{DNS1123_LABEL.pattern}",
+        ),
+    )
+    hccl_algo: str = field(
+        default="",
+        metadata=info(
+            "HCCL algorithm",
+            help="HCCL_ALGO for the job, e.g. level0:NA;level1:NHR (empty: HCCL decides)",
+            group="Advanced",
+            flag="--hccl-algo",
+            check=_hccl_algo,
+        ),
+    )
+    parallel: ParallelSpec | None = field(
+        default=None,
+        metadata=info(
+            "Parallel sizes",
+            help="tensor/context/expert/pipeline parallel sizes; the layout preview costs each group",
+            group="Advanced",
+            flag="--parallel",
+            metavar="tp=N,cp=N,ep=N,pp=N",
+        ),
+    )
+    metric_patterns: list[str] = field(
+        default_factory=list,
+        metadata=info(
+            "Metric patterns",
+            help="regexes with named groups (step, loss, step_time_s, lr, ...) for the job's metrics",
+            group="Advanced",
+            flag="--metric-pattern",
+            metavar="REGEX",
+            check=_metric_patterns,
+        ),
+    )
+    on_fault: str = field(
+        default="",
+        metadata=info(
+            "On fault",
+            help=ON_FAULT_TEXT,
+            group="Scheduling and faults",
+            flag="--on-fault",
+            choices=ON_FAULT_PRESETS,
+        ),
+    )
+    resume_args: str = field(
+        default="",
+        metadata=info(
+            "Resume arguments",
+            help="appended to the script's arguments to resume from a checkpoint, {path} and {step} filled, "
+            "e.g. --load {path} (empty: the framework's own)",
+            group="Scheduling and faults",
+            flag="--resume-args",
+            metavar="TEMPLATE",
+        ),
+    )
+    avoid_nodes: list[str] = field(
+        default_factory=list,
+        metadata=info(
+            "Nodes to avoid",
+            help="node names the job must not run on (resume adds the nodes a fault was blamed on)",
+            group="Scheduling and faults",
+            flag="--avoid-node",
+            metavar="NODE",
+        ),
+    )
 
     @property
     def task(self) -> str:
@@ -111,266 +394,17 @@ class JobSpec:
         return f"{self.name}-{self.task}-{index}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "image": self.image,
-            "namespace": self.namespace,
-            "framework": self.framework,
-            "command": list(self.command),
-            "entry": None
-            if self.entry is None
-            else {
-                "script": self.entry.script,
-                "args": list(self.entry.args),
-                "master_port": self.entry.master_port,
-                "python": self.entry.python,
-            },
-            "nodes": self.nodes,
-            "npus_per_node": self.npus_per_node,
-            "cpu": self.cpu,
-            "memory": self.memory,
-            "env": dict(self.env),
-            "secret_env": {k: {"secret": v.secret, "key": v.key} for k, v in self.secret_env.items()},
-            "volumes": [{f.name: getattr(v, f.name) for f in fields(VolumeSpec)} for v in self.volumes],
-            "queue": self.queue,
-            "max_retry": self.max_retry,
-            "labels": dict(self.labels),
-            "routing": self.routing,
-            "rank_table_version": self.rank_table_version,
-            "node_selector": dict(self.node_selector),
-            "flavour": self.flavour,
-            "task_name": self.task_name,
-            "hccl_algo": self.hccl_algo,
-            "parallel": None
-            if self.parallel is None
-            else {k: getattr(self.parallel, k) for k in PARALLEL_KINDS},
-            "metric_patterns": list(self.metric_patterns),
-            "on_fault": self.on_fault,
-            "resume_args": self.resume_args,
-            "avoid_nodes": list(self.avoid_nodes),
-        }
+        """Every field by name, records as objects: what ``from_dict`` reads back."""
+        return asdict(self)
 
     to_json = to_dict
 
     @classmethod
     def from_dict(cls, data: Any) -> JobSpec:
         """Build from ``to_dict`` output (or a web form); missing optional fields take their defaults."""
-        return _Reader(data).job_spec()
-
-
-class _Reader:
-    """Type-checks a JSON-like mapping field by field so errors name the exact path."""
-
-    def __init__(self, data: Any) -> None:
-        self.data = _mapping(data, "spec")
-
-    def job_spec(self) -> JobSpec:
-        d = self.data
-        known = {f.name for f in fields(JobSpec)}
-        unknown = sorted(set(d) - known)
-        if unknown:
-            raise InputError(
-                f"unknown field(s) {', '.join(unknown)}",
-                where="spec",
-                fix=f"use only: {', '.join(sorted(known))}",
-            )
-        for required in ("name", "image"):
-            if not d.get(required):
-                raise InputError("is required", where=f"spec.{required}", fix=f"give the job's {required}")
-        defaults = JobSpec(name="x", image="x")
-        entry = d.get("entry")
-        return JobSpec(
-            name=_str(d["name"], "spec.name"),
-            image=_str(d["image"], "spec.image"),
-            namespace=_str(d.get("namespace", defaults.namespace), "spec.namespace"),
-            framework=_str(d.get("framework", defaults.framework), "spec.framework"),
-            command=_str_list(d.get("command") or [], "spec.command"),
-            entry=None if entry is None else _entry(entry),
-            nodes=_int(d.get("nodes", defaults.nodes), "spec.nodes", MAX_NODES),
-            npus_per_node=_int(d.get("npus_per_node", defaults.npus_per_node), "spec.npus_per_node"),
-            cpu=_opt_quantity(d.get("cpu"), "spec.cpu"),
-            memory=_opt_quantity(d.get("memory"), "spec.memory"),
-            env=_str_map(d.get("env") or {}, "spec.env"),
-            secret_env={
-                k: _secret(v, f"spec.secret_env.{k}")
-                for k, v in _mapping(d.get("secret_env") or {}, "spec.secret_env").items()
-            },
-            volumes=[
-                _volume(v, f"spec.volumes[{i}]")
-                for i, v in enumerate(_list(d.get("volumes") or [], "spec.volumes"))
-            ],
-            queue=_str(d.get("queue", defaults.queue), "spec.queue"),
-            max_retry=_int(d.get("max_retry", defaults.max_retry), "spec.max_retry"),
-            labels=_str_map(d.get("labels") or {}, "spec.labels"),
-            routing=_bool(d.get("routing", defaults.routing), "spec.routing"),
-            rank_table_version=_str(
-                d.get("rank_table_version", defaults.rank_table_version), "spec.rank_table_version"
-            ),
-            node_selector=_str_map(d.get("node_selector") or {}, "spec.node_selector"),
-            flavour=_str(d.get("flavour") or defaults.flavour, "spec.flavour"),
-            task_name=_str(d.get("task_name") or "", "spec.task_name"),
-            hccl_algo=_hccl_algo(d.get("hccl_algo") or ""),
-            parallel=None if d.get("parallel") is None else _parallel(d["parallel"]),
-            metric_patterns=_metric_patterns(d.get("metric_patterns") or []),
-            on_fault=_choice(d.get("on_fault") or "", "spec.on_fault", ON_FAULT_PRESETS),
-            resume_args=_str(d.get("resume_args") or "", "spec.resume_args"),
-            avoid_nodes=_str_list(d.get("avoid_nodes") or [], "spec.avoid_nodes"),
-        )
-
-
-def _choice(value: Any, where: str, choices: tuple[str, ...]) -> str:
-    text = _str(value, where)
-    if text not in choices:
-        raise InputError(
-            f"unknown value {text!r}",
-            where=where,
-            fix=f"use one of {', '.join(c or '(empty)' for c in choices)}",
-        )
-    return text
-
-
-def _metric_patterns(value: Any) -> list[str]:
-    """User metric regexes, checked now (RE2 syntax, known group names, count and length limits)."""
-    from ranktable.observe.parsers import compile_user_patterns
-
-    patterns = _str_list(value, "spec.metric_patterns")
-    compile_user_patterns(patterns, where="spec.metric_patterns")
-    return patterns
-
-
-def _mapping(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise InputError(f"expected an object, got {type(value).__name__}", where=where)
-    return value
-
-
-def _list(value: Any, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise InputError(f"expected a list, got {type(value).__name__}", where=where)
-    return value
-
-
-def _str(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise InputError(f"expected a string, got {value!r}", where=where)
-    return value
-
-
-def _int(value: Any, where: str, maximum: int = MAX_COUNT) -> int:
-    """A whole number (or its decimal text) no larger than `maximum`, the limit named in the error."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 20:
-            value = int(value)
-        else:
-            raise InputError(f"expected a whole number, got {brief(value)}", where=where)
-    if value > maximum:
-        raise InputError(f"must be at most {maximum:,} (the limit), got {brief(value)}", where=where)
-    return value
-
-
-def _bool(value: Any, where: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.lower() in ("true", "false"):
-        return value.lower() == "true"
-    raise InputError(f"expected true or false, got {value!r}", where=where)
-
-
-def _opt_quantity(value: Any, where: str) -> str | None:
-    if value is None or value == "":
-        return None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return str(value)
-    return _str(value, where)
-
-
-def _str_list(value: Any, where: str) -> list[str]:
-    return [_str(v, f"{where}[{i}]") for i, v in enumerate(_list(value, where))]
-
-
-def _argv(value: Any, where: str) -> list[str]:
-    """Arguments as a list, or as one line split as a shell does (the form's Arguments field)."""
-    if isinstance(value, str):
-        return shell_words(value, where)
-    return _str_list(value, where)
-
-
-def _str_map(value: Any, where: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for k, v in _mapping(value, where).items():
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            v = str(v)
-        out[str(k)] = _str(v, f"{where}.{k}")
-    return out
-
-
-def _entry(value: Any) -> EntryPoint:
-    d = _mapping(value, "spec.entry")
-    if not d.get("script"):
-        raise InputError(
-            "is required with an entry point", where="spec.entry.script", fix="name the training script"
-        )
-    return EntryPoint(
-        script=_str(d["script"], "spec.entry.script"),
-        args=_argv(d.get("args") or [], "spec.entry.args"),
-        master_port=_int(d.get("master_port", DEFAULT_MASTER_PORT), "spec.entry.master_port", 65535),
-        python=_str(d.get("python") or "", "spec.entry.python"),
-    )
-
-
-def _secret(value: Any, where: str) -> SecretRef:
-    d = _mapping(value, where)
-    return SecretRef(secret=_str(d.get("secret"), f"{where}.secret"), key=_str(d.get("key"), f"{where}.key"))
-
-
-def _volume(value: Any, where: str) -> VolumeSpec:
-    d = _mapping(value, where)
-    kind = _str(d.get("kind"), f"{where}.kind")
-    if kind not in VOLUME_KINDS:
-        raise InputError(
-            f"unknown volume kind {kind!r}", where=f"{where}.kind", fix=f"use one of {VOLUME_KINDS}"
-        )
-    return VolumeSpec(
-        name=_str(d.get("name"), f"{where}.name"),
-        kind=kind,
-        mount_path=_str(d.get("mount_path"), f"{where}.mount_path"),
-        path=_str(d.get("path") or "", f"{where}.path"),
-        claim=_str(d.get("claim") or "", f"{where}.claim"),
-        server=_str(d.get("server") or "", f"{where}.server"),
-        read_only=_bool(d.get("read_only", False), f"{where}.read_only"),
-    )
-
-
-def _hccl_algo(value: Any) -> str:
-    """HCCL_ALGO as HCCL reads it; checked here so a typo fails before submission, not in training."""
-    from ranktable.collectives.choice import parse_hccl_algo
-
-    text = _str(value, "spec.hccl_algo").strip()
-    if text:
-        parse_hccl_algo(text, "spec.hccl_algo")
-    return text
-
-
-def _parallel(value: Any) -> ParallelSpec:
-    d = _mapping(value, "spec.parallel")
-    unknown = sorted(set(d) - set(PARALLEL_KINDS))
-    if unknown:
-        raise InputError(
-            f"unknown field(s) {', '.join(unknown)}",
-            where="spec.parallel",
-            fix="use tp, cp, ep and pp (dp is derived from the NPU count)",
-        )
-    sizes: dict[str, int] = {}
-    for kind in PARALLEL_KINDS:
-        size = _int(d.get(kind, 1), f"spec.parallel.{kind}")
-        if not 1 <= size <= MAX_PARALLEL_SIZE:
-            raise InputError(
-                f"must be from 1 to {MAX_PARALLEL_SIZE}; got {size}", where=f"spec.parallel.{kind}"
-            )
-        sizes[kind] = size
-    return ParallelSpec(**sizes)
+        return read_record(cls, data, "spec")
 
 
 def volume_from_dict(value: Any, where: str) -> VolumeSpec:
     """One volume from JSON (a profile's shared storage uses the same shape as `spec.volumes[i]`)."""
-    return _volume(value, where)
+    return read_record(VolumeSpec, value, where)

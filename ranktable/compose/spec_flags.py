@@ -6,80 +6,111 @@ Pure argparse over the JobSpec fields, so interfaces can share it without import
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
+import typing
 from dataclasses import replace
 from typing import Any
 
 from ranktable.compose.argv import python_script, shell_words
+from ranktable.compose.field_info import FieldInfo, info_of
 from ranktable.compose.spec import EntryPoint, JobSpec
 from ranktable.compose.validate import Issue
 from ranktable.errors import InputError
 from ranktable.limits import decode_utf8, load_json, read_stream, read_text
 
 
-def add_spec_flags(p: argparse.ArgumentParser, required: bool) -> None:
-    """One flag (a few for nested fields) per JobSpec field, help and choices from its JSON Schema;
-    `required` adds `-n/--namespace` (commands without cluster flags)."""
-    from ranktable.compose.spec_schema import job_spec_schema
-
-    props = job_spec_schema()["properties"]
-
-    def text(field: str, extra: str = "") -> str:
-        prop = props[field]
-        return "; ".join(part for part in (prop.get("description") or prop["title"], extra) if part)
-
+def add_spec_flags(p: argparse.ArgumentParser, required: bool, spec_class: type[JobSpec] = JobSpec) -> None:
+    """One flag per JobSpec field, from its field info (help, choices, metavar); records (entry, secrets,
+    volumes, parallel sizes) get the few hand-made flags below. `required` adds `-n/--namespace` (commands
+    without cluster flags)."""
     p.add_argument(
         "--spec", help="a JobSpec as JSON (file, or - for stdin); flags given as well override its fields"
     )
-    p.add_argument("--name", required=False, help=text("name"))
-    p.add_argument("--image", help=text("image"))
-    if required:
-        p.add_argument("-n", "--namespace", default=None, help=text("namespace"))
-    p.add_argument("--nodes", type=int, help=text("nodes"))
-    p.add_argument("--npus", type=int, help=text("npus_per_node", "8 for multi-node"))
-    p.add_argument("--framework", choices=props["framework"]["enum"], help=text("framework"))
-    p.add_argument(
-        "--command",
-        dest="container_command",
-        help=text("command", "a command line, split like a shell; not run by a shell"),
-    )
-    p.add_argument("--script", help=text("entry"))
+    hints = typing.get_type_hints(spec_class)
+    for f in dataclasses.fields(spec_class):
+        about = info_of(f)
+        if about.flag and _shape(hints[f.name]) and (f.name != "namespace" or required):
+            _add_field_flag(p, f.name, hints[f.name], about)
+    p.add_argument("--script", help=_help(info_of(_field(spec_class, "entry"))))
     p.add_argument("--script-args", default=None, help="arguments for --script (split like a shell)")
     p.add_argument("--master-port", type=int)
     p.add_argument("--python", help="interpreter for --script (default: the launcher's python)")
-    p.add_argument("--cpu", help=text("cpu"))
-    p.add_argument("--memory", help=text("memory"))
-    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE", help=text("env"))
     p.add_argument(
-        "--secret-env", action="append", default=[], metavar="NAME=SECRET:KEY", help=text("secret_env")
+        "--secret-env",
+        action="append",
+        default=[],
+        metavar="NAME=SECRET:KEY",
+        help=_help(info_of(_field(spec_class, "secret_env"))),
     )
     p.add_argument("--hostpath", action="append", default=[], metavar="NAME:HOST_PATH:MOUNT_PATH")
     p.add_argument("--pvc", action="append", default=[], metavar="NAME:CLAIM:MOUNT_PATH")
     p.add_argument("--nfs", action="append", default=[], metavar="NAME:SERVER:PATH:MOUNT_PATH")
-    p.add_argument("--queue", help=text("queue"))
-    p.add_argument("--max-retry", type=int, help=text("max_retry"))
-    p.add_argument("--label", action="append", default=[], metavar="KEY=VALUE", help=text("labels"))
     p.add_argument(
-        "--node-selector", action="append", default=[], metavar="KEY=VALUE", help=text("node_selector")
+        "--parallel", metavar="tp=N,cp=N,ep=N,pp=N", help=_help(info_of(_field(spec_class, "parallel")))
     )
-    p.add_argument("--routing", action=argparse.BooleanOptionalAction, default=None, help=text("routing"))
-    p.add_argument(
-        "--rank-table-version", choices=props["rank_table_version"]["enum"], help=text("rank_table_version")
-    )
-    p.add_argument("--flavour", help=text("flavour"))
-    p.add_argument("--task-name", help=text("task_name"))
-    p.add_argument("--hccl-algo", help=text("hccl_algo"))
-    p.add_argument("--on-fault", choices=[c for c in props["on_fault"]["enum"] if c], help=text("on_fault"))
-    p.add_argument("--resume-args", metavar="TEMPLATE", help=text("resume_args"))
-    p.add_argument("--avoid-node", action="append", default=[], metavar="NODE", help=text("avoid_nodes"))
-    p.add_argument("--parallel", metavar="tp=N,cp=N,ep=N,pp=N", help=text("parallel"))
-    p.add_argument(
-        "--metric-pattern",
-        action="append",
-        default=[],
-        metavar="REGEX",
-        help=text("metric_patterns"),
-    )
+
+
+#: argparse settings per field shape (the records have hand-made flags)
+_SHAPES: dict[Any, str] = {str: "text", int: "number", bool: "switch", str | None: "text"}
+
+
+def _shape(tp: Any) -> str:
+    """How a field is given on the command line: text, number, switch, list (repeated or one line) or
+    pairs (KEY=VALUE, repeated); "" for records."""
+    if tp in _SHAPES:
+        return _SHAPES[tp]
+    if tp == list[str]:
+        return "list"
+    if tp == dict[str, str]:
+        return "pairs"
+    return ""
+
+
+def _field(spec_class: type[JobSpec], name: str) -> dataclasses.Field[Any]:
+    return next(f for f in dataclasses.fields(spec_class) if f.name == name)
+
+
+def _help(about: FieldInfo) -> str:
+    line = "one line, split like a shell; not run by a shell" if about.flag_style == "line" else ""
+    return "; ".join(part for part in (about.help or about.title, line) if part)
+
+
+def _add_field_flag(p: argparse.ArgumentParser, name: str, tp: Any, about: FieldInfo) -> None:
+    shape = _shape(tp)
+    names = ["-n", about.flag] if name == "namespace" else [about.flag]
+    dest = "namespace" if name == "namespace" else f"spec_{name}"
+    kwargs: dict[str, Any] = {"dest": dest, "help": _help(about), "default": None}
+    if shape != "switch" and not about.choices:
+        kwargs["metavar"] = about.metavar or about.flag.lstrip("-").upper().replace("-", "_")
+    if about.choices:
+        kwargs["choices"] = [c for c in about.choices if c]
+    if shape == "number":
+        kwargs["type"] = int
+    elif shape == "switch":
+        kwargs["action"] = argparse.BooleanOptionalAction
+    elif shape == "pairs" or (shape == "list" and about.flag_style != "line"):
+        kwargs.update(action="append", default=[])
+    p.add_argument(*names, **kwargs)
+
+
+def _field_values(args: argparse.Namespace, spec_class: type[JobSpec], data: dict[str, Any]) -> None:
+    """The generated flags' values into `data` (JSON-like, as `from_dict` reads it): a given scalar
+    replaces the --spec file's value, repeated flags add to it."""
+    hints = typing.get_type_hints(spec_class)
+    for f in dataclasses.fields(spec_class):
+        about, shape = info_of(f), _shape(hints[f.name])
+        value = getattr(args, "namespace" if f.name == "namespace" else f"spec_{f.name}", None)
+        if not about.flag or not shape or value is None or value == []:
+            continue
+        if shape == "pairs":
+            data[f.name] = {**(data.get(f.name) or {}), **_pairs(value, about.flag)}
+        elif shape == "list" and about.flag_style == "line":
+            data[f.name] = shell_words(value, about.flag)
+        elif shape == "list":
+            data[f.name] = [*(data.get(f.name) or []), *value]
+        else:
+            data[f.name] = value
 
 
 def _int_flag(value: str, flag: str) -> int:
@@ -120,45 +151,20 @@ def read_input(path: str, what: str) -> str:
     return decode_utf8(read_stream(sys.stdin.buffer, "stdin", what=what), "stdin", what=what)
 
 
-def spec_from_args(args: argparse.Namespace) -> JobSpec:
+def spec_from_args(args: argparse.Namespace, spec_class: type[JobSpec] = JobSpec) -> JobSpec:
     """A JobSpec from --spec JSON plus flags (flags win), checked field by field."""
     data: dict[str, Any] = {}
     if args.spec:
         data = load_json(read_input(args.spec, "job spec"), args.spec, fix="a JobSpec is one JSON object")
         if not isinstance(data, dict):
             raise InputError("a job spec must be a JSON object", where=args.spec)
-    simple = {
-        "name": args.name,
-        "image": args.image,
-        "namespace": getattr(args, "namespace", None),
-        "nodes": args.nodes,
-        "npus_per_node": args.npus,
-        "framework": args.framework,
-        "cpu": args.cpu,
-        "memory": args.memory,
-        "queue": args.queue,
-        "max_retry": args.max_retry,
-        "routing": args.routing,
-        "rank_table_version": args.rank_table_version,
-        "flavour": args.flavour,
-        "task_name": args.task_name,
-        "hccl_algo": args.hccl_algo,
-        "on_fault": getattr(args, "on_fault", None),
-        "resume_args": getattr(args, "resume_args", None),
-    }
-    data.update({k: v for k, v in simple.items() if v is not None})
-    if args.container_command is not None:
-        data["command"] = shell_words(args.container_command, "--command")
+    _field_values(args, spec_class, data)
     if args.script is not None:
         data["entry"] = {"script": args.script, "args": shell_words(args.script_args or "", "--script-args")}
         if args.master_port is not None:
             data["entry"]["master_port"] = args.master_port
         if args.python:
             data["entry"]["python"] = args.python
-    for key, flag in (("env", "--env"), ("labels", "--label"), ("node_selector", "--node-selector")):
-        items = getattr(args, {"env": "env", "labels": "label", "node_selector": "node_selector"}[key])
-        if items:
-            data[key] = {**(data.get(key) or {}), **_pairs(items, flag)}
     if args.secret_env:
         refs = {}
         for name, ref in _pairs(args.secret_env, "--secret-env").items():
@@ -167,10 +173,6 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
                 raise InputError(f"expected NAME=SECRET:KEY for {name}", where="--secret-env")
             refs[name] = {"secret": secret, "key": key}
         data["secret_env"] = {**(data.get("secret_env") or {}), **refs}
-    if getattr(args, "metric_pattern", None):
-        data["metric_patterns"] = [*(data.get("metric_patterns") or []), *args.metric_pattern]
-    if getattr(args, "avoid_node", None):
-        data["avoid_nodes"] = [*(data.get("avoid_nodes") or []), *args.avoid_node]
     if args.parallel:
         sizes = _pairs([part for part in args.parallel.split(",") if part.strip()], "--parallel")
         data["parallel"] = {k.strip(): _int_flag(v, f"--parallel {k.strip()}") for k, v in sizes.items()}
@@ -179,7 +181,7 @@ def spec_from_args(args: argparse.Namespace) -> JobSpec:
         data["volumes"] = [*(data.get("volumes") or []), *vols]
     if not data.get("name") or not data.get("image"):
         raise InputError("a job needs --name and --image (or a --spec file with both)", where="flags")
-    return JobSpec.from_dict(data)
+    return spec_class.from_dict(data)
 
 
 SHELL = ["/bin/bash", "-c"]

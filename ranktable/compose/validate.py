@@ -13,6 +13,15 @@ from decimal import Decimal
 
 from ranktable.compose.fault_policy import FAULT_LABEL_KEYS
 from ranktable.compose.flavours import Flavour, load_flavours
+from ranktable.compose.k8s_names import (
+    CONFIG_KEY,
+    DNS1035_LABEL,
+    DNS1123_LABEL,
+    DNS1123_SUBDOMAIN,
+    ENV_NAME,
+    LABEL_NAME,
+    POD_NAME_MAX,
+)
 from ranktable.compose.manifests import (
     DRIVER_MOUNTS,
     DRIVER_VOLUME_NAMES,
@@ -30,15 +39,7 @@ NPU_COUNTS = (1, 2, 4, 8, 16)
 MULTI_NODE_NPUS = 8
 ROUTING_MIN_NODES = 3
 ROUTING_SUGGESTED_NPUS = 512
-POD_NAME_MAX = 63
 LAUNCHER_ENV = ("RANK_TABLE_FILE", "RANK_ID", "DEVICE_ID", "RANK_SIZE", "NODE_RANK", "RANK_AFTER_ACC")
-
-DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
 @dataclass(frozen=True)

@@ -1564,26 +1564,31 @@ export interface components {
   schemas: {
     /**
      * JobSpec
-     * @description JobSpec(name: 'str', image: 'str', namespace: 'str' = 'default', framework: 'str' = 'mindspore', command: 'list[str]' = <factory>, entry: 'EntryPoint | None' = None, nodes: 'int' = 1, npus_per_node: 'int' = 8, cpu: 'str | None' = None, memory: 'str | None' = None, env: 'dict[str, str]' = <factory>, secret_env: 'dict[str, SecretRef]' = <factory>, volumes: 'list[VolumeSpec]' = <factory>, queue: 'str' = 'default', max_retry: 'int' = 3, labels: 'dict[str, str]' = <factory>, routing: 'bool' = False, rank_table_version: 'str' = 'v2', node_selector: 'dict[str, str]' = <factory>, flavour: 'str' = 'Snt9B', task_name: 'str' = '', hccl_algo: 'str' = '', parallel: 'ParallelSpec | None' = None, metric_patterns: 'list[str]' = <factory>, on_fault: 'str' = '', resume_args: 'str' = '', avoid_nodes: 'list[str]' = <factory>)
+     * @description A ranktable job: what runs, on how many NPUs, with what environment, storage and fault policy.
      */
     JobSpec: {
       /**
        * Job name
        * @description DNS-1035 label: lower-case letters, digits and '-', starting with a letter
+       * @example bert-pretrain
        */
       name: string;
       /**
        * Image
        * @description the training container image
+       * @example swr.example.com/team/llm:2.1
        */
       image: string;
       /**
        * Namespace
+       * @description the Kubernetes namespace the job runs in
        * @default default
+       * @example team-a
        */
       namespace: string;
       /**
        * Framework
+       * @description how the launcher starts the script: once per NPU (mindspore) or torchrun (pytorch)
        * @default mindspore
        * @enum {string}
        */
@@ -1592,21 +1597,36 @@ export interface components {
        * Command
        * @description the container command as a list (empty when an entry point is given)
        * @default []
+       * @example [
+       *       "python",
+       *       "train.py",
+       *       "--lr",
+       *       "0.1"
+       *     ]
        */
       command: string[];
       /**
        * Entry point
        * @description a training script the framework launcher starts (instead of a command)
        * @default null
+       * @example {
+       *       "script": "train.py",
+       *       "args": [
+       *         "--epochs",
+       *         "3"
+       *       ]
+       *     }
        */
       entry: components['schemas']['EntryPoint'] | null;
       /**
        * Nodes
+       * @description servers the job runs on, one pod each
        * @default 1
        */
       nodes: number;
       /**
        * NPUs per node
+       * @description NPUs each pod asks for (8 for multi-node jobs)
        * @default 8
        */
       npus_per_node: number;
@@ -1618,13 +1638,17 @@ export interface components {
       cpu: string | null;
       /**
        * Memory per pod
-       * @description e.g. 1400Gi
+       * @description a Kubernetes quantity, e.g. 1400Gi
        * @default null
        */
       memory: string | null;
       /**
        * Environment
+       * @description variables set in every container
        * @default {}
+       * @example {
+       *       "GLOG_v": "2"
+       *     }
        */
       env: {
         [key: string]: string;
@@ -1639,21 +1663,25 @@ export interface components {
       };
       /**
        * Volumes
+       * @description extra volumes mounted in every pod (hostPath, pvc or nfs)
        * @default []
        */
       volumes: components['schemas']['VolumeSpec'][];
       /**
        * Volcano queue
+       * @description the Volcano queue the job waits in
        * @default default
        */
       queue: string;
       /**
        * Max retries
+       * @description restarts Volcano allows the job
        * @default 3
        */
       max_retry: number;
       /**
        * Labels
+       * @description labels of the Volcano Job
        * @default {}
        */
       labels: {
@@ -1667,12 +1695,14 @@ export interface components {
       routing: boolean;
       /**
        * Rank table version
+       * @description the rank table format Volcano's configmap1980 plugin writes
        * @default v2
        * @enum {string}
        */
       rank_table_version: 'v1' | 'v2';
       /**
        * Node selector
+       * @description node labels the pods must match
        * @default {}
        */
       node_selector: {
@@ -1680,6 +1710,7 @@ export interface components {
       };
       /**
        * Node flavour
+       * @description the node type sizing is checked against
        * @default Snt9B
        */
       flavour: string;
@@ -1729,7 +1760,10 @@ export interface components {
     };
     /** EntryPoint */
     EntryPoint: {
-      /** Script */
+      /**
+       * Script
+       * @example train.py
+       */
       script: string;
       /**
        * Arguments
@@ -1744,10 +1778,33 @@ export interface components {
       master_port: number;
       /**
        * Python
-       * @description training interpreter (empty: the launcher's own)
+       * @description training interpreter (empty: the launcher's own), e.g. python3.9
        * @default
        */
       python: string;
+    };
+    /** ParallelSpec */
+    ParallelSpec: {
+      /**
+       * TP size
+       * @default 1
+       */
+      tp: number;
+      /**
+       * CP size
+       * @default 1
+       */
+      cp: number;
+      /**
+       * EP size
+       * @default 1
+       */
+      ep: number;
+      /**
+       * PP size
+       * @default 1
+       */
+      pp: number;
     };
     /** SecretRef */
     SecretRef: {
@@ -1787,29 +1844,6 @@ export interface components {
        * @default false
        */
       read_only: boolean;
-    };
-    /** ParallelSpec */
-    ParallelSpec: {
-      /**
-       * TP size
-       * @default 1
-       */
-      tp: number;
-      /**
-       * CP size
-       * @default 1
-       */
-      cp: number;
-      /**
-       * EP size
-       * @default 1
-       */
-      ep: number;
-      /**
-       * PP size
-       * @default 1
-       */
-      pp: number;
     };
     /** @description Tunables of metrics and triage; every key optional (absent keys keep the server config's value). */
     ObserveSettings: {

@@ -4,6 +4,7 @@ import {
   compactSpec,
   entryArgv,
   formSchema,
+  formSections,
   formSpec,
   shellLine,
   newSpecText,
@@ -31,6 +32,28 @@ describe('job spec files', () => {
     expect(props.cpu.type).toBe('string');
     expect(props.entry.anyOf).toBeUndefined();
     expect(props.entry.$ref).toBe('#/definitions/EntryPoint');
+  });
+
+  it('groups every field into the sections the Python field info names', () => {
+    const sections = formSections();
+    expect(sections.map(s => s.title)).toEqual(jobSpecSchema['x-groups']);
+    expect(sections[0]).toEqual({
+      title: 'Basics',
+      fields: ['name', 'image', 'namespace', 'framework']
+    });
+    const grouped = sections.flatMap(s => s.fields).sort();
+    expect(grouped).toEqual(Object.keys(jobSpecSchema.properties).sort());
+    // a field declared later (with its x-group) lands in its section
+    const withNew = JSON.parse(JSON.stringify(jobSpecSchema));
+    withNew.properties.network_topology = {
+      type: 'string',
+      'x-group': 'Scheduling and faults'
+    };
+    const scheduling = formSections(withNew).find(
+      s => s.title === 'Scheduling and faults'
+    );
+    expect(scheduling?.fields).toContain('network_topology');
+    expect(formSchema().properties.name['x-group']).toBeUndefined();
   });
 
   it('stores only what differs from the defaults, and reads it back', () => {

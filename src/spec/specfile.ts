@@ -1,6 +1,6 @@
 /**
  * Job spec files (`*.rtjob.yaml`): YAML of `JobSpec`, read and written here, and the JSON Schema
- * (generated from the Python `JobSpec`, see `ranktable/jobs/spec_schema.py`) prepared for the form.
+ * (generated from the Python `JobSpec`, see `ranktable/compose/spec_schema.py`) prepared for the form.
  */
 import * as jsyaml from 'js-yaml';
 import validatorAjv8 from '@rjsf/validator-ajv8';
@@ -39,6 +39,7 @@ export function formSchema(): Schema {
       p.type = p.type.find((t: string) => t !== 'null');
     }
     delete p['x-cli'];
+    delete p['x-group'];
     properties[name] = p;
   }
   // Arguments are one line, split by the server as a shell does (`--steps 300` is two arguments)
@@ -73,6 +74,28 @@ export function formSchema(): Schema {
   return JSON.parse(
     JSON.stringify(out).replace(/#\/\$defs\//g, '#/definitions/')
   );
+}
+
+export interface IFormSection {
+  title: string;
+  fields: string[];
+}
+
+/**
+ * The form's sections in order, each with its fields in the spec's order: from the schema's `x-groups`
+ * and each property's `x-group` (the field info declared on the Python `JobSpec`).
+ */
+export function formSections(
+  schema: Schema = jobSpecJsonSchema()
+): IFormSection[] {
+  const titles: string[] = schema['x-groups'] ?? [];
+  const props = Object.entries<Schema>(schema.properties ?? {});
+  return titles
+    .map(title => ({
+      title,
+      fields: props.filter(([, p]) => p['x-group'] === title).map(([n]) => n)
+    }))
+    .filter(section => section.fields.length > 0);
 }
 
 const SHELL_SAFE = /^[A-Za-z0-9_@%+=:,./-]+$/;

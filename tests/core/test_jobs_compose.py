@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from ranktable.cli import main
 from ranktable.compose.launchers import launcher_command, parse_launcher_command
-from ranktable.compose.manifests import compose, dump_manifests, load_manifests, spec_from_manifests
-from ranktable.compose.spec import EntryPoint, JobSpec, SecretRef, VolumeSpec
+from ranktable.compose.manifests import compose, spec_from_manifests
+from ranktable.compose.spec import EntryPoint, JobSpec, SecretRef
 from ranktable.compose.validate import has_errors, validate_spec
 from ranktable.errors import InputError
 
@@ -190,98 +187,3 @@ def test_from_dict_names_the_bad_field() -> None:
     with pytest.raises(InputError) as err:
         JobSpec.from_dict({"name": "j", "image": "i", "colour": "red"})
     assert "colour" in err.value.reason
-
-
-# -- property: compose -> YAML -> parse gives the same spec; to_dict -> JSON -> from_dict too ------------
-label = st.from_regex(r"[a-z]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)
-text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12)
-env_name = st.from_regex(r"[A-Z_][A-Z0-9_]{0,8}", fullmatch=True).filter(lambda n: n != "ROUTE_PLAN")
-label_key = st.one_of(label, st.builds(lambda p, n: f"{p}.io/{n}", label, label)).filter(
-    lambda k: k not in ("ring-controller.cce", "fault-scheduling", "accelerator/huawei-npu")
-)
-volume = st.one_of(
-    st.builds(
-        lambda n, p, m, r: VolumeSpec(n, "hostPath", m, path=p, read_only=r),
-        label,
-        st.just("/data"),
-        st.just("/mnt/a"),
-        st.booleans(),
-    ),
-    st.builds(lambda n, c, m: VolumeSpec(n, "pvc", m, claim=c), label, label, st.just("/mnt/b")),
-    st.builds(
-        lambda n, s, m: VolumeSpec(n, "nfs", m, server=s, path="/export"),
-        label,
-        st.just("10.0.0.2"),
-        st.just("/mnt/c"),
-    ),
-).filter(lambda v: v.name not in ("ascend-driver", "ascend-add-ons", "localtime", "hccn", "npu-smi"))
-
-
-@st.composite
-def job_specs(draw: st.DrawFn) -> JobSpec:
-    nodes = draw(st.integers(1, 12))
-    entry = draw(
-        st.one_of(
-            st.none(),
-            st.builds(
-                EntryPoint,
-                st.just("train.py"),
-                st.lists(text, max_size=4),
-                st.integers(1, 65535),
-                st.sampled_from(["", "python3.9"]),
-            ),
-        )
-    )
-    volumes = draw(st.lists(volume, max_size=3, unique_by=lambda v: v.name))
-    env = draw(st.dictionaries(env_name, text, max_size=3))
-    secrets = draw(
-        st.dictionaries(
-            env_name.filter(lambda n: n not in env), st.builds(SecretRef, label, label), max_size=2
-        )
-    )
-    return JobSpec(
-        name=draw(label),
-        image=draw(st.sampled_from(["bert_pretrain_mindspore:v1", "swr.example.com/team/llm:2.1"])),
-        namespace=draw(label),
-        framework=draw(st.sampled_from(["mindspore", "pytorch"])),
-        command=[] if entry else draw(st.lists(text, min_size=1, max_size=4)),
-        entry=entry,
-        nodes=nodes,
-        npus_per_node=8 if nodes > 1 else draw(st.sampled_from([1, 2, 4, 8])),
-        cpu=draw(st.sampled_from([None, "96", "500m"])),
-        memory=draw(st.sampled_from([None, "512Gi", "1536Gi"])),
-        env=env,
-        secret_env=secrets,
-        volumes=volumes,
-        queue=draw(st.sampled_from(["default", "training"])),
-        max_retry=draw(st.integers(0, 10)),
-        labels=draw(st.dictionaries(label_key, label, max_size=3)),
-        routing=draw(st.booleans()),
-        rank_table_version=draw(st.sampled_from(["v1", "v2"])),
-        node_selector=draw(st.dictionaries(label_key, label, max_size=2)),
-        flavour=draw(st.sampled_from(["Snt9B", "Custom16"])),
-        task_name=draw(st.sampled_from(["", "worker"])),
-        on_fault=draw(st.sampled_from(["", "restart", "resume", "stop"])),
-        resume_args=draw(st.sampled_from(["", "--load {path}"])),
-        avoid_nodes=draw(st.lists(label, max_size=2)),
-    )
-
-
-@settings(max_examples=50, deadline=None)
-@given(job_specs())
-def test_composed_yaml_parses_back_to_the_same_spec(spec: JobSpec) -> None:
-    text_yaml = dump_manifests(compose(spec))
-    assert spec_from_manifests(load_manifests(text_yaml)) == spec
-
-
-@settings(max_examples=50, deadline=None)
-@given(job_specs())
-def test_to_dict_is_json_and_round_trips(spec: JobSpec) -> None:
-    assert JobSpec.from_dict(json.loads(json.dumps(spec.to_dict()))) == spec
-
-
-@settings(max_examples=25, deadline=None)
-@given(job_specs())
-def test_generated_specs_are_valid_apart_from_the_unknown_flavour(spec: JobSpec) -> None:
-    errors = [i for i in validate_spec(spec) if i.severity == "error"]
-    assert all(i.field == "flavour" for i in errors), errors

@@ -13,16 +13,21 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from ranktable.cli import build_parser
+from ranktable.compose.field_info import GROUPS, info
 from ranktable.compose.spec import JobSpec
-from ranktable.compose.spec_flags import spec_from_args
+from ranktable.compose.spec_flags import add_spec_flags, spec_from_args
 from ranktable.compose.spec_schema import (
+    DOCS_FILE,
     JOBSPEC_SCHEMA_FILE,
     OPENAPI_FILE,
+    field_table,
     job_spec_schema,
     openapi_schemas,
     schema_text,
+    update_docs,
     update_openapi,
 )
+from ranktable.errors import InputError
 from ranktable.widgets import JobComposer
 
 FIELDS = [f.name for f in dataclasses.fields(JobSpec)]
@@ -176,9 +181,9 @@ def test_cli_help_and_choices_come_from_the_schema() -> None:
     compose = sub.choices["job"]._subparsers._group_actions[0].choices["compose"]
     actions = {a.dest: a for a in compose._actions if isinstance(a, argparse.Action)}
     props = job_spec_schema()["properties"]
-    assert actions["framework"].choices == props["framework"]["enum"]
-    assert actions["rank_table_version"].choices == props["rank_table_version"]["enum"]
-    assert actions["name"].help == props["name"]["description"]
+    assert actions["spec_framework"].choices == props["framework"]["enum"]
+    assert actions["spec_rank_table_version"].choices == props["rank_table_version"]["enum"]
+    assert actions["spec_name"].help == props["name"]["description"]
 
 
 @pytest.mark.parametrize("field", FIELDS)
@@ -196,3 +201,68 @@ def test_the_widget_offers_every_field(field: str) -> None:
     # what the widget produces is valid JobSpec input that keeps the value
     data = {"name": "bert", "image": "img", **{k: v for k, v in form.spec_dict().items() if v != ""}}
     assert field in JobSpec.from_dict(data).to_dict()
+
+
+def test_the_docs_field_table_is_current() -> None:
+    """docs/jobs.md's table of fields: regenerate with `python -m ranktable.compose.spec_schema`."""
+    text = DOCS_FILE.read_text()
+    assert update_docs(text) == text
+    for name in FIELDS:
+        assert f"| `{name}` |" in text, name
+
+
+def test_every_field_has_a_form_section_and_the_sections_are_ordered() -> None:
+    schema = job_spec_schema()
+    assert schema["x-groups"] == list(GROUPS)
+    groups = {name: prop["x-group"] for name, prop in schema["properties"].items()}
+    assert set(groups) == set(FIELDS) and set(groups.values()) <= set(GROUPS)
+    assert (
+        groups["name"] == "Basics"
+        and groups["volumes"] == "Storage"
+        and groups["on_fault"] == ("Scheduling and faults")
+    )
+
+
+@dataclasses.dataclass
+class SpecWithTopology(JobSpec):
+    """JobSpec plus one field declared the way every field is: one edit, the metadata beside it."""
+
+    network_topology: str = dataclasses.field(
+        default="",
+        metadata=info(
+            "Network topology",
+            help="how tightly Volcano packs the pods",
+            group="Scheduling and faults",
+            flag="--network-topology",
+            choices=("", "hard", "soft"),
+        ),
+    )
+
+
+def test_a_field_declared_once_reaches_the_schema_flags_openapi_form_widget_and_docs() -> None:
+    prop = job_spec_schema(SpecWithTopology)["properties"]["network_topology"]
+    assert prop["enum"] == ["", "hard", "soft"] and prop["x-cli"] == "--network-topology"
+    assert prop["x-group"] == "Scheduling and faults" and prop["default"] == ""
+    assert openapi_schemas(SpecWithTopology)["JobSpec"]["properties"]["network_topology"] == prop
+    # the CLI: the flag exists with its help and choices, and sets the field
+    parser = argparse.ArgumentParser()
+    add_spec_flags(parser, required=True, spec_class=SpecWithTopology)
+    args = parser.parse_args(["--name", "bert", "--image", "img", "--network-topology", "hard"])
+    spec = spec_from_args(args, SpecWithTopology)
+    assert isinstance(spec, SpecWithTopology) and spec.network_topology == "hard"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--name", "bert", "--image", "img", "--network-topology", "loose"])
+    # to_dict/from_dict carry it and name it in errors
+    assert SpecWithTopology.from_dict(spec.to_dict()) == spec
+    with pytest.raises(InputError) as err:
+        SpecWithTopology.from_dict({"name": "b", "image": "i", "network_topology": "loose"})
+    assert err.value.where == "spec.network_topology" and "hard" in (err.value.fix or "")
+    # the widget offers it, in the schema's order, and reads it back
+    form = JobComposer(spec_class=SpecWithTopology)
+    assert list(form.fields) == [*FIELDS, "network_topology"]
+    form.fields["network_topology"].widget.value = "soft"
+    assert form.spec_dict()["network_topology"] == "soft"
+    # the docs table lists it in its section
+    assert "| Scheduling and faults | `network_topology` | `--network-topology` |" in field_table(
+        SpecWithTopology
+    )
