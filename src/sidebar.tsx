@@ -13,7 +13,8 @@ import { SyncSection } from './sync/view';
 import { KernelsSection } from './kernels/view';
 import { JobsList } from './jobs/view';
 import { ForwardsSection } from './forwards/view';
-import { ForwardsModel, RemoteKernelsModel } from './kernels/model';
+import { ForwardsModel } from './forwards/model';
+import { RemoteKernelsModel } from './kernels/model';
 import { IRunRef, JobsModel } from './jobs/model';
 
 /**

@@ -2040,6 +2040,10 @@ export interface components {
       crossings_per_tier: number[];
       max_uplink_flows: number;
       allreduce_seconds: number;
+      /** @description A3: SuperPoDs the job spans (0: the table has no super_pod_list) */
+      superpods?: number;
+      /** @description A3: ring edges between servers of different SuperPoDs */
+      crossings_superpods?: number;
     };
     Layout: {
       /** @description HCCL's level-1 algorithm the estimate assumes (ring, H-D_R, NHR, NB, AHC, pipeline, pairwise, mesh) */
@@ -2056,14 +2060,27 @@ export interface components {
         ranks: number;
         message_bytes?: number;
         tiers?: string[];
+        /** @description the collective costed (allreduce, allgather, reducescatter, broadcast, alltoall) */
+        operation?: string;
+        algorithm?: string;
+        algorithm_reason?: string;
+        groups?: components['schemas']['GroupCost'][];
       };
       svg: string;
       warnings?: string[];
       rank_mapping?: string | null;
+      /** @description A running job's layout: where its topology came from */
+      source?: string;
       /** @description The preview's forecast of the scheduler's placement (exact, policy, reason, cases), or for a running job its actual placement beside that forecast (actual, forecast, verdict, summary) */
-      placement?: {
-        [key: string]: unknown;
-      } | null;
+      placement?:
+        | ({
+            /** @description the placement in one line */
+            summary?: string;
+            verdict?: string;
+          } & {
+            [key: string]: unknown;
+          })
+        | null;
       /** @description Ranks marked on the layout (with ?diagnosis=true), rank ids of the planned table */
       marks?: {
         rank: number;

@@ -7,7 +7,7 @@ import { createRoot } from 'react-dom/client';
 
 import { ForwardsSection } from './view';
 import { RanktableModel } from '../connections/model';
-import { ForwardsModel } from '../kernels/model';
+import { ForwardsModel } from './model';
 import { requestAPI } from '../api/request';
 import { FakeStream, trans } from '../testing/fakes';
 

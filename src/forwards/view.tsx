@@ -1,7 +1,7 @@
 import * as React from 'react';
 
 import { ProfileSelect } from '../connections/profileselect';
-import { ForwardsModel, IForward } from '../kernels/model';
+import { ForwardsModel, IForward } from './model';
 import {
   ErrorLine,
   Field,

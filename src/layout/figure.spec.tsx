@@ -23,10 +23,28 @@ function side(seconds: number, extra: object = {}) {
   };
 }
 
-function rows(result: ILayoutResult): string[][] {
+/** A layout answer with only what a test sets (the server's other required fields filled in). */
+type IDraft = Omit<Partial<ILayoutResult>, 'report'> & {
+  report: Omit<ILayoutResult['report'], 'servers' | 'ranks'>;
+};
+
+function layout(draft: IDraft): ILayoutResult {
+  return {
+    svg: '',
+    algorithm: draft.report.algorithm ?? '',
+    algorithm_reason: draft.report.algorithm_reason ?? '',
+    groups: draft.report.groups ?? [],
+    ...draft,
+    report: { servers: 2, ranks: 16, ...draft.report }
+  };
+}
+
+function rows(draft: IDraft): string[][] {
   const host = document.createElement('div');
   const root = createRoot(host);
-  act(() => root.render(<LayoutFigures result={result} trans={trans} />));
+  act(() =>
+    root.render(<LayoutFigures result={layout(draft)} trans={trans} />)
+  );
   const out = Array.from(host.querySelectorAll('tbody tr')).map(tr =>
     Array.from(tr.children).map(c => c.textContent ?? '')
   );
@@ -98,10 +116,10 @@ describe('LayoutFigures', () => {
 });
 
 describe('PlacementLine', () => {
-  function text(result: ILayoutResult): string {
+  function text(draft: IDraft): string {
     const host = document.createElement('div');
     const root = createRoot(host);
-    act(() => root.render(<PlacementLine result={result} />));
+    act(() => root.render(<PlacementLine result={layout(draft)} />));
     const out = host.textContent ?? '';
     act(() => root.unmount());
     return out;

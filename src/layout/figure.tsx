@@ -1,28 +1,10 @@
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 
+import type { components } from '../api/openapi';
+
 function formatDuration(s: number): string {
   return s < 1 ? `${(s * 1000).toFixed(1)} ms` : `${s.toFixed(2)} s`;
-}
-
-interface ISide {
-  crossings_per_tier: number[];
-  max_uplink_flows: number | number[];
-  allreduce_seconds: number;
-  /** A3: SuperPoDs of the job (0 or absent: no super_pod_list) and ring edges between them. */
-  superpods?: number;
-  crossings_superpods?: number;
-}
-
-/** One parallel group kind, given vs planned (the report's `groups`). */
-interface IGroupRow {
-  kind: string;
-  size: number;
-  count: number;
-  operation: string;
-  algorithm: string;
-  given_seconds: number;
-  planned_seconds: number;
 }
 
 const OPERATIONS: Record<string, string> = {
@@ -33,23 +15,8 @@ const OPERATIONS: Record<string, string> = {
   alltoall: 'all-to-all'
 };
 
-export interface ILayoutResult {
-  report: {
-    given: ISide;
-    planned: ISide;
-    speedup: number;
-    operation?: string;
-    algorithm?: string;
-    algorithm_reason?: string;
-    groups?: IGroupRow[];
-    [k: string]: unknown;
-  };
-  svg: string;
-  warnings?: string[];
-  source?: string;
-  /** A running job's actual placement beside the preview's forecast (`summary`: one line). */
-  placement?: { summary?: string; verdict?: string } | null;
-}
+/** A layout (given vs planned) as the server answers the plan, the preview and a job's layout. */
+export type ILayoutResult = components['schemas']['Layout'];
 
 /** Parse the server's SVG and drop anything active (scripts, event handlers, external links). */
 export function sanitizeSvg(text: string): SVGSVGElement | null {

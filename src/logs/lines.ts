@@ -2,6 +2,8 @@
  * Pure log-view logic: the line model, filters, search highlighting, error detection and gap-free
  * merging after a reconnect.
  */
+import type { components } from '../api/openapi';
+
 export interface ILogLine {
   pod: string;
   /** The pod's node rank (server index after route planning), as the server tags each line. */
@@ -17,13 +19,7 @@ export interface ILogLine {
  * joined by newlines (no line holds one). Columns, not an object per line: the server's JSON of the line
  * objects was a third of its time at 100,000 lines/s (a group: ~3x less), and the browser parses fewer.
  */
-export interface ILogGroup {
-  pod: string;
-  rank: number | null;
-  n: number;
-  ts: string;
-  text: string;
-}
+export type ILogGroup = components['schemas']['LogGroup'];
 
 /** The lines of a `logs` stream message's groups, in order. */
 export function linesOfGroups(groups: ILogGroup[]): ILogLine[] {

@@ -107,3 +107,36 @@ export abstract class Model implements IDisposable {
     Signal.clearData(this);
   }
 }
+
+/** Shared by the small remote models: a list fetched from one endpoint, a changed signal, the last error. */
+export abstract class ListModel<T> extends Model {
+  items: T[] = [];
+  error = '';
+  /** The action in flight (a forward or kernel id, or "open"), for disabling its buttons. */
+  busy = '';
+
+  protected abstract fetch(): Promise<T[]>;
+
+  /** Reload the list; an error is kept in `error` (the last good list stays). */
+  async refresh(): Promise<void> {
+    try {
+      this.items = await this.fetch();
+      this.error = '';
+    } catch (e) {
+      this.error = e instanceof Error ? e.message : String(e);
+    }
+    this.emit();
+  }
+
+  /** Run one server action marked busy under `key`, then reload; errors are rethrown to the view. */
+  protected async act<R>(key: string, action: () => Promise<R>): Promise<R> {
+    this.busy = key;
+    this.emit();
+    try {
+      return await action();
+    } finally {
+      this.busy = '';
+      await this.refresh();
+    }
+  }
+}
