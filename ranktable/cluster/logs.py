@@ -25,6 +25,7 @@ from kubernetes.client.rest import ApiException
 
 from ranktable import probe
 from ranktable.cluster.bodyloop import Body, BodyLoop
+from ranktable.cluster.idle_queue import IDLE, QUIET, IdleQueue
 from ranktable.cluster.kube import NETWORK_ERRORS, Kube, UnreachableError, interrupt
 from ranktable.errors import NotFoundError
 
@@ -232,17 +233,14 @@ class LogStream:
         hand-over for ~100 pods' chunks, not one each); with ``idle``, an empty list after that many quiet
         seconds."""
         remaining = len(self.pods)  # every pod's reader (started or skipped) reports its end once
-        quiet = 0.0
+        polls = IdleQueue(self._queue, idle)
         while remaining and not self._stop.is_set():
-            try:
-                batch = self._queue.get(timeout=0.5)
-            except queue.Empty:
-                quiet += 0.5
-                if idle is not None and quiet >= idle:
-                    quiet = 0.0
-                    yield []
+            batch = polls.get()
+            if batch is QUIET:
                 continue
-            quiet = 0.0
+            if batch is IDLE:
+                yield []
+                continue
             if batch is _DONE:
                 remaining -= 1
                 continue

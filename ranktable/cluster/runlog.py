@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ranktable import probe
+from ranktable.cluster.idle_queue import IDLE, QUIET, IdleQueue
 from ranktable.cluster.logs import LogLine, LogStream, StreamStats
 from ranktable.compose.manifests import metric_patterns_of
 from ranktable.observe import RankLayout
@@ -132,20 +133,17 @@ class Subscription:
         """Rounds of per-pod batches until the run's logs end or `close`; with ``idle``, an empty list
         after that many quiet seconds."""
         yield from self._replay()
-        quiet = 0.0
+        polls = IdleQueue(self._queue, idle)
         while not self.closed.is_set():
             if self.behind is not None and self._queue.empty():
                 yield from self._catch_up()
                 continue
-            try:
-                item = self._queue.get(timeout=0.5)
-            except queue.Empty:
-                quiet += 0.5
-                if idle is not None and quiet >= idle:
-                    quiet = 0.0
-                    yield []
+            item = polls.get()
+            if item is QUIET:
                 continue
-            quiet = 0.0
+            if item is IDLE:
+                yield []
+                continue
             if item is _END:
                 if self.behind is not None:  # the stream ended while it was behind: the archive's rest
                     yield from self._catch_up()

@@ -8,16 +8,7 @@ from ranktable.hccl.io import (
     read_rank_table_lenient,
     write_rank_table,
 )
-from ranktable.hccl.model import (
-    STATUS_COMPLETED,
-    STATUS_INITIALIZING,
-    SUPPORTED_VERSIONS,
-    Device,
-    Problem,
-    RankTable,
-    Server,
-    SuperPod,
-)
+from ranktable.hccl.model import Device, RankTable, Server, SuperPod
 from ranktable.hccl.validate import (
     ValidationReport,
     check_document,
@@ -27,11 +18,7 @@ from ranktable.hccl.validate import (
 )
 
 __all__ = [
-    "STATUS_COMPLETED",
-    "STATUS_INITIALIZING",
-    "SUPPORTED_VERSIONS",
     "Device",
-    "Problem",
     "RankTable",
     "Server",
     "SuperPod",

@@ -341,15 +341,22 @@ def _keys(data: bytes, count: int) -> list[bytes] | None:
     return keys
 
 
-def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group] | None:
-    """The batch's template lines grouped by shape, each proved and read; None when the line path must
-    decide."""
+def _keyed(texts: list[str], joined: str) -> tuple[bytes, list[bytes]] | None:
+    """The batch's bytes and each line's key, or None when the batch cannot be read in bulk."""
     if not _plain(joined):
         return None
     data = (joined + "\n").encode()
     keys = _keys(data, len(texts))
-    if keys is None:
+    return None if keys is None else (data, keys)
+
+
+def match_batch(shapes: PodShapes, texts: list[str], joined: str) -> list[Group] | None:
+    """The batch's template lines grouped by shape, each proved and read; None when the line path must
+    decide."""
+    keyed = _keyed(texts, joined)
+    if keyed is None:
         return None
+    data, keys = keyed
     numbers = np.fromiter(map(shapes.numbers.get, keys, repeat(-1)), dtype=np.int64, count=len(keys))
     counts = np.bincount(numbers + 1, minlength=1)
     if counts[0]:
@@ -382,12 +389,10 @@ def match_pods(
     shapes: list[PodShapes], owner: list[int], texts: list[str], joined: str
 ) -> list[Group] | None:
     """match_batch of lines from several pods (owner: each line's index in `shapes`)."""
-    if not _plain(joined):
+    keyed = _keyed(texts, joined)
+    if keyed is None:
         return None
-    data = (joined + "\n").encode()
-    keys = _keys(data, len(texts))
-    if keys is None:
-        return None
+    data, keys = keyed
     lookups = [pod.by_key.get for pod in shapes]
     return _groups([lookups[o](key) for o, key in zip(owner, keys, strict=True)], texts, data)
 

@@ -12,12 +12,16 @@ import codecs
 import shlex
 import threading
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypedDict
 
 import paramiko
 
 from ranktable.errors import InputError
 from ranktable.remote.connection import ChannelLease, Connection
 from ranktable.remote.errors import ConnectionLost
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 PGID_MARK = b"__ranktable_pgid__="
 OutputCallback = Callable[[str], None]
@@ -151,27 +155,25 @@ class RemoteProcess:
         self.conn.run(script, timeout=grace + 15)
 
 
+class ProcessOptions(TypedDict, total=False):
+    """`RemoteProcess`'s keyword arguments, which `run_remote` passes on."""
+
+    python_file: str | None
+    args: Sequence[str]
+    on_stdout: OutputCallback | None
+    on_stderr: OutputCallback | None
+    python: str
+
+
 def run_remote(
     conn: Connection,
     command: str | None = None,
     *,
-    python_file: str | None = None,
-    args: Sequence[str] = (),
-    on_stdout: OutputCallback | None = None,
-    on_stderr: OutputCallback | None = None,
     cancel: threading.Event | None = None,
-    python: str = "python3",
+    **options: Unpack[ProcessOptions],
 ) -> int:
     """Run to completion (or until ``cancel`` is set) and return the remote exit status."""
-    process = RemoteProcess(
-        conn,
-        command,
-        python_file=python_file,
-        args=args,
-        on_stdout=on_stdout,
-        on_stderr=on_stderr,
-        python=python,
-    ).start()
+    process = RemoteProcess(conn, command, **options).start()
     if cancel is None:
         return process.wait()
     finished = threading.Event()

@@ -66,17 +66,37 @@ def _write_private(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
-class Pool:
-    """A running simulated pool. `start()` returns once the API answers."""
+class PoolFiles:
+    """Where a pool (simulated or the real control plane) keeps its state and the kubeconfig users load."""
 
     def __init__(self, config: PoolConfig) -> None:
         self.config = config
         self.state_dir = ensure_dir(Path(config.state_dir))
         self.kubeconfig = self.state_dir / "kubeconfig"
         self.context = CONTEXT
-        self.store = Store(history=config.history)
         self.token = ""
         self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def server_file(self) -> Path:
+        return self.state_dir / "server.json"
+
+    def write_server_file(self, **extra: Any) -> None:
+        """server.json: how `sim status` and the CLI find the running pool (private: it holds the token)."""
+        found = {"port": self.port, "token": self.token, "pid": os.getpid(), "url": self.url}
+        _write_private(self.server_file, json.dumps({**found, "context": self.context, **extra}))
+
+
+class Pool(PoolFiles):
+    """A running simulated pool. `start()` returns once the API answers."""
+
+    def __init__(self, config: PoolConfig) -> None:
+        super().__init__(config)
+        self.store = Store(history=config.history)
         self._stop = threading.Event()
         self._stop_requested = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -85,16 +105,8 @@ class Pool:
         self.api: ApiServer | None = None
 
     @property
-    def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
-
-    @property
     def objects_file(self) -> Path:
         return self.state_dir / "objects.json"
-
-    @property
-    def server_file(self) -> Path:
-        return self.state_dir / "server.json"
 
     @property
     def confinement(self) -> Confinement | None:
@@ -134,19 +146,9 @@ class Pool:
         cert, key = ensure_certificate(self.state_dir)
         self.port = self.api.bind(cfg.port or int(saved.get("port") or 0), cert, key)
         write_kubeconfig(self.kubeconfig, self.url, self.token, cert.read_bytes(), self.context)
-        _write_private(
-            self.server_file,
-            json.dumps(
-                {
-                    "port": self.port,
-                    "token": self.token,
-                    "pid": os.getpid(),
-                    "url": self.url,
-                    "context": self.context,
-                    "confined": self.kubelet.sandboxes.confinement.active,
-                    "pods": self.kubelet.sandboxes.confinement.describe(),  # `sim start` / `sim status`
-                }
-            ),
+        self.write_server_file(
+            confined=self.kubelet.sandboxes.confinement.active,
+            pods=self.kubelet.sandboxes.confinement.describe(),  # `sim start` / `sim status`
         )
         self.controllers = ControllerManager(
             self.store, self.kubelet, self.state_dir / "controller-errors.log", cfg.ranktable_delay

@@ -5,12 +5,12 @@ import { ForwardsModel, IForward } from './model';
 import {
   ErrorLine,
   Field,
-  ISectionProps,
   Section,
   TextField,
   errorText,
   useModel
 } from '../ui/common';
+import type { ISectionProps } from '../ui/common';
 import { useListModel } from '../ui/uselist';
 
 export const FORWARDS_REFRESH_MS = 5000;

@@ -2,12 +2,12 @@ import * as React from 'react';
 
 import {
   ErrorLine,
-  ISectionProps,
   Section,
   TextField,
   errorText,
   useModel
 } from '../ui/common';
+import type { ISectionProps } from '../ui/common';
 import { RemoteKernelsModel, addRemoteKernelSpec } from './model';
 import { RemoteKernelsList } from './list';
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
-import json
 import os
 import secrets
 import shutil
@@ -44,8 +43,7 @@ from ranktable.sim.controllers.sandbox import Confinement
 from ranktable.sim.k8s import errors
 from ranktable.sim.k8s.resources import BY_KEY
 from ranktable.sim.kubeconfig import write_kubeconfig
-from ranktable.sim.paths import CONTEXT
-from ranktable.sim.pool import PoolConfig, _write_private
+from ranktable.sim.pool import PoolConfig, PoolFiles, _write_private
 from ranktable.sim.real import components
 from ranktable.sim.real.agents import RankTableController, VirtualKubelet
 from ranktable.sim.real.kube_store import KubeStore
@@ -85,27 +83,18 @@ def _wait_for(what: str, check: Any, log: Path | None, timeout: float = STEP_TIM
     raise RanktableError(f"{what} was not ready within {timeout:.0f}s: {tail}", where=str(log or ""))
 
 
-class RealPool:
+class RealPool(PoolFiles):
     """The real control plane and our controllers, owned by this process (see the module docstring)."""
 
     def __init__(self, config: PoolConfig) -> None:
-        self.config = config
-        self.state_dir = ensure_dir(Path(config.state_dir))
-        self.kubeconfig = self.state_dir / "kubeconfig"
-        self.context = CONTEXT
+        super().__init__(config)
         self.logs = ensure_dir(self.state_dir / "logs")
-        self.port = 0
-        self.token = ""
         self.procs: list[tuple[str, subprocess.Popen[bytes]]] = []
         self.store: KubeStore | None = None
         self.kubelet: VirtualKubelet | None = None
         self.ranktable: RankTableController | None = None
         self.kubelet_api: KubeletServer | None = None
         self._stop_requested = threading.Event()
-
-    @property
-    def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
 
     # -- processes ---------------------------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
@@ -153,20 +142,7 @@ class RealPool:
         except BaseException:
             self.stop()
             raise
-        _write_private(
-            self.state_dir / "server.json",
-            json.dumps(
-                {
-                    "port": self.port,
-                    "token": self.token,
-                    "pid": os.getpid(),
-                    "url": self.url,
-                    "context": self.context,
-                    "control_plane": "real",
-                    **self._confinement(),
-                }
-            ),
-        )
+        self.write_server_file(control_plane="real", **self._confinement())
         return self
 
     @property
