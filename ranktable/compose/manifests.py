@@ -250,8 +250,32 @@ def load_manifests(text: str, where: str = "manifest") -> list[dict[str, Any]]:
 
 
 # -- manifests -> JobSpec -------------------------------------------------------------------------
+_TASK = "Job.spec.tasks[0]"
+_POD = f"{_TASK}.template.spec"
+_CONTAINER = f"{_POD}.containers[0]"
+
+
 def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
     """The JobSpec a ConfigMap + Volcano Job pair describes (inverse of ``compose``)."""
+    job = _volcano_job(docs)
+    meta = _get(job, "metadata", "Job.metadata")
+    name = _req_str(meta, "name", "Job.metadata")
+    namespace = str(meta.get("namespace") or "default")
+    _check_configmap(docs, name, namespace)
+    jspec = _get(job, "spec", "Job.spec")
+    task = _gang_task(jspec)
+    task_name = str(task.get("name") or "")
+    return JobSpec(
+        name=name,
+        namespace=namespace,
+        nodes=task.get("replicas", 1),
+        task_name="" if task_name == f"{name}-1" else task_name,
+        **_job_fields(meta, jspec),
+        **_pod_fields(_get(_get(task, "template", _TASK), "spec", f"{_TASK}.template")),
+    )
+
+
+def _volcano_job(docs: list[dict[str, Any]]) -> dict[str, Any]:
     jobs = [
         d
         for d in docs
@@ -263,13 +287,11 @@ def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
             where="manifest",
             fix="put the ConfigMap and one Volcano Job in the file",
         )
-    job = jobs[0]
-    meta = _get(job, "metadata", "Job.metadata")
-    name = _req_str(meta, "name", "Job.metadata")
-    namespace = str(meta.get("namespace") or "default")
-    _check_configmap(docs, name, namespace)
+    return jobs[0]
 
-    jspec = _get(job, "spec", "Job.spec")
+
+def _gang_task(jspec: dict[str, Any]) -> dict[str, Any]:
+    """The job's one task, whose replicas all start together (minAvailable = replicas)."""
     tasks = jspec.get("tasks")
     if not isinstance(tasks, list) or len(tasks) != 1:
         raise InputError(
@@ -278,37 +300,21 @@ def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
             fix="ranktable jobs use one task of N replicas",
         )
     task = tasks[0]
-    tpath = "Job.spec.tasks[0]"
     nodes = task.get("replicas", 1)
     if not isinstance(nodes, int):
-        raise InputError(f"replicas must be a number, got {nodes!r}", where=f"{tpath}.replicas")
+        raise InputError(f"replicas must be a number, got {nodes!r}", where=f"{_TASK}.replicas")
     if jspec.get("minAvailable", nodes) != nodes:
         raise InputError(
             f"minAvailable {jspec.get('minAvailable')} differs from replicas {nodes}",
             where="Job.spec.minAvailable",
             fix=f"set minAvailable to {nodes}: a ranktable job needs all its pods at once",
         )
-    pod = _get(_get(task, "template", tpath), "spec", f"{tpath}.template")
-    ppath = f"{tpath}.template.spec"
-    containers = pod.get("containers")
-    if not isinstance(containers, list) or len(containers) != 1:
-        raise InputError("expected exactly one container", where=f"{ppath}.containers")
-    container = containers[0]
-    cpath = f"{ppath}.containers[0]"
-    if container.get("args"):
-        raise InputError(
-            "container args are not supported",
-            where=f"{cpath}.args",
-            fix="put the whole command line in command",
-        )
-    npus, cpu, memory = _resources(container, cpath)
-    env, secret_env, routing = _env_from(container.get("env") or [], f"{cpath}.env")
-    hccl_algo = env.pop(HCCL_ALGO_ENV, "")
-    parallel = _parallel_from(env.pop(PARALLEL_ENV, None), f"{cpath}.env.{PARALLEL_ENV}")
-    command = [str(c) for c in container.get("command") or []]
-    entry: EntryPoint | None = parse_launcher_command(command)
+    return dict(task)
+
+
+def _job_fields(meta: dict[str, Any], jspec: dict[str, Any]) -> dict[str, Any]:
+    """The fields the Volcano Job itself carries: labels, annotations, queue, retries and policies."""
     max_retry = int(jspec.get("maxRetry", 3))
-    all_labels = meta.get("labels") or {}
     on_fault = preset_of(jspec.get("policies"), max_retry)
     if on_fault is None:
         raise InputError(
@@ -316,39 +322,56 @@ def spec_from_manifests(docs: list[dict[str, Any]]) -> JobSpec:
             where="Job.spec.policies",
             fix="compose the job with on_fault restart, resume or stop (or none: PodEvicted -> RestartJob)",
         )
-    labels = {k: str(v) for k, v in all_labels.items() if (k, v) != RING_LABEL and k not in FAULT_LABEL_KEYS}
+    labels = meta.get("labels") or {}
+    annotations = meta.get("annotations") or {}
+    return {
+        "labels": {
+            k: str(v) for k, v in labels.items() if (k, v) != RING_LABEL and k not in FAULT_LABEL_KEYS
+        },
+        "queue": str(jspec.get("queue") or "default"),
+        "max_retry": max_retry,
+        "on_fault": on_fault,
+        "rank_table_version": _rank_table_version(jspec.get("plugins") or {}),
+        "flavour": str(annotations.get(FLAVOUR_ANNOTATION) or DEFAULT_FLAVOUR),
+        "metric_patterns": metric_patterns_of(meta),
+        "resume_args": str(annotations.get(RESUME_ARGS_ANNOTATION) or ""),
+    }
+
+
+def _pod_fields(pod: dict[str, Any]) -> dict[str, Any]:
+    """The fields the pod template carries: its one container, volumes, node selector and affinity."""
+    containers = pod.get("containers")
+    if not isinstance(containers, list) or len(containers) != 1:
+        raise InputError("expected exactly one container", where=f"{_POD}.containers")
+    container = containers[0]
+    if container.get("args"):
+        raise InputError(
+            "container args are not supported",
+            where=f"{_CONTAINER}.args",
+            fix="put the whole command line in command",
+        )
+    npus, cpu, memory = _resources(container, _CONTAINER)
+    env, secret_env, routing = _env_from(container.get("env") or [], f"{_CONTAINER}.env")
+    command = [str(c) for c in container.get("command") or []]
+    entry: EntryPoint | None = parse_launcher_command(command)
     selector = {k: str(v) for k, v in (pod.get("nodeSelector") or {}).items() if (k, v) != NODE_SELECTOR}
-    version = _rank_table_version(jspec.get("plugins") or {})
-    task_name = str(task.get("name") or "")
-    return JobSpec(
-        name=name,
-        image=_req_str(container, "image", cpath),
-        namespace=namespace,
-        framework=str(container.get("name") or "mindspore"),
-        command=[] if entry is not None else command,
-        entry=entry,
-        nodes=nodes,
-        npus_per_node=npus,
-        cpu=cpu,
-        memory=memory,
-        env=env,
-        secret_env=secret_env,
-        volumes=_volumes_from(pod, container, ppath),
-        queue=str(jspec.get("queue") or "default"),
-        max_retry=max_retry,
-        labels=labels,
-        routing=routing,
-        rank_table_version=version,
-        node_selector=selector,
-        flavour=str((meta.get("annotations") or {}).get(FLAVOUR_ANNOTATION) or DEFAULT_FLAVOUR),
-        task_name="" if task_name == f"{name}-1" else task_name,
-        hccl_algo=hccl_algo,
-        parallel=parallel,
-        metric_patterns=metric_patterns_of(meta),
-        on_fault=on_fault,
-        resume_args=str((meta.get("annotations") or {}).get(RESUME_ARGS_ANNOTATION) or ""),
-        avoid_nodes=_avoided_from(pod.get("affinity") or {}, ppath),
-    )
+    return {
+        "image": _req_str(container, "image", _CONTAINER),
+        "framework": str(container.get("name") or "mindspore"),
+        "command": [] if entry is not None else command,
+        "entry": entry,
+        "npus_per_node": npus,
+        "cpu": cpu,
+        "memory": memory,
+        "hccl_algo": env.pop(HCCL_ALGO_ENV, ""),
+        "parallel": _parallel_from(env.pop(PARALLEL_ENV, None), f"{_CONTAINER}.env.{PARALLEL_ENV}"),
+        "env": env,
+        "secret_env": secret_env,
+        "routing": routing,
+        "volumes": _volumes_from(pod, container, _POD),
+        "node_selector": selector,
+        "avoid_nodes": _avoided_from(pod.get("affinity") or {}, _POD),
+    }
 
 
 def metric_patterns_of(meta: dict[str, Any]) -> list[str]:
