@@ -7,7 +7,10 @@ Pairs (ours, then the peer, run in turn so load hits both alike): `job list` / `
 (`RANKTABLE_WARM=0`, everything imported in the process). Also `ranktable --help` and `ranktable
 validate` against their 0.15 s target. Medians of --runs runs (>= 5) and the 1-minute load before and after.
 
-    .venv/bin/python bench/bench_cli.py [--runs 7] [--kubeconfig F --job NAME]
+    .venv/bin/python bench/bench_cli.py [--runs 7] [--control-plane real] [--kubeconfig F --job NAME]
+
+`--control-plane real` starts the pool on the real kube-apiserver + Volcano (the Go build the
+conformance suite uses), so both sides talk to a real API server.
 """
 
 from __future__ import annotations
@@ -70,6 +73,13 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--kubeconfig", help="a cluster to use instead of a new simulated pool")
     parser.add_argument("--job", default="clibench", help="the job to list, describe and read")
+    parser.add_argument(
+        "--control-plane",
+        choices=("python", "real"),
+        default="python",
+        help="the pool's control plane: the simulator's (python) or the real kube-apiserver + Volcano "
+        "(real; built by `make controlplane`, as the conformance suite uses it)",
+    )
     args = parser.parse_args()
     runs = max(5, args.runs)
     ranktable = str(Path(sys.executable).with_name("ranktable"))
@@ -83,7 +93,8 @@ def main() -> int:
     if args.kubeconfig is None:
         from ranktable.sim.control import start_background
 
-        running = start_background(state / "sim", ["--nodes", "4", "--leaves", "2", "--tenants", "0"])
+        plane = ["--control-plane", args.control_plane]
+        running = start_background(state / "sim", ["--nodes", "4", "--leaves", "2", "--tenants", "0", *plane])
         env["KUBECONFIG"] = str(running.kubeconfig)
     else:
         env["KUBECONFIG"] = args.kubeconfig
@@ -104,7 +115,11 @@ def main() -> int:
             ),
         }  # fmt: skip
         before = load()
-        print(f"{runs} runs each, medians; 1-minute load before: {before:.2f} (cores: {os.cpu_count()})")
+        where = args.kubeconfig or f"a simulated pool, {args.control_plane} control plane"
+        print(
+            f"{runs} runs each, medians, on {where}; 1-minute load before: {before:.2f} "
+            f"(cores: {os.cpu_count()})"
+        )
         worst = 0.0
         for what, (ours, theirs) in pairs.items():
             warm, peer, cold_run = medians(

@@ -20,8 +20,11 @@ from ranktable.errors import RanktableError
 
 Handler = Callable[[argparse.Namespace], int]
 
-# Commands that talk to the cluster, served by the warm server (`ranktable.cli.warm`) when it runs.
-WARM_COMMANDS = frozenset(("job",))
+# Served by the warm server (`ranktable.cli.warm`) when it runs: the cluster commands (the kubernetes
+# client is imported there) and `plan` (numpy, the planner and the cost model: ~0.15 s of imports, as
+# long as reading a 65,536-rank table; issue 28). Not `route`: it runs in the job's containers, where no
+# server should be left behind.
+WARM_COMMANDS = frozenset(("job", "plan"))
 
 # Short rank-table commands that build and drop tens of thousands of objects: run with the cyclic GC paused.
 GC_PAUSED_COMMANDS = frozenset(("validate", "plan", "route"))
@@ -85,8 +88,8 @@ def command_name(args: argparse.Namespace) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The `ranktable` command. Run from the command line (``argv`` None), a cluster command goes to the
-    warm server when one runs (`ranktable.cli.warm`: the kubernetes client is already imported there)."""
+    """The `ranktable` command. Run from the command line (``argv`` None), a cluster or planning command
+    goes to the warm server when one runs (`ranktable.cli.warm`: what it imports is imported there)."""
     if argv is None:
         words = sys.argv[1:]
         if words and words[0] in WARM_COMMANDS:

@@ -1,5 +1,6 @@
-"""A warm CLI for cluster commands: a per-user process that has already imported the kubernetes client
-forks one child per `ranktable job ...` run, and the child runs the command on the caller's own terminal.
+"""A warm CLI for cluster and planning commands: a per-user process that has already imported the
+kubernetes client, the planner and numpy forks one child per `ranktable job ...` or `ranktable plan` run,
+and the child runs the command on the caller's own terminal.
 
 Why: importing the official kubernetes client (pydantic models, `CoreV1Api`) costs ~1.4 s of CPU per
 run, where `kubectl get` answers in ~0.2 s. The child reads the kubeconfig afresh on every run (no
@@ -70,12 +71,18 @@ def socket_path() -> Path:
 
 # -- the server ------------------------------------------------------------------------------------
 def preload() -> None:
-    """Import what cluster commands use, once, before any fork."""
+    """Import what cluster and planning commands use, once, before any fork; then move it all to the
+    collector's permanent generation, so no child's collection walks it (nor copies its pages)."""
+    import gc
+
     from ranktable.cli import build_parser
-    from ranktable.usecases.warm import preload_cluster
+    from ranktable.usecases.warm import preload_cluster, preload_planning
 
     build_parser()
     preload_cluster()
+    preload_planning()
+    gc.collect()
+    gc.freeze()
 
 
 class _Handler(socketserver.BaseRequestHandler):

@@ -23,6 +23,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 from urllib3.util.ssl_ import create_urllib3_context, resolve_cert_reqs
 
+from ranktable.cluster.rest import CoreApi, CustomObjects
 from ranktable.errors import ConflictError, InputError, NotFoundError, RanktableError, Unavailable
 from ranktable.home import SHARED_SETTINGS_ENV
 
@@ -106,12 +107,12 @@ class Kube:
     timeout: tuple[float, float] = DEFAULT_TIMEOUT
 
     @property
-    def core(self) -> client.CoreV1Api:
-        return client.CoreV1Api(self.api)
+    def core(self) -> CoreApi:
+        return CoreApi(self.api)
 
     @property
-    def custom(self) -> client.CustomObjectsApi:
-        return client.CustomObjectsApi(self.api)
+    def custom(self) -> CustomObjects:
+        return CustomObjects(self.api)
 
     @property
     def host(self) -> str:

@@ -9,4 +9,4 @@ def preload_kubernetes() -> None:
 
     from ranktable.cluster import client as _client  # noqa: F401
 
-    _ = kubernetes.client.CoreV1Api, kubernetes.client.CustomObjectsApi
+    _ = kubernetes.client.ApiClient, kubernetes.client.Configuration

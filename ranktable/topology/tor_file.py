@@ -19,7 +19,7 @@ from typing import Any
 
 from ranktable.errors import InputError
 from ranktable.limits import decode_utf8, gunzip
-from ranktable.topology._fields import Field, location, parse_json
+from ranktable.topology._fields import Field, location, parse_json, type_name
 from ranktable.topology.model import Switch, Topology
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -53,14 +53,16 @@ def encode_tor_file(data: dict[str, Any]) -> str:
     return base64.b64encode(gzip.compress(json.dumps(data).encode("utf-8"), mtime=0)).decode("ascii")
 
 
-def _device(device: Field) -> tuple[int, str]:
-    """(device_id, tor_ip) of one device entry; a fast path for the usual well-formed entry (65,536 of
-    them for an 8,192-server job), the checked path with field errors otherwise."""
-    raw = device.value
-    if isinstance(raw, dict):
+def _device(raw: Any, listed: Field, index: int) -> tuple[int, str]:
+    """(device_id, tor_ip) of entry `index` of the server's device list: a fast path for the usual
+    well-formed entry (65,536 of them for an 8,192-server job; no `Field` is built for it), the checked
+    path with field errors otherwise."""
+    if type(raw) is dict:
         device_id, tor = raw.get("device_id"), raw.get("tor_ip")
-        if isinstance(device_id, str) and device_id.isdigit() and isinstance(tor, str) and tor.strip():
+        if type(device_id) is str and device_id.isdigit() and type(tor) is str and tor.strip():
             return int(device_id), tor.strip()
+    device = listed.child(index, raw)
+    device.mapping()
     device_id = device.key("device_id").integer(minimum=0)
     tor = device.key("tor_ip", fix="the platform writes it when --rank-table-tor-enable is on").text()
     return device_id, tor
@@ -89,15 +91,20 @@ def topology_from_tor_file(
         server_id = server.key("server_id").text()
         if server_id in topo.server_leaf:
             raise server.child("server_id", server_id).error(f"server {server_id!r} is listed twice")
-        devices = list(server.key("device").items())
-        if not devices:
+        listed = server.key("device")
+        raw_devices = listed.value
+        if not isinstance(raw_devices, list):
+            raise listed.error(f"expected a list, got {type_name(raw_devices)}")
+        if not raw_devices:
             raise server.child("device", []).error("lists no device")
         tors: dict[int, str] = {}
-        for device in devices:
-            device_id, tor = _device(device)
+        for index, raw in enumerate(raw_devices):
+            device_id, tor = _device(raw, listed, index)
             if device_id in tors:
-                raise device.child("device_id", device.value.get("device_id")).error(
-                    f"device {device_id} is listed twice for server {server_id!r}"
+                raise (
+                    listed.child(index, raw)
+                    .child("device_id", raw.get("device_id"))
+                    .error(f"device {device_id} is listed twice for server {server_id!r}")
                 )
             if tor not in topo.switches:
                 topo.switches[tor] = Switch(tor, 1)

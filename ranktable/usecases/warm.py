@@ -1,5 +1,5 @@
 """What the warm CLI (`ranktable.cli.warm`) needs from the adapters: a private folder for its socket and
-the cluster modules imported once, before it forks a child per command."""
+the cluster and planning modules imported once, before it forks a child per command."""
 
 from __future__ import annotations
 
@@ -28,3 +28,16 @@ def preload_cluster() -> None:
     from ranktable.usecases import logs as _logs  # noqa: F401
 
     preload_kubernetes()
+
+
+def preload_planning() -> None:
+    """Import what `plan` uses: the rank-table reader, the planner and cost model (with numpy)
+    and every topology format's reader (YAML's C loader included)."""
+    import yaml
+
+    from ranktable.hccl import io as _io  # noqa: F401
+    from ranktable.topology import hypernode, k8s_nodes, labels, slurm, tor_file, tor_info  # noqa: F401
+    from ranktable.topology import yaml_format as _yaml_format  # noqa: F401
+    from ranktable.usecases import layout as _layout  # noqa: F401
+
+    _ = yaml.CSafeLoader if hasattr(yaml, "CSafeLoader") else yaml.SafeLoader

@@ -62,6 +62,11 @@ def test_raw_gzip_and_plain_json_files(tmp_path: Path) -> None:
             ["server_list[3].server_id", "listed twice"],
         ),
         (lambda d: d["server_list"][0].update(device=[]), ["server_list[0].device", "lists no device"]),
+        (lambda d: d["server_list"][0].update(device="x"), ["server_list[0].device", "expected a list"]),
+        (
+            lambda d: d["server_list"][0]["device"].__setitem__(2, "x"),
+            ["server_list[0].device[2]", "expected a mapping"],
+        ),
         (
             lambda d: d["server_list"][0]["device"][0].update(device_id="x"),
             ["device[0].device_id", "integer"],

@@ -118,3 +118,40 @@ def test_ctrl_c_reaches_the_command_run_warm(warm_env: dict[str, str]) -> None:
         assert follow.stderr.read() == "ranktable: interrupted\n"
     finally:
         follow.kill()
+
+
+def test_plan_is_served_warm_with_the_output_and_errors_it_has_in_process(tmp_path: Path) -> None:
+    """`plan` goes to the warm server too (its imports cost as much as reading a 65,536-rank table):
+    the same JSON on stdout and the same one-line error as when it runs in the caller's process."""
+    import ranktable.examples
+
+    examples = Path(ranktable.examples.__file__).parent
+    env = {**os.environ, "RANKTABLE_HOME": str(tmp_path / "home"), "RANKTABLE_WARM": "1"}
+    env["RANKTABLE_WARM_IDLE"] = "60"
+    argv = ["plan", "--ranktable", str(examples / "jobstart_hccl.json"), "--topology"]
+    argv += [str(examples / "topology.yaml"), "--json"]
+    in_process = subprocess.run(
+        [*RANKTABLE, *argv], env={**env, "RANKTABLE_WARM": "0"}, capture_output=True, text=True, timeout=60
+    )
+    assert in_process.returncode == 0, in_process.stderr
+    try:
+        first = subprocess.run([*RANKTABLE, *argv], env=env, capture_output=True, text=True, timeout=60)
+        assert first.stdout == in_process.stdout  # the first run starts the server and runs in-process
+        where = "from ranktable.cli import warm; print(warm.socket_path())"
+        socket = Path(subprocess.run([sys.executable, "-c", where], env=env, capture_output=True,
+                                     text=True, check=True).stdout.strip())  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not socket.exists() and time.monotonic() < deadline:  # `plan` started it: nothing else ran
+            time.sleep(0.2)
+        assert socket.exists(), "`ranktable plan` started no warm server"
+        served = warm(env, *argv)
+        assert served.returncode == 0, served.stderr
+        assert served.stdout == in_process.stdout
+        missing = warm(env, "plan", "--ranktable", str(tmp_path / "none.json"), "--topology", "t.conf")
+        assert missing.returncode == 1
+        assert missing.stderr.startswith("ranktable plan: ")
+        assert "none.json" in missing.stderr and missing.stderr.count("\n") == 1
+    finally:
+        subprocess.run(
+            [sys.executable, "-c", "from ranktable.cli import warm; warm.stop()"], env=env, check=False
+        )

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from kubernetes.client import CoreV1Api
 
 from ranktable.cluster.client import ClusterClient
 from ranktable.cluster.jobtable import JobTable
@@ -204,7 +205,7 @@ def test_describe_from_the_watches_is_built_once_per_change_and_follows_the_clus
         assert all(p["leaf"] for p in first["pods"])  # the nodes' leaves, from the watched nodes
 
         pod = first["pods"][1]["name"]
-        client.kube.core.create_namespaced_event(
+        CoreV1Api(client.kube.api).create_namespaced_event(
             "default",
             {
                 "metadata": {"name": f"{pod}.oom", "namespace": "default"},

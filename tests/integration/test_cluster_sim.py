@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from kubernetes.client import CoreV1Api
 
 from ranktable.cluster.client import ClusterClient
 from ranktable.cluster.kube import watch
@@ -182,12 +183,12 @@ def test_logs_survive_a_pool_restart_without_loss_or_repeats(sim_pool_process: S
 def test_watch_relists_after_410_gone(sim_pool_factory: Callable[..., SimPoolHandle]) -> None:
     pool = sim_pool_factory(history=5)
     client = client_for(pool)
-    core = client.kube.core
+    core = CoreV1Api(client.kube.api)  # the typed API: the product's `kube.core` has only what it calls
     core.create_namespaced_config_map("default", {"metadata": {"name": "first"}, "data": {"a": "1"}})
     notes: list[str] = []
     events = watch(
         client.kube,
-        core.list_namespaced_config_map,
+        client.kube.core.list_namespaced_config_map,  # the product's REST call, watched
         "default",
         what="configmaps",
         on_resume=notes.append,
@@ -276,7 +277,7 @@ def test_logs_continue_across_a_job_restart(pool: SimPoolHandle) -> None:
             break
         time.sleep(0.05)
     # a pod deleted under a running job: Volcano's PodEvicted -> RestartJob recreates every pod
-    client.kube.core.delete_namespaced_pod("phoenix-phoenix-1-0", "default")
+    CoreV1Api(client.kube.api).delete_namespaced_pod("phoenix-phoenix-1-0", "default")
     reader.join(timeout=90)
     stream.close()
     assert not reader.is_alive() and not stream.stats.problems
