@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := openssh-server openssh-client rsync chromium bubblewrap
 
-.PHONY: demo test tree-snapshot lint pytest test-core wheel-check system-deps env clean bench labextension jest ui-test screenshots \
+.PHONY: demo test tree-snapshot lint pytest test-faults test-core wheel-check system-deps env clean bench labextension jest ui-test screenshots \
 	controlplane conformance
 
 # System packages the tests need (real sshd, rsync for the sync benchmark, Chromium for browser tests).
@@ -72,6 +72,11 @@ screenshots: env system-deps $(UI_STAMP)
 # Integration tests: real sshd, real kubectl, the simulated pool, a Jupyter server (pytest-jupyter).
 pytest: env system-deps
 	$(BIN)/pytest -q tests/integration
+
+# The fault suite alone (`make test` runs it with the rest of tests/integration): kill -9 and restarts of the
+# pool, sshd and the Jupyter server, SSH cut in a cell, a sync and a forward (marker `fault`).
+test-faults: env system-deps
+	$(BIN)/pytest -q -m fault tests/integration
 
 # Core tests in a venv holding only the core dependencies (tests/core/requirements.txt) and this checkout
 # (editable, --no-deps): a test that needs more fails there.

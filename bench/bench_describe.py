@@ -36,7 +36,9 @@ from ranktable.cluster.client import ClusterClient  # noqa: E402
 from ranktable.cluster.jobtable import JobTable  # noqa: E402
 from ranktable.compose.manifests import compose  # noqa: E402
 from ranktable.compose.spec import JobSpec  # noqa: E402
+from ranktable.server_ext.demo import stop_process  # noqa: E402
 from ranktable.sim.control import find_running  # noqa: E402
+from tests.integration.sim_helpers import eventually  # noqa: E402
 
 PODS = int(os.environ.get("BENCH_PODS", "1024"))
 CALLS = int(os.environ.get("BENCH_CALLS", "20"))
@@ -48,17 +50,6 @@ def timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
     out = fn()
     return time.perf_counter() - wall, time.process_time() - cpu, out
-
-
-def until(check: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.2)
 
 
 def report(label: str, runs: list[tuple[float, float, Any]]) -> dict[str, float]:
@@ -91,7 +82,7 @@ def main() -> int:
     )
     table: JobTable | None = None
     try:
-        running = until(lambda: find_running(state / "pool"), 120, "the pool did not start")
+        running = eventually(lambda: find_running(state / "pool"), 120, "the pool to start", every=0.2)
         client = ClusterClient(str(running.kubeconfig), running.context, "default", timeout=(5.0, 120.0))
         spec = JobSpec(
             name=JOB,
@@ -122,7 +113,8 @@ def main() -> int:
 
         old = [timed(before) for _ in range(CALLS)]
         size = old[-1][2]
-        until(lambda: table.describe(JOB), 120, "the overview's watches did not list")  # starts them
+        # the first describe starts the overview's watches
+        eventually(lambda: table.describe(JOB), 120, "the overview's watches to list", every=0.2)
         table._described.clear()  # cold: the description and the leaves built again
         table._leaves = (-1, 0.0, {}, 0)
         new = [timed(lambda: table.describe(JOB)) for _ in range(CALLS)]
@@ -140,11 +132,7 @@ def main() -> int:
     finally:
         if table is not None:
             table.close()
-        pool.terminate()
-        try:
-            pool.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            pool.kill()
+        stop_process(pool, timeout=60)
         log.close()
         shutil.rmtree(state, ignore_errors=True)
 

@@ -66,6 +66,50 @@ def _tree_cpu(root: int) -> float:
     return total
 
 
+PEAK_RSS: dict[str, float] = {}  # role -> the highest resident MiB sampled during the run
+ROLES = {"server": ("jupyterlab",), "pool": ("sim", "serve")}  # words of each process' command line
+
+
+def _stack_rss(root: int) -> dict[str, float]:
+    """Peak MiB of resident memory of the stack's processes under `root`, per role (issue 28, item 5: the
+    Jupyter server <= 300 MiB, the pool <= 400 MiB at 1,024 pods x 100 lines/s)."""
+    parent: dict[int, int] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                parent[int(entry.name)] = int(
+                    Path(entry.path, "stat").read_text().rpartition(")")[2].split()[1]
+                )
+            except (OSError, IndexError, ValueError):
+                continue
+    out = dict.fromkeys(ROLES, 0.0)
+    for pid in parent:
+        up = pid
+        while up > 1 and up != root:
+            up = parent.get(up, 0)
+        if up != root:
+            continue
+        try:
+            words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        text = " ".join(w.decode(errors="replace") for w in words)
+        for role, needed in ROLES.items():
+            if all(f" {w}" in f" {text}" or f"/{w}" in text or f".{w}" in text for w in needed):
+                # the kernel's own peak of the process (VmHWM), so a peak between two samples counts
+                kib = next((int(x.split()[1]) for x in status.splitlines() if x.startswith("VmHWM:")), 0)
+                out[role] += kib / 1024
+    return out
+
+
+def _rss_text() -> str:
+    return (
+        ", ".join(f"{role} {mib:.0f} MiB" for role, mib in PEAK_RSS.items())
+        + " (targets at 1,024 pods x 100 lines/s: server <= 300 MiB, pool <= 400 MiB)"
+    )
+
+
 def _at(samples: list[tuple[float, Any]], t: float, read: Any) -> float | None:
     """A counter at wall time `t`, interpolated between the samples around it (None: not sampled then)."""
     times = [x for x, _ in samples]
@@ -123,16 +167,8 @@ def stages(data: dict[str, Any], chromium: list[tuple[float, float]]) -> dict[st
     return out
 
 
-def main() -> int:
-    env = {
-        **os.environ,
-        "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-        "NODE_PATH": str(UI / "node_modules"),
-        "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
-        "CI": "1",
-        "RANKTABLE_PROBE": str(PROBE),
-    }
-    shutil.rmtree(PROBE, ignore_errors=True)
+def _run_sampled(env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], list[tuple[float, float]]]:
+    """The Playwright spec's run, and Chromium's CPU seconds sampled every 2 s meanwhile."""
     proc = subprocess.Popen(
         [
             str(ROOT / ".venv" / "bin" / "jlpm"),
@@ -153,33 +189,25 @@ def main() -> int:
     def sample() -> None:
         while not done.wait(2.0):
             chromium.append((time.time(), _tree_cpu(proc.pid)))
+            for role, mib in _stack_rss(proc.pid).items():
+                PEAK_RSS[role] = max(PEAK_RSS.get(role, 0.0), mib)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     stdout, stderr = proc.communicate()
     done.set()
     sampler.join()
-    proc = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
-    figures = [
-        line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("BENCH_LOGVIEW ")
-    ]
-    if proc.returncode != 0 or not figures:
-        sys.stdout.write(proc.stdout[-4000:] + proc.stderr[-2000:])
-        return proc.returncode or 1
-    data = json.loads(figures[-1])
-    # the server's steps from the logs subscribe to its first batch (usecases/logs.py logs them)
-    server_steps = [
-        line.split("ranktable: ", 1)[1]
-        for line in (proc.stdout + proc.stderr).splitlines()
-        if "ranktable: logs of" in line
-    ]
-    data["server_steps"] = server_steps[-1] if server_steps else None
-    ended = [  # the stream's own count at its end (reconnects, duplicates dropped), when logged in time
-        line.split("ranktable: ", 1)[1]
-        for line in (proc.stdout + proc.stderr).splitlines()
-        if "ranktable: log stream of" in line
-    ]
-    data["server_end"] = ended[-1] if ended else None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr), chromium
+
+
+def _last_server_line(output: str, marker: str) -> str | None:
+    """What the server last logged after `marker`'s "ranktable: " (None: it did not log it in time)."""
+    lines = [line.split("ranktable: ", 1)[1] for line in output.splitlines() if marker in line]
+    return lines[-1] if lines else None
+
+
+def _print_view(data: dict[str, Any]) -> None:
+    """The log view's figures as the page measured them: lines, first lines, frames, heap."""
     print(
         f"log view: {data['pods']} pods, target {data['target_lines_per_second']} lines/s "
         f"for {data['seconds']} s ({data['feed']} feed, {data.get('tab', 'Logs')} tab shown)"
@@ -208,27 +236,60 @@ def main() -> int:
         f"max {data['heap_mb_max']} MB (5 s samples); after a forced full GC "
         f"{data['heap_mb_after_gc_start']} MB at start, {data['heap_mb_after_gc_end']} MB at end"
     )
+
+
+def _print_stages(st: dict[str, Any]) -> None:
+    """Where the lines go and wait, stage by stage, and each process's CPU."""
+    print(
+        f"  stages over the page's {st['window_s']} s window (lines/s): pool wrote "
+        f"{st.get('pool.lines_per_s')} (backlog at the end {st.get('pool.backlog')} lines, socket full "
+        f"{st.get('pool.socket_full_per_s')}/s) -> server read {st.get('server.read_per_s')} -> "
+        f"websocket sent {st.get('server.ws_lines_per_s')} -> page received {st['page_lines_per_s']}"
+    )
+    print(
+        "  waits (s per s): server loop -> queue "
+        f"{st.get('server.loop_emit_wait_s_per_s')}, run log -> subscriber "
+        f"{st.get('server.runlog_put_wait_s_per_s')}, thread -> event loop "
+        f"{st.get('server.hub_slots_wait_s_per_s')}, websocket write {st.get('server.ws_write_s_per_s')}"
+    )
+    print(
+        f"  CPU (s per s): pool {st.get('pool_cpu_per_s')}, server {st.get('server_cpu_per_s')}, "
+        f"chromium {st.get('chromium_cpu_per_s')}"
+    )
+    for role in ("pool", "server"):
+        print(f"  {role} threads (CPU s per s): {st.get(f'{role}_threads_cpu_per_s')}")
+
+
+def main() -> int:
+    env = {
+        **os.environ,
+        "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "NODE_PATH": str(UI / "node_modules"),
+        "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1",
+        "CI": "1",
+        "RANKTABLE_PROBE": str(PROBE),
+    }
+    shutil.rmtree(PROBE, ignore_errors=True)
+    proc, chromium = _run_sampled(env)
+    figures = [
+        line.split(" ", 1)[1] for line in proc.stdout.splitlines() if line.startswith("BENCH_LOGVIEW ")
+    ]
+    if proc.returncode != 0 or not figures:
+        sys.stdout.write(proc.stdout[-4000:] + proc.stderr[-2000:])
+        print(f"peak resident memory until the failure: {_rss_text()}")
+        return proc.returncode or 1
+    data = json.loads(figures[-1])
+    output = proc.stdout + proc.stderr
+    # the server's steps from the logs subscribe to its first batch (usecases/logs.py logs them)
+    data["server_steps"] = _last_server_line(output, "ranktable: logs of")
+    # the stream's own count at its end (reconnects, duplicates dropped), when logged in time
+    data["server_end"] = _last_server_line(output, "ranktable: log stream of")
+    _print_view(data)
+    data["peak_rss_mib"] = {role: round(mib) for role, mib in PEAK_RSS.items()}
+    print(f"peak resident memory: {_rss_text()}")
     if "window_start_ms" in data:
         data["stages"] = stages(data, chromium)
-        st = data["stages"]
-        print(
-            f"  stages over the page's {st['window_s']} s window (lines/s): pool wrote "
-            f"{st.get('pool.lines_per_s')} (backlog at the end {st.get('pool.backlog')} lines, socket full "
-            f"{st.get('pool.socket_full_per_s')}/s) -> server read {st.get('server.read_per_s')} -> "
-            f"websocket sent {st.get('server.ws_lines_per_s')} -> page received {st['page_lines_per_s']}"
-        )
-        print(
-            "  waits (s per s): server loop -> queue "
-            f"{st.get('server.loop_emit_wait_s_per_s')}, run log -> subscriber "
-            f"{st.get('server.runlog_put_wait_s_per_s')}, thread -> event loop "
-            f"{st.get('server.hub_slots_wait_s_per_s')}, websocket write {st.get('server.ws_write_s_per_s')}"
-        )
-        print(
-            f"  CPU (s per s): pool {st.get('pool_cpu_per_s')}, server {st.get('server_cpu_per_s')}, "
-            f"chromium {st.get('chromium_cpu_per_s')}"
-        )
-        for role in ("pool", "server"):
-            print(f"  {role} threads (CPU s per s): {st.get(f'{role}_threads_cpu_per_s')}")
+        _print_stages(data["stages"])
     print(json.dumps(data))
     return 0
 

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +73,81 @@ def ranktable_sync(home: Path, local: Path) -> None:
         manager.close()
 
 
+def _peers(
+    server: SshServer, work: Path, cli_home: Path, local: Path, dests: dict[str, Path], known: Path
+) -> tuple[Callable[[], None], Callable[[], None], Callable[[], None], Callable[[], None]]:
+    """The other sides of the comparison, each syncing `local` to its own destination: our CLI through
+    its agent (with its own state in `cli_home`), rsync and scp; and how to stop the CLI's agent."""
+    server.write_known_hosts(cli_home / "known_hosts")
+    ProfileStore(cli_home).add(server.profile("bench", dests["cli"]))
+    (work / "run").mkdir(mode=0o700)
+    cli_env = {**os.environ, "RANKTABLE_HOME": str(cli_home), "RANKTABLE_AGENT": "1"}
+    cli_env["XDG_RUNTIME_DIR"] = str(work / "run")
+    cli_env["PYTHONPATH"] = str(ROOT)
+    ranktable_bin = str(Path(sys.executable).with_name("ranktable"))
+
+    def cli() -> None:
+        done = subprocess.run(
+            [ranktable_bin, "sync", "bench", str(local)], env=cli_env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    ssh = " ".join(server.ssh_command(known))
+    target = f"{server.user}@{server.host}:"
+
+    def rsync() -> None:
+        subprocess.run(["rsync", "-a", "-e", ssh, f"{local}/", target + f"{dests['rsync']}/"], check=True)
+
+    def scp() -> None:
+        opts = ["-q", "-r", "-P", str(server.port), "-i", str(server.client_key)]
+        opts += [
+            "-o",
+            f"UserKnownHostsFile={known}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "BatchMode=yes",
+        ]
+        subprocess.run(["scp", *opts, str(local), target + str(dests["scp"])], check=True)
+
+    def stop_agent() -> None:
+        subprocess.run([ranktable_bin, "ssh", "agent", "stop"], env=cli_env, capture_output=True)
+
+    return cli, rsync, scp, stop_agent
+
+
+def _report(times: dict[str, list[float]]) -> None:
+    """Each case's min and median against rsync's in the same run, and whether the targets are met."""
+    med = {case: statistics.median(values) for case, values in times.items()}
+    best = {case: min(values) for case, values in times.items()}
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    print(f"{'case':<16} {'mode':<28} {'s (min/median)':>16} {'rsync s (min/median)':>21} {'ratio':>7}")
+    verdict = []
+    targets = {"first": (1.0, "<="), "noop": (0.8, "<"), "one": (0.8, "<")}
+    for label, key in (("first sync", "first"), ("no-op sync", "noop"), ("one-file change", "one")):
+        rsync_k = f"{key}/rsync"
+        for mode, name in (
+            ("ranktable", "in-process, fresh connection"),
+            ("cli", "CLI through the agent"),
+        ):
+            k = f"{key}/{mode}"
+            ratio = med[k] / med[rsync_k]
+            print(
+                f"{label:<16} {name:<28} {best[k]:>6.2f} / {med[k]:<7.2f} {best[rsync_k]:>9.2f} / "
+                f"{med[rsync_k]:<9.2f} {ratio:>6.2f}x"
+            )
+            limit, op = targets[key]
+            verdict.append(
+                (f"{label} ({name}) {op} {limit}x rsync", ratio <= limit if op == "<=" else ratio < limit)
+            )
+    print(
+        f"scp -r first copy: {med['first/scp']:.2f}s "
+        f"(ranktable/scp {med['first/ranktable'] / med['first/scp']:.2f}x)"
+    )
+    for text, ok in verdict:
+        print(f"target {'met' if ok else 'MISSED'}: {text}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=5000)
@@ -98,37 +174,7 @@ def main() -> None:
             d.mkdir()
         ProfileStore(home).add(server.profile("bench", dests["ranktable"]))
         cli_home = work / "cli-home"  # the CLI's own state (manifest, agent) and destination
-        server.write_known_hosts(cli_home / "known_hosts")
-        ProfileStore(cli_home).add(server.profile("bench", dests["cli"]))
-        (work / "run").mkdir(mode=0o700)
-        cli_env = {**os.environ, "RANKTABLE_HOME": str(cli_home), "RANKTABLE_AGENT": "1"}
-        cli_env["XDG_RUNTIME_DIR"] = str(work / "run")
-        cli_env["PYTHONPATH"] = str(ROOT)
-        ranktable_bin = str(Path(sys.executable).with_name("ranktable"))
-
-        def cli() -> None:
-            done = subprocess.run(
-                [ranktable_bin, "sync", "bench", str(local)], env=cli_env, capture_output=True, text=True
-            )
-            assert done.returncode == 0, done.stdout + done.stderr
-
-        ssh = " ".join(server.ssh_command(known))
-        target = f"{server.user}@{server.host}:"
-
-        def rsync() -> None:
-            subprocess.run(["rsync", "-a", "-e", ssh, f"{local}/", target + f"{dests['rsync']}/"], check=True)
-
-        def scp() -> None:
-            opts = ["-q", "-r", "-P", str(server.port), "-i", str(server.client_key)]
-            opts += [
-                "-o",
-                f"UserKnownHostsFile={known}",
-                "-o",
-                "StrictHostKeyChecking=yes",
-                "-o",
-                "BatchMode=yes",
-            ]
-            subprocess.run(["scp", *opts, str(local), target + str(dests["scp"])], check=True)
+        cli, rsync, scp, stop_agent = _peers(server, work, cli_home, local, dests, known)
 
         def ours() -> None:
             ranktable_sync(home, local)
@@ -171,35 +217,8 @@ def main() -> None:
             for dest in (dests["ranktable"], dests["cli"]):
                 same = subprocess.run(["diff", "-r", "-q", str(local), str(dest)], capture_output=True)
                 assert same.returncode == 0, same.stdout.decode()[:500]
-        med = {case: statistics.median(values) for case, values in times.items()}
-        best = {case: min(values) for case, values in times.items()}
-        print(f"load average after: {os.getloadavg()[0]:.1f}")
-        print(f"{'case':<16} {'mode':<28} {'s (min/median)':>16} {'rsync s (min/median)':>21} {'ratio':>7}")
-        verdict = []
-        targets = {"first": (1.0, "<="), "noop": (0.8, "<"), "one": (0.8, "<")}
-        for label, key in (("first sync", "first"), ("no-op sync", "noop"), ("one-file change", "one")):
-            rsync_k = f"{key}/rsync"
-            for mode, name in (
-                ("ranktable", "in-process, fresh connection"),
-                ("cli", "CLI through the agent"),
-            ):
-                k = f"{key}/{mode}"
-                ratio = med[k] / med[rsync_k]
-                print(
-                    f"{label:<16} {name:<28} {best[k]:>6.2f} / {med[k]:<7.2f} {best[rsync_k]:>9.2f} / "
-                    f"{med[rsync_k]:<9.2f} {ratio:>6.2f}x"
-                )
-                limit, op = targets[key]
-                verdict.append(
-                    (f"{label} ({name}) {op} {limit}x rsync", ratio <= limit if op == "<=" else ratio < limit)
-                )
-        print(
-            f"scp -r first copy: {med['first/scp']:.2f}s "
-            f"(ranktable/scp {med['first/ranktable'] / med['first/scp']:.2f}x)"
-        )
-        for text, ok in verdict:
-            print(f"target {'met' if ok else 'MISSED'}: {text}")
-        subprocess.run([ranktable_bin, "ssh", "agent", "stop"], env=cli_env, capture_output=True)
+        _report(times)
+        stop_agent()
     finally:
         if server is not None:
             server.stop()

@@ -32,6 +32,11 @@ class InputError(RanktableError):
     """A file, field or argument the user gave is malformed or inconsistent."""
 
 
+class ContentError(InputError):
+    """Well-formed input whose content fails a check no schema can state (a rank table that is not one, a
+    regular expression that does not compile, a spec whose fields contradict each other): a 422 to the API."""
+
+
 class NotFoundError(RanktableError):
     """A named thing (profile, job, file) does not exist."""
 

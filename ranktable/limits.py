@@ -43,6 +43,8 @@ MAX_LOG_FILES = 4096
 """Log files read by one `diagnose --logs` / `metrics --logs` (a 4,096-rank job's per-rank logs)."""
 MAX_LOG_BYTES = 2 * 1024 * MiB
 """Bytes of logs read by one `--logs` call, all files together (they are held in memory)."""
+MAX_UPLOAD_BYTES = 256 * MiB
+"""Bytes of logs sent to `POST /ranktable/logs` in one request (the server holds them in memory)."""
 KEEP_LOGS_S = 60.0
 MAX_SUBSCRIPTIONS_PER_SOCKET = 256
 """Active subscriptions (logs, jobs, uploads, operations) on one stream websocket."""
@@ -170,6 +172,12 @@ def load_json(
 
 def load_yaml_all(text: str, where: str | None, *, line_in_where: bool = False) -> list[Any]:
     """Every document of a YAML stream, refusing alias bombs, self-references and deep nesting."""
+    if len(text) < MAX_YAML_NODES // 2:  # plain block YAML (what tools write): read without PyYAML
+        from ranktable.block_yaml import load_block_yaml
+
+        simple = load_block_yaml(text, MAX_NESTING - 1)  # -1: a `{}` value is one level more
+        if simple is not None:
+            return simple
     import yaml  # here: commands that read no YAML (plan, validate) start faster
 
     loader_class: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

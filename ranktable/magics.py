@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import os
 import shlex
 import time
 from dataclasses import dataclass
@@ -135,15 +136,19 @@ class RanktableMagics(Magics):
 
     def jobs(self, args: argparse.Namespace) -> Jobs:
         """The job use cases for the cluster named by the flags, else by `%ranktable cluster`."""
-        from ranktable.usecases.jobs import ClusterSettings, Jobs
+        from ranktable.usecases.jobs import ClusterSettings, Jobs, team_settings
 
         kubeconfig = args.kubeconfig or self.kubeconfig
         context = args.context or self.context
         namespace = args.namespace or self.namespace
         key = (kubeconfig, context, namespace)
         if key not in self._jobs:
+            # the jobs' owner as the panel's: the Hub user, else the kubeconfig's (a shared pool)
+            owner, namespace = team_settings(
+                namespace, os.environ.get("JUPYTERHUB_USER"), kubeconfig, context
+            )
             self._jobs[key] = Jobs(
-                ClusterSettings(kubeconfig=kubeconfig, context=context, namespace=namespace)
+                ClusterSettings(kubeconfig=kubeconfig, context=context, namespace=namespace, owner=owner)
             )
         return self._jobs[key]
 
@@ -186,6 +191,24 @@ class RanktableMagics(Magics):
         deleted, kept = stopped["deleted"], stopped["logs"]
         summary = "deleted " + ", ".join(deleted) + (f"; {kept}" if kept else "")
         return ShownList(deleted, text_html(summary), summary)
+
+    def _cmd_resume(self, argv: list[str]) -> dict[str, Any]:
+        """`%ranktable resume NAME [--from-scratch]`: the next run of the lineage from the last checkpoint,
+        the node a hardware fault was blamed on excluded."""
+        p = self._cluster_parser("resume")
+        p.add_argument("name")
+        p.add_argument("--from-scratch", action="store_true")
+        args = p.parse_args(argv)
+        resumed = self.jobs(args).resume(None, args.name, from_scratch=args.from_scratch)
+        return ShownDict(resumed, text_html(resumed["message"]), resumed["message"])
+
+    def _cmd_lineage(self, argv: list[str]) -> dict[str, Any]:
+        """`%ranktable lineage NAME`: the job's runs as one lineage, what each fault cost, the goodput."""
+        p = self._cluster_parser("lineage")
+        p.add_argument("name")
+        args = p.parse_args(argv)
+        found = self.jobs(args).lineage(None, args.name)
+        return ShownDict(found, text_html(found["text"]), found["text"])
 
     def _cmd_logs(self, argv: list[str]) -> list[str]:
         """`%ranktable logs NAME [-f] [--rank R] [--timeout S]`: every pod's log, tagged `[rank pod]`."""
@@ -272,6 +295,20 @@ class RanktableMagics(Magics):
             else "no failure found"
         )
         return ShownDict(result, diagnosis_html(result), summary)
+
+    def _cmd_compare(self, argv: list[str]) -> dict[str, Any]:
+        """`%ranktable compare NAME [--runs A B]`: two runs side by side (default: the two newest)."""
+        from ranktable.observe.compare import compare_text
+
+        p = self._cluster_parser("compare")
+        p.add_argument("name")
+        p.add_argument("--runs", nargs=2, default=None, metavar=("A", "B"))
+        args = p.parse_args(argv)
+        result = self.jobs(args).compare(None, args.name, args.runs)
+        text = f"job {args.name}: run A {result['a']['run']} vs run B {result['b']['run']}\n" + compare_text(
+            result
+        )
+        return ShownDict(result, pre_html(text), text)
 
     def _cmd_job(self, argv: list[str], cell: str | None) -> dict[str, Any]:
         """`%%ranktable job --name N --image I [--nodes 4 ...] [--submit]`; the cell is the command."""
@@ -445,6 +482,8 @@ USAGE = """%ranktable — plan, compose, submit and watch ranktable-routed jobs;
   %ranktable cluster [--kubeconfig F] [--context C] [-n NS]   set defaults, show free NPUs per leaf
   %ranktable jobs | stop NAME | logs NAME [-f] [--rank R] | wait NAME | layout NAME [--topology F]
   %ranktable metrics NAME [--run UID] | diagnose NAME [--run UID]   plots and triage from the logs
+  %ranktable compare NAME [--runs A B]   two runs side by side: outcome, loss, step time, throughput
+  %ranktable resume NAME [--from-scratch] | lineage NAME   resume from a checkpoint; runs, faults, goodput
   %ranktable connect PROFILE [--accept-host-key FP | --replace-host-key NEW_FP]   verify an SSH profile
   %ranktable sync PROFILE [LOCAL_DIR] [--force] [--delete] [--dry-run]
   %ranktable forward PROFILE REMOTE_PORT [--local-port P] | --list | --close ID   (127.0.0.1 only)

@@ -22,6 +22,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 ENV = "RANKTABLE_PROBE"
+TRACE_ENV = "RANKTABLE_PROBE_TRACEMALLOC"
+"""Set (with RANKTABLE_PROBE) to trace allocations: every `TRACE_EVERY` samples, and at exit, the largest
+allocation sites (file:line, by size) go to ``FOLDER/<pid>.tracemalloc.txt`` (issue 28, item 5: where the
+server's and the pool's memory goes). Tracing slows the process: figures of such a run are no timings."""
+TRACE_EVERY = 15
+TRACE_TOP = 30
 SAMPLE_SECONDS = 2.0  # reading 1,000+ threads' /proc files costs ~1% of a core each second
 
 _dir: Path | None = Path(os.environ[ENV]) if os.environ.get(ENV) else None
@@ -67,6 +73,20 @@ def _start() -> None:
     atexit.register(_sample)
 
 
+def _trace() -> None:
+    """The largest allocation sites now, written over the previous ones (a no-op unless tracing)."""
+    import tracemalloc
+
+    if _dir is None or not tracemalloc.is_tracing():
+        return
+    current, peak = tracemalloc.get_traced_memory()
+    stats = tracemalloc.take_snapshot().statistics("lineno")[:TRACE_TOP]
+    lines = [f"t {time.time():.1f} traced {current / 2**20:.1f} MiB, peak {peak / 2**20:.1f} MiB"]
+    lines += [f"{s.size / 2**20:9.2f} MiB {s.count:9d} blocks  {s.traceback[0]}" for s in stats]
+    _dir.mkdir(parents=True, exist_ok=True)
+    (_dir / f"{os.getpid()}.tracemalloc.txt").write_text("\n".join(lines) + "\n")
+
+
 def _threads_cpu() -> dict[str, float]:
     """CPU seconds (user + system) of this process' live threads, by name with digits folded."""
     out: dict[str, float] = {}
@@ -107,9 +127,22 @@ def _sample() -> None:
 
 
 def _run() -> None:
+    samples = 0
     while True:
         time.sleep(SAMPLE_SECONDS)
+        samples += 1
         try:
             _sample()
+            if samples % TRACE_EVERY == 0 and os.environ.get(TRACE_ENV):
+                _trace()
         except OSError:
             return
+
+
+if _dir is not None and os.environ.get(
+    TRACE_ENV
+):  # from the import on: what was allocated before is not seen
+    import tracemalloc
+
+    tracemalloc.start(1)
+    atexit.register(_trace)

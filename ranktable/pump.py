@@ -8,6 +8,7 @@ import contextlib
 import logging
 import select
 import socket
+import struct
 import threading
 from typing import Protocol
 
@@ -30,8 +31,11 @@ def pump(sock: socket.socket, chan: ChannelLike, stop: threading.Event | None = 
     """Copy bytes both ways until the remote side ends (or ``stop`` is set); closes both ends.
 
     A local EOF is passed on as a half-close; a remote EOF ends the pair (ZMQ peers never half-close).
+    A channel that breaks (the SSH connection cut) resets the local connection instead of closing it, so
+    the client sees an error, not an end: a download cut in the middle is never taken for a complete one.
     """
     sock_open = True
+    broken = False
     try:
         while True:
             if stop is not None and stop.is_set():
@@ -50,12 +54,16 @@ def pump(sock: socket.socket, chan: ChannelLike, stop: threading.Event | None = 
                 if not data:
                     # The remote end closed: end the local connection too, so the client (ZMQ)
                     # notices and reconnects instead of waiting on a half-open socket.
+                    broken = not getattr(chan, "eof_received", True)  # closed without an EOF: cut
                     return
                 sock.sendall(data)
     except Exception as exc:  # OSError, EOFError, or paramiko's SSHException when the transport dies
         log.debug("forwarded connection ended: %s", exc)
+        broken = True
     finally:
         with contextlib.suppress(Exception):
             chan.close()
         with contextlib.suppress(OSError):
+            if broken:  # an RST, not a FIN: the client sees ECONNRESET
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             sock.close()

@@ -14,6 +14,7 @@ import { ILauncher } from '@jupyterlab/launcher';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { SidePanel } from '@jupyterlab/ui-components';
 import { AccordionPanel } from '@lumino/widgets';
+import { stoppedNotice } from './jobs/settle';
 
 import { RanktableModel } from './connections/model';
 import { confirmResubmit, confirmStop } from './jobs/confirm';
@@ -22,9 +23,18 @@ import { RunPickerModel } from './jobs/runpicker';
 import { pickRun } from './jobs/runpickerview';
 import { IJobRunRef } from './jobview/observe';
 import { LAYOUT_FACTORY } from './layout/view';
-import { SPEC_FILE_EXTENSION, newSpecText } from './spec/specfile';
+import {
+  SPEC_FILE_EXTENSION,
+  newSpecDefaults,
+  newSpecText
+} from './spec/specfile';
 import { SPEC_FACTORY } from './spec/view';
-import { ranktableIcon } from './ui/icon';
+import {
+  jobSpecIcon,
+  jobViewIcon,
+  rankLayoutIcon,
+  ranktableIcon
+} from './ui/icon';
 
 export namespace CommandIDs {
   export const open = 'ranktable:open';
@@ -36,6 +46,7 @@ export namespace CommandIDs {
   export const resubmitJob = 'ranktable:resubmit-job';
   export const openSync = 'ranktable:open-sync';
   export const openInsights = 'ranktable:open-job-insights';
+  export const openLogsRun = 'ranktable:open-logs-as-run';
 }
 
 /** What the commands act on, built by the plugin's activate. */
@@ -49,6 +60,8 @@ export interface ICommandContext {
   panel: SidePanel;
   openRun: (run: IRunRef) => void;
   openInsights: (job: IJobRunRef) => void;
+  /** A document over log files and folders of the Jupyter root, read as one run. */
+  openLogsRun: (paths: string[]) => void;
   browser: IDefaultFileBrowser | null;
   docManager: IDocumentManager | null;
 }
@@ -75,6 +88,7 @@ export function addCommandsAndMenus(
     const category = ctx.trans.__('Ranktable');
     for (const command of [
       CommandIDs.openInsights,
+      CommandIDs.openLogsRun,
       CommandIDs.open,
       CommandIDs.openJob,
       CommandIDs.openLayout,
@@ -116,7 +130,7 @@ function addJobCommands(ctx: ICommandContext): void {
     caption: trans.__(
       'Pick a job or an earlier run on the pool and open its Job view'
     ),
-    icon: ranktableIcon,
+    icon: jobViewIcon,
     execute: async args => {
       // the row under the context menu only when run from that menu (the palette opens the picker)
       let run: IRunRef | null = (args.fromRow ? rowRun(app) : null) ?? {
@@ -142,8 +156,9 @@ function addJobCommands(ctx: ICommandContext): void {
       const run = rowRun(app);
       if (run && (await confirmStop(trans, run))) {
         const stopped = await jobs.stop(run);
-        if (stopped.logs) {
-          Notification.info(stopped.logs, { autoClose: 8000 });
+        const notice = stoppedNotice(stopped.logs);
+        if (notice) {
+          Notification.info(notice, { autoClose: 8000 });
         }
       }
     }
@@ -187,6 +202,12 @@ function addContextMenus(app: JupyterFrontEnd): void {
     selector: '.jp-DirListing-content',
     rank: 52
   });
+  app.contextMenu.addItem({
+    command: CommandIDs.openLogsRun,
+    args: { fromBrowser: true },
+    selector: '.jp-DirListing-item',
+    rank: 53
+  });
 }
 
 function addDocumentCommands(ctx: ICommandContext): void {
@@ -199,7 +220,7 @@ function addDocumentCommands(ctx: ICommandContext): void {
     caption: trans.__(
       'Pick a rank-table JSON file and show its layout on the cluster’s topology or a file’s'
     ),
-    icon: ranktableIcon,
+    icon: rankLayoutIcon,
     isEnabled: () => !!ctx.docManager,
     execute: async args => {
       const path = await pickRankTable(
@@ -223,7 +244,7 @@ function addDocumentCommands(ctx: ICommandContext): void {
       'A job spec file (%1) opened in the form',
       SPEC_FILE_EXTENSION
     ),
-    icon: ranktableIcon,
+    icon: jobSpecIcon,
     execute: async args => {
       const cwd = String(args.cwd ?? browser?.model.path ?? '');
       const file = await app.serviceManager.contents.newUntitled({
@@ -234,7 +255,11 @@ function addDocumentCommands(ctx: ICommandContext): void {
       await app.serviceManager.contents.save(file.path, {
         type: 'file',
         format: 'text',
-        content: newSpecText()
+        // from the last job's image and the profile's shared folder: no issue the form made itself
+        content: newSpecText(
+          'my-job',
+          newSpecDefaults(ctx.jobs.jobs, ctx.model.profiles)
+        )
       });
       return app.commands.execute('docmanager:open', {
         path: file.path,
@@ -268,6 +293,26 @@ async function pickRankTable(
   return picked.button.accept && file ? file.path : null;
 }
 
+/** JupyterLab's file dialog: the log files and folders to read as one run. */
+async function pickLogs(ctx: ICommandContext, near: string): Promise<string[]> {
+  const { trans, docManager, translator } = ctx;
+  if (!docManager) {
+    return [];
+  }
+  const picked = await FileDialog.getOpenFiles({
+    manager: docManager,
+    title: trans.__('Open logs as a run'),
+    label: trans.__(
+      'Log files or folders (rank_0.log, worker_3.log…) or a .tar export'
+    ),
+    defaultPath: near,
+    translator
+  });
+  return picked.button.accept
+    ? (picked.value ?? []).map(item => item.path)
+    : [];
+}
+
 function addPanelCommands(ctx: ICommandContext): void {
   const { app, trans, model, panel } = ctx;
   app.commands.addCommand(CommandIDs.open, {
@@ -297,7 +342,29 @@ function addPanelCommands(ctx: ICommandContext): void {
 }
 
 function addInsightsCommand(ctx: ICommandContext): void {
-  const { app, trans, jobs } = ctx;
+  const { app, trans, jobs, browser } = ctx;
+  app.commands.addCommand(CommandIDs.openLogsRun, {
+    label: args =>
+      args.fromBrowser
+        ? trans.__('Open logs as a run')
+        : trans.__('Ranktable: Open logs as a run…'),
+    caption: trans.__(
+      'Diagnosis and metrics of log files or folders (a file per rank or pod), no live job needed'
+    ),
+    icon: ranktableIcon,
+    execute: async args => {
+      let paths = Array.isArray(args.paths) ? args.paths.map(String) : [];
+      if (!paths.length && args.fromBrowser && browser) {
+        paths = Array.from(browser.selectedItems()).map(item => item.path);
+      }
+      if (!paths.length) {
+        paths = await pickLogs(ctx, String(browser?.model.path ?? ''));
+      }
+      if (paths.length) {
+        ctx.openLogsRun(paths);
+      }
+    }
+  });
   app.commands.addCommand(CommandIDs.openInsights, {
     label: args =>
       trans.__(

@@ -3,18 +3,21 @@
  * command and menu lives in commands.ts, every feature in its folder.
  */
 import {
+  ILabShell,
   ILayoutRestorer,
   JupyterFrontEnd,
+  LayoutRestorer,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import {
   ICommandPalette,
+  IWindowResolver,
   MainAreaWidget,
   Notification,
   WidgetTracker
 } from '@jupyterlab/apputils';
 import { DocumentWidget } from '@jupyterlab/docregistry';
-import { ReactWidget } from '@jupyterlab/ui-components';
+import { ReactWidget, SidePanel } from '@jupyterlab/ui-components';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { IDefaultFileBrowser } from '@jupyterlab/filebrowser';
 import { ILauncher } from '@jupyterlab/launcher';
@@ -30,10 +33,20 @@ import {
 import { StreamClient } from './api/client';
 import { CommandIDs, ICommandContext, addCommandsAndMenus } from './commands';
 import { RanktableModel } from './connections/model';
-import { JobsModel } from './jobs/model';
-import { notifyFailing, notifyPhaseChanges } from './jobs/notify';
+import { IRunRef, JobsModel } from './jobs/model';
+import {
+  notifyFailing,
+  notifyPhaseChanges,
+  notifyRecovery
+} from './jobs/notify';
+import { RecoveryModel } from './jobs/recovery';
 import { insightsOpener, notifyFinishedJobs } from './jobview/insights';
-import { IObserveSettings, putObserveSettings } from './jobview/observe';
+import { logsRunOpener } from './jobview/logsrun';
+import {
+  IObserveSettings,
+  loadObserveSettings,
+  putObserveSettings
+} from './jobview/observe';
 import { trackJobViews } from './jobview/tracker';
 import { JobViewContent } from './jobview/view';
 import { registerLayoutDocuments } from './layout/documents';
@@ -45,6 +58,7 @@ import { SyncStatusModel, uploadTargets } from './sync/model';
 import { createSyncStatusItem } from './sync/status';
 import { ranktableIcon } from './ui/icon';
 import { StateStore } from './ui/statestore';
+import { saveWorkspaceOnUnload } from './ui/workspacesave';
 
 export { CommandIDs };
 
@@ -65,7 +79,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     ILauncher,
     IDefaultFileBrowser,
     IStatusBar,
-    IDocumentManager
+    IDocumentManager,
+    IWindowResolver
   ],
   activate: (
     app: JupyterFrontEnd,
@@ -77,7 +92,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     launcher: ILauncher | null,
     browser: IDefaultFileBrowser | null,
     statusBar: IStatusBar | null,
-    docManager: IDocumentManager | null
+    docManager: IDocumentManager | null,
+    resolver: IWindowResolver | null
   ) => {
     translator = translator ?? nullTranslator;
     const trans = translator.load('jupyter-ranktable');
@@ -93,21 +109,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const specs = registerSpecDocuments(app, jobs, trans, translator, openRun);
     const layouts = registerLayoutDocuments(app, trans, translator, docManager);
 
-    const panel = createSidebar({
-      model,
-      jobs,
-      trans,
-      openRun,
-      openNotebook: async (kernelName: string) => {
-        await app.serviceManager.kernelspecs.refreshSpecs();
-        await app.commands.execute('notebook:create-new', { kernelName });
-      },
-      newSpec: () => void app.commands.execute(CommandIDs.newSpec)
-    });
-    panel.id = PANEL_ID;
-    panel.title.icon = ranktableIcon;
-    panel.title.caption = trans.__('Ranktable');
-    app.shell.add(panel, 'left', { rank: 600 });
+    const panel = addSidebar(app, model, jobs, trans, openRun);
 
     const context: ICommandContext = {
       app,
@@ -118,6 +120,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       panel,
       openRun,
       openInsights: insightsOpener(app, trans),
+      openLogsRun: logsRunOpener(app, trans),
       browser,
       docManager
     };
@@ -125,10 +128,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
     if (restorer) {
       restorer.add(panel, PANEL_ID);
       restoreDocuments(restorer, jobViews.tracker, specs, layouts);
+      if (state && resolver) {
+        saveLayoutOnUnload(app, restorer, state, resolver);
+      }
     }
 
     notifyPhaseChanges(jobs, trans, openRun, () => settings.notify);
     notifyFailing(jobs, trans, openRun, () => settings.notify);
+    notifyRecovery(new RecoveryModel(), trans, openRun); // auto-resume decisions (when the server has it on)
     // metrics + diagnosis document, finish/failure notification
     notifyFinishedJobs(jobs, trans, ref => {
       void app.commands.execute(CommandIDs.openInsights, ref);
@@ -141,6 +148,49 @@ const plugin: JupyterFrontEndPlugin<void> = {
     });
   }
 };
+
+/** The sidebar, built and added to the left of the shell. */
+function addSidebar(
+  app: JupyterFrontEnd,
+  model: RanktableModel,
+  jobs: JobsModel,
+  trans: TranslationBundle,
+  openRun: (run: IRunRef) => void
+): SidePanel {
+  const panel = createSidebar({
+    model,
+    jobs,
+    trans,
+    openRun,
+    openNotebook: async (kernelName: string) => {
+      await app.serviceManager.kernelspecs.refreshSpecs();
+      await app.commands.execute('notebook:create-new', { kernelName });
+    },
+    newSpec: () => void app.commands.execute(CommandIDs.newSpec)
+  });
+  panel.id = PANEL_ID;
+  panel.title.icon = ranktableIcon;
+  panel.title.caption = trans.__('Ranktable');
+  app.shell.add(panel, 'left', { rank: 600 });
+  return panel;
+}
+
+/** The workspace's layout is saved when the page unloads (the next load restores it). */
+function saveLayoutOnUnload(
+  app: JupyterFrontEnd,
+  restorer: ILayoutRestorer,
+  state: IStateDB,
+  resolver: IWindowResolver
+): void {
+  // the restorer class (not its token's interface) saves a layout: duck-typed
+  const shell = app.shell as unknown as Partial<ILabShell>;
+  const layoutRestorer = restorer as Partial<Pick<LayoutRestorer, 'save'>>;
+  saveWorkspaceOnUnload(state, resolver.name, async () => {
+    if (shell.saveLayout && layoutRestorer.save) {
+      await layoutRestorer.save(shell.saveLayout());
+    }
+  });
+}
 
 /** Job views, spec documents and layouts open at the last reload open again. */
 function restoreDocuments(
@@ -178,11 +228,13 @@ function loadSettings(
   void settingRegistry
     .load(PLUGIN_ID)
     .then(settings => {
-      const apply = () => {
+      // at load only what differs from the server's is sent (nothing, usually): a page load writes nothing
+      const apply = (atLoad: boolean) => {
         current.notify = settings.get('notifyPhaseChanges').composite !== false;
         const observability = (settings.get('observability').composite ??
           {}) as IObserveSettings;
-        putObserveSettings(observability).catch(reason =>
+        const send = atLoad ? loadObserveSettings : putObserveSettings;
+        send(observability).catch(reason =>
           Notification.error(
             trans.__(
               'Ranktable settings, metrics and triage: %1',
@@ -192,8 +244,8 @@ function loadSettings(
           )
         );
       };
-      apply();
-      settings.changed.connect(apply);
+      apply(true);
+      settings.changed.connect(() => apply(false));
     })
     .catch(reason =>
       console.warn('jupyter-ranktable: settings not loaded', reason)

@@ -312,6 +312,77 @@ def _rank_places(ring: RingDevices, pods: np.ndarray | None = None) -> RankPlace
     return RankPlaces(server, leaf, pod)
 
 
+def _reference_figures(
+    devices: RingDevices,
+    fabric: _Fabric,
+    servers: int,
+    counts: list[int],
+    message_bytes: int,
+    links: LinkModel,
+) -> tuple[float, float, float | None]:
+    """The earlier model's figures, kept for reference: the flat ring's slowest Gbit/s and its seconds,
+    and the hierarchical ring's seconds (None unless every server has the same several ranks)."""
+    if servers > 1:
+        first, last = devices.first_and_last()
+        flat_factor = fabric.flows(last, np.roll(first, -1))[0]
+    else:
+        flat_factor = 1.0
+    flat_gbps = links.roce_gbps * flat_factor
+    slowest = min(flat_gbps, links.hccs_gbps) if max(counts, default=0) > 1 else flat_gbps
+    ring = ring_allreduce_seconds(sum(counts), message_bytes, slowest, links)
+    local = counts[0] if counts else 0
+    if not (servers > 1 and local > 1 and min(counts) == max(counts)):
+        return flat_gbps, ring, None
+    matrix = devices.leaf.reshape(servers, local)
+    if bool((matrix == matrix[:, :1]).all()):  # each server under one leaf: its rings' flows coincide
+        column = matrix[:, 0]
+        factor = fabric.load(column, np.roll(column, -1), np.full(servers, float(local))).factor
+    else:
+        factor = fabric.flows(matrix.ravel(), np.roll(matrix, -1, axis=0).ravel())[0]
+    hierarchical = hierarchical_allreduce_seconds(
+        servers, local, message_bytes, links.roce_gbps * factor, links
+    )
+    return flat_gbps, ring, hierarchical
+
+
+def _product(table: RankTable, columns: RankColumns, query: CollectiveQuery) -> tuple[str, str]:
+    """The product the table runs on and why it is thought so: the query's, else detected from the table."""
+    if query.product:
+        return query.product, "given"
+    return detect_product(table.version, bool(table.super_pods), {h for h in columns.hardware_type if h})
+
+
+def _parallel_groups(
+    query: CollectiveQuery,
+    parallel: ParallelSizes,
+    devices: RingDevices,
+    pods: np.ndarray | None,
+    product: str,
+    timer: StepTimer,
+    message_bytes: int,
+    links: ProductLinks,
+) -> list[GroupCost]:
+    """The cost of the `parallel` groups (tensor, pipeline, data...) on these devices."""
+    places = _rank_places(devices, pods)
+    if places is None:
+        raise InputError(
+            "rank ids are not 0..N-1 without gaps, so parallel groups cannot be formed",
+            where="--parallel",
+            fix="validate the rank table (`ranktable validate FILE`)",
+        )
+    return group_costs(
+        parallel,
+        places,
+        product,
+        timer,
+        query.group_bytes,
+        message_bytes,
+        query.settings,
+        query.source,
+        links,
+    )
+
+
 def order_metrics(
     table: RankTable,
     topology: Topology,
@@ -334,35 +405,8 @@ def order_metrics(
     devices = ring_devices(columns, placement, fabric, order)
     ranks = sum(counts)
     servers = len(order)
-    # Reference figures of the earlier model: the flat ring and the hierarchical ring.
-    if servers > 1:
-        first, last = devices.first_and_last()
-        flat_factor = fabric.flows(last, np.roll(first, -1))[0]
-    else:
-        flat_factor = 1.0
-    flat_gbps = links.roce_gbps * flat_factor
-    slowest = min(flat_gbps, links.hccs_gbps) if max(counts, default=0) > 1 else flat_gbps
-    ring = ring_allreduce_seconds(ranks, message_bytes, slowest, links)
-    local = counts[0] if counts else 0
-    hierarchical: float | None = None
-    if servers > 1 and local > 1 and min(counts) == max(counts):
-        matrix = devices.leaf.reshape(servers, local)
-        if bool((matrix == matrix[:, :1]).all()):  # each server under one leaf: its rings' flows coincide
-            column = matrix[:, 0]
-            factor = fabric.load(column, np.roll(column, -1), np.full(servers, float(local))).factor
-        else:
-            factor = fabric.flows(matrix.ravel(), np.roll(matrix, -1, axis=0).ravel())[0]
-        hierarchical = hierarchical_allreduce_seconds(
-            servers, local, message_bytes, links.roce_gbps * factor, links
-        )
-    if query.product:
-        product, why = query.product, "given"
-    else:
-        product, why = detect_product(
-            table.version,
-            bool(table.super_pods),
-            {h for h in columns.hardware_type if h},
-        )
+    flat_gbps, ring, hierarchical = _reference_figures(devices, fabric, servers, counts, message_bytes, links)
+    product, why = _product(table, columns, query)
     shape, notes = _shape(table, columns, order, devices, product, why)
     product_figures = _links_for(product, links)
     timing = default_timing()
@@ -382,23 +426,9 @@ def order_metrics(
     estimate.notes[:0] = notes
     groups: list[GroupCost] = []
     if query.parallel is not None:
-        places = _rank_places(devices, shape.pods)
-        if places is None:
-            raise InputError(
-                "rank ids are not 0..N-1 without gaps, so parallel groups cannot be formed",
-                where="--parallel",
-                fix="validate the rank table (`ranktable validate FILE`)",
-            )
-        groups = group_costs(
-            query.parallel.resolved(ranks, query.parallel_where),
-            places,
-            product,
-            timer,
-            query.group_bytes,
-            message_bytes,
-            query.settings,
-            query.source,
-            product_figures,
+        resolved = query.parallel.resolved(ranks, query.parallel_where)
+        groups = _parallel_groups(
+            query, resolved, devices, shape.pods, product, timer, message_bytes, product_figures
         )
     inter = estimate.slowest_gbps("inter-server") or estimate.slowest_gbps("between") or flat_gbps
     pod_edges = 0

@@ -97,8 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             try:
                 return warm.run_warm(words)
-            except warm.WarmUnavailable:
-                pass
+            except warm.WarmUnavailable as exc:
+                with warm.StartBeside(exc.start):
+                    return run(words)
         return run(words)
     return run(list(argv))
 

@@ -7,6 +7,8 @@ its commands in `register(sub)` with `help=HELP[name]`; a new command is one row
 
 from __future__ import annotations
 
+from typing import Any
+
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("validate", "core", "check a rank table and list every problem with its JSON path"),
     ("plan", "core", "plan rank ids along the switch tree and compare the cost with the given order"),
@@ -34,3 +36,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
 
 HELP = {name: text for name, _, text in COMMANDS}
 MODULE = {name: f"ranktable.cli.{module}" for name, module, _ in COMMANDS}
+
+
+def command_group(sub: Any, name: str, dest: str, metavar: str, description: str | None = None) -> Any:
+    """`ranktable NAME`'s parser (its help from COMMANDS) and the group of its subcommands, one required."""
+    parser = sub.add_parser(name, help=HELP[name], description=description)
+    group = parser.add_subparsers(dest=dest, metavar=metavar)
+    group.required = True
+    return group

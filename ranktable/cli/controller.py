@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ranktable.cli.commands import HELP
+from ranktable.cli.commands import command_group
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -43,13 +43,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    group = command_group(
+        sub,
         "controller",
-        help=HELP["controller"],
+        "controller_command",
+        "CONTROLLER",
         description="Run a controller of the platform against any Kubernetes API server with Volcano.",
     )
-    group = parser.add_subparsers(dest="controller_command", metavar="CONTROLLER")
-    group.required = True
     rank = group.add_parser(
         "configmap1980",
         help="write rank tables (configmap1980-<job>) for Volcano Jobs with the configmap1980 plugin",

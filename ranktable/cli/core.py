@@ -56,6 +56,13 @@ def seconds(text: str) -> float:
 
 
 def register(sub: Any) -> None:
+    _register_validate(sub)
+    _register_plan(sub)
+    _register_wait(sub)
+    _register_route(sub)
+
+
+def _register_validate(sub: Any) -> None:
     p = sub.add_parser(
         "validate",
         help=HELP["validate"],
@@ -65,6 +72,8 @@ def register(sub: Any) -> None:
     p.add_argument("file", metavar="FILE", help="the rank table, e.g. /user/config/jobstart_hccl.json")
     p.set_defaults(handler=cmd_validate)
 
+
+def _register_plan(sub: Any) -> None:
     p = sub.add_parser(
         "plan",
         help=HELP["plan"],
@@ -72,6 +81,16 @@ def register(sub: Any) -> None:
         "the cost comparison (ring crossings per tier, busiest uplink, all-reduce estimate, speed-up), and "
         "optionally write the planned table and the layout picture.",
     )
+    _topology_arguments(p)
+    p.add_argument("-o", "--output", metavar="PLANNED.json", help="write the planned rank table here")
+    p.add_argument("--svg", metavar="LAYOUT.svg", help="write the layout picture (given and planned) here")
+    _cost_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.set_defaults(handler=cmd_plan)
+
+
+def _topology_arguments(p: argparse.ArgumentParser) -> None:
+    """`plan`'s inputs: the rank table, the topology and how to read it."""
     p.add_argument("--ranktable", required=True, metavar="FILE", help="the completed rank table")
     p.add_argument("--topology", required=True, metavar="FILE", help="the switch topology")
     p.add_argument(
@@ -96,8 +115,10 @@ def register(sub: Any) -> None:
         help="uplinks of tier TIER's switches: oversubscribed R:1, or GBPS Gb/s (repeatable; over the "
         "file's figures; default: the file's, else 4:1 at tier 1, said in the report)",
     )
-    p.add_argument("-o", "--output", metavar="PLANNED.json", help="write the planned rank table here")
-    p.add_argument("--svg", metavar="LAYOUT.svg", help="write the layout picture (given and planned) here")
+
+
+def _cost_arguments(p: argparse.ArgumentParser) -> None:
+    """`plan`'s cost model: the message, a stable replan, the collective, HCCL's algorithm, the groups."""
     p.add_argument(
         "--message-bytes",
         type=message_size,
@@ -146,9 +167,9 @@ def register(sub: Any) -> None:
         choices=("910", "A2", "A3"),
         help="NPU product for the in-server level and HCCL's defaults (default: from the rank table)",
     )
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    p.set_defaults(handler=cmd_plan)
 
+
+def _register_wait(sub: Any) -> None:
     p = sub.add_parser(
         "wait",
         help=HELP["wait"],
@@ -166,6 +187,8 @@ def register(sub: Any) -> None:
     )
     p.set_defaults(handler=cmd_wait)
 
+
+def _register_route(sub: Any) -> None:
     p = sub.add_parser(
         "route",
         help=HELP["route"],

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ranktable.cli.commands import HELP
-from ranktable.compose.spec_flags import add_spec_flags, read_input, spec_from_args
+from ranktable.cli.commands import HELP, command_group
 from ranktable.errors import InputError
 from ranktable.limits import (
     KEEP_LOGS_S,
@@ -25,6 +25,47 @@ from ranktable.limits import (
 if TYPE_CHECKING:
     from ranktable.compose.spec import JobSpec
     from ranktable.usecases.jobs import Jobs
+
+
+def _deferred(parser: argparse.ArgumentParser, build: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Add `parser`'s flags only when it parses or prints its help: the JobSpec's flags import the spec
+    and its validators (~0.1 s), which `job list` and every other sub-command never need (#28)."""
+    built: list[bool] = []
+
+    def ensure() -> None:
+        if not built:
+            built.append(True)
+            build(parser)
+
+    for name in ("parse_known_args", "format_help", "format_usage"):
+        original = getattr(parser, name)
+
+        def wrapper(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            ensure()
+            return _original(*args, **kwargs)
+
+        setattr(parser, name, wrapper)
+
+
+def _compose_flags(p: argparse.ArgumentParser) -> None:
+    from ranktable.compose.spec_flags import add_spec_flags
+
+    add_spec_flags(p, required=True)
+    p.add_argument("-o", "--output", help="write the YAML to FILE instead of stdout")
+
+
+def _submit_flags(p: argparse.ArgumentParser) -> None:
+    from ranktable.compose.spec_flags import add_spec_flags
+
+    p.add_argument(
+        "file",
+        nargs="?",
+        help="YAML with the ConfigMap and the Volcano Job, or a JobSpec; - reads it from stdin, so "
+        "`ranktable job compose ... | ranktable job submit -` works (or use the flags)",
+    )
+    add_spec_flags(p, required=False)
+    _cluster_flags(p)
+    p.add_argument("--wait", action="store_true", help="then wait for the rank table and print its status")
 
 
 def register(sub: Any) -> None:
@@ -40,25 +81,28 @@ def register(sub: Any) -> None:
     launch_parser(launch)
     launch.set_defaults(handler=_launch)
 
-    parser = sub.add_parser("job", help=HELP["job"])
-    group = parser.add_subparsers(dest="job_command", metavar="JOB_COMMAND")
-    group.required = True
+    group = command_group(sub, "job", "job_command", "JOB_COMMAND")
 
+    _register_submission(group)
+    _register_observing(group)
+    _register_lifecycle(group)
+    p = group.add_parser("layout", help="planned rank layout of a running job (report, SVG)")
+    p.add_argument("name")
+    p.add_argument("--topology", help="topology file (default: HyperNodes, basic-tor-node-cm or node labels)")
+    p.add_argument("--svg", help="write the layout picture to FILE")
+    p.add_argument("--json", action="store_true")
+    _cluster_flags(p)
+    p.set_defaults(handler=_layout)
+
+
+def _register_submission(group: Any) -> None:
+    """`job compose|submit|list|describe`: a job's way in."""
     p = group.add_parser("compose", help="print the ConfigMap + Volcano Job for a job (YAML)")
-    add_spec_flags(p, required=True)
-    p.add_argument("-o", "--output", help="write the YAML to FILE instead of stdout")
+    _deferred(p, _compose_flags)
     p.set_defaults(handler=_compose)
 
     p = group.add_parser("submit", help="submit a composed YAML file, or compose from flags and submit")
-    p.add_argument(
-        "file",
-        nargs="?",
-        help="YAML with the ConfigMap and the Volcano Job, or a JobSpec; - reads it from stdin, so "
-        "`ranktable job compose ... | ranktable job submit -` works (or use the flags)",
-    )
-    add_spec_flags(p, required=False)
-    _cluster_flags(p)
-    p.add_argument("--wait", action="store_true", help="then wait for the rank table and print its status")
+    _deferred(p, _submit_flags)
     p.set_defaults(handler=_submit)
 
     p = group.add_parser("list", help="jobs in the namespace (vcctl-like table)")
@@ -72,6 +116,9 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=_describe)
 
+
+def _register_observing(group: Any) -> None:
+    """`job logs|metrics|diagnose|compare`: what a run printed and what it means."""
     p = group.add_parser("logs", help="logs of every pod, tagged with node rank and pod")
     p.add_argument("name")
     p.add_argument("-f", "--follow", action="store_true")
@@ -80,7 +127,7 @@ def register(sub: Any) -> None:
     p.add_argument("--run", help="an archived run (job uid or a prefix; `--runs` lists them)")
     p.add_argument("--runs", action="store_true", help="list the job's archived runs")
     p.add_argument("--errors", action="store_true", help="only lines the error catalogue recognises")
-    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
+    _state_dir_flag(p)
     _cluster_flags(p)
     p.set_defaults(handler=_logs)
 
@@ -93,7 +140,7 @@ def register(sub: Any) -> None:
     )
     out.add_argument("--csv", action="store_true", help="one row per rank and step")
     p.add_argument("--svg", help="write loss / step-time / throughput charts to FILE")
-    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
+    _state_dir_flag(p)
     _cluster_flags(p)
     p.set_defaults(handler=_metrics)
 
@@ -110,13 +157,29 @@ def register(sub: Any) -> None:
         type=float,
         help="least silence (s) before a rank counts as hung; also 10 x the median step (default 60)",
     )
-    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
+    _state_dir_flag(p)
     p.add_argument(
         "--svg", help="write the job's layout picture with the diagnosis marked (needs the job's rank table)"
     )
     _cluster_flags(p)
     p.set_defaults(handler=_diagnose)
 
+    p = group.add_parser(
+        "compare",
+        help="two runs of the job side by side: outcome, duration, loss, step time, throughput, diagnosis",
+    )
+    p.add_argument("name")
+    p.add_argument(
+        "--runs", nargs=2, metavar=("A", "B"), help="the runs (uids or prefixes; default: the two newest)"
+    )
+    p.add_argument("--json", action="store_true")
+    _state_dir_flag(p)
+    _cluster_flags(p)
+    p.set_defaults(handler=_compare)
+
+
+def _register_lifecycle(group: Any) -> None:
+    """`job wait-ranktable|watch|stop|resume|lineage`: a run's course, its end and the next run."""
     p = group.add_parser(
         "wait-ranktable", help="wait until the job's rank table is completed, then validate it"
     )
@@ -146,7 +209,7 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help=f"wait at most this long for the logs to be archived (default {KEEP_LOGS_S:g}; 0: keep none)",
     )
-    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
+    _state_dir_flag(p)
     _cluster_flags(p)
     p.set_defaults(handler=_stop)
 
@@ -160,17 +223,25 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--from-scratch", action="store_true", help="resubmit even when the run logged no checkpoint"
     )
-    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
+    _state_dir_flag(p)
     _cluster_flags(p)
     p.set_defaults(handler=_resume)
 
-    p = group.add_parser("layout", help="planned rank layout of a running job (report, SVG)")
+    p = group.add_parser(
+        "lineage",
+        help="the job's runs as one lineage: each fault, its cost, and the goodput",
+        description="Run 1 -> fault on NODE NPU N at step S -> run 2 from checkpoint C ...: per fault the "
+        "detection, restart and replayed steps; goodput = training steps kept / wall time.",
+    )
     p.add_argument("name")
-    p.add_argument("--topology", help="topology file (default: HyperNodes, basic-tor-node-cm or node labels)")
-    p.add_argument("--svg", help="write the layout picture to FILE")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the lineage as JSON")
+    _state_dir_flag(p)
     _cluster_flags(p)
-    p.set_defaults(handler=_layout)
+    p.set_defaults(handler=_lineage)
+
+
+def _state_dir_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--state-dir", help="where runs are archived (default: $RANKTABLE_HOME)")
 
 
 # -- flags ----------------------------------------------------------------------------------------
@@ -179,7 +250,9 @@ def _cluster_flags(p: argparse.ArgumentParser) -> None:
         "--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, simulated pool)"
     )
     p.add_argument("--context", help="kubeconfig context (default: its current context)")
-    p.add_argument("-n", "--namespace", default=None, help="namespace (default: default)")
+    p.add_argument(
+        "-n", "--namespace", default=None, help="namespace (default: the kubeconfig context's, else default)"
+    )
 
 
 def manifests_or_spec(text: str, where: str) -> list[dict[str, Any]]:
@@ -218,13 +291,17 @@ def _checked(spec: JobSpec) -> JobSpec:
 def _jobs(args: argparse.Namespace) -> Jobs:
     """The job use cases against the cluster the flags name (or the simulated pool)."""
     from ranktable.cli.cluster import choose_cluster
-    from ranktable.usecases.jobs import ClusterSettings, Jobs
+    from ranktable.usecases.jobs import ClusterSettings, Jobs, team_settings
 
     kubeconfig, context = choose_cluster(args.kubeconfig, args.context)
+    owner, namespace = team_settings(
+        args.namespace or "{context}", os.environ.get("JUPYTERHUB_USER"), kubeconfig, context
+    )
     settings = ClusterSettings(
         kubeconfig=kubeconfig,
         context=context,
-        namespace=args.namespace or "default",
+        namespace=namespace,
+        owner=owner,
         state_dir=getattr(args, "state_dir", None),
         keep_logs_s=getattr(args, "keep_logs", KEEP_LOGS_S),
     )
@@ -244,6 +321,7 @@ def _launch(args: argparse.Namespace) -> int:
 
 def _compose(args: argparse.Namespace) -> int:
     from ranktable.compose.manifests import compose, dump_manifests
+    from ranktable.compose.spec_flags import spec_from_args
 
     spec = _checked(spec_from_args(args))
     text = dump_manifests(compose(spec))
@@ -257,6 +335,7 @@ def _compose(args: argparse.Namespace) -> int:
 
 def _submit(args: argparse.Namespace) -> int:
     from ranktable.compose.manifests import compose, spec_from_manifests
+    from ranktable.compose.spec_flags import read_input, spec_from_args
 
     if args.file:
         docs = manifests_or_spec(read_input(args.file, "job file"), args.file)
@@ -526,6 +605,18 @@ def _metrics(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from ranktable.observe.compare import compare_text
+
+    result = _jobs(args).compare(None, args.name, args.runs)
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"job {args.name}: run A {result['a']['run']} vs run B {result['b']['run']}")
+    print(compare_text(result))
+    return 0
+
+
 def _last_value(series: dict[str, Any]) -> Callable[[str], str]:
     def last(key: str) -> str:
         values = [v for v in series.get(key) or [] if v is not None]
@@ -628,6 +719,29 @@ def _stop(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     print(_jobs(args).resume(None, args.name, from_scratch=args.from_scratch)["message"])
     return 0
+
+
+def _lineage(args: argparse.Namespace) -> int:
+    found = _jobs(args).lineage(None, args.name)
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0
+    print(found["text"])
+    for fault in found["faults"]:
+        print(
+            f"  {fault['text']} at step {_num(fault['at_step'])}: detected in {_secs(fault['detection_s'])}, "
+            f"restarted in {_secs(fault['restart_s'])} ({fault['resumed_by'] or 'hand'}), "
+            f"{_num(fault['replayed_steps'])} step(s) replayed, {_secs(fault['lost_s'])} lost"
+        )
+    return 0
+
+
+def _num(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def _secs(value: float | None) -> str:
+    return "?" if value is None else f"{value:.1f} s"
 
 
 def _layout(args: argparse.Namespace) -> int:

@@ -5,17 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ranktable.cli.commands import HELP
+from ranktable.cli.commands import command_group
 
 
 def register(sub: Any) -> None:
-    parser: argparse.ArgumentParser = sub.add_parser(
+    group = command_group(
+        sub,
         "kernel",
-        help=HELP["kernel"],
+        "kernel_command",
+        "KERNEL_COMMAND",
         description="Jupyter kernels that run on a Notebook instance through an SSH profile.",
     )
-    group = parser.add_subparsers(dest="kernel_command", metavar="KERNEL_COMMAND")
-    group.required = True
     install = group.add_parser(
         "install",
         help="write a kernelspec 'Python (NAME)' that starts ipykernel on profile NAME's host",

@@ -12,21 +12,27 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ranktable.cli.commands import HELP
+from ranktable.cli.commands import HELP, command_group
 from ranktable.errors import InputError
 
 WATCH_DEBOUNCE = 0.1  # seconds of quiet before `sync --watch` uploads (a checkout's burst still batches up)
 
 
 def register(sub: Any) -> None:
-    ssh: argparse.ArgumentParser = sub.add_parser(
+    group = command_group(
+        sub,
         "ssh",
-        help=HELP["ssh"],
+        "ssh_command",
+        "SSH_COMMAND",
         description="Manage SSH profiles (stored under RANKTABLE_HOME, never with passwords or passphrases).",
     )
-    group = ssh.add_subparsers(dest="ssh_command", metavar="SSH_COMMAND")
-    group.required = True
+    _register_add(group)
+    _register_profile_commands(group)
+    _register_transfers(sub)
 
+
+def _register_add(group: Any) -> None:
+    """`ssh add`: a profile's host, user, key, remote folder, jump host and shared storage."""
     add = group.add_parser(
         "add",
         help="add a profile",
@@ -56,6 +62,9 @@ def register(sub: Any) -> None:
     volume.add_argument("--shared-pvc", metavar="NAME:CLAIM:MOUNT_PATH", help="how pods mount it: a PVC")
     add.set_defaults(handler=_add)
 
+
+def _register_profile_commands(group: Any) -> None:
+    """`ssh list`, `test`, `forward`, `agent` and `remove`."""
     lst = group.add_parser("list", help="list profiles")
     lst.set_defaults(handler=_list)
 
@@ -103,6 +112,9 @@ def register(sub: Any) -> None:
     remove.add_argument("name", metavar="NAME")
     remove.set_defaults(handler=_remove)
 
+
+def _register_transfers(sub: Any) -> None:
+    """`sync`, `download` and `exec`: what goes to and runs on the instance."""
     sync = sub.add_parser(
         "sync",
         help=HELP["sync"],

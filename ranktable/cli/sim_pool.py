@@ -57,6 +57,14 @@ def _pool_options(parser: argparse.ArgumentParser) -> None:
         "volume mounts it (or a folder in it) at the same path see it; repeatable",
     )
     parser.add_argument(
+        "--user",
+        action="append",
+        default=[],
+        metavar="NAME[:ROLE]",
+        help="a team member with their own token and kubeconfig (STATE_DIR/kubeconfig-NAME): an editor "
+        "(default) reads the pool and writes in namespace u-NAME, a viewer only reads; repeatable",
+    )
+    parser.add_argument(
         "--control-plane",
         choices=("python", "real"),
         default="python",
@@ -72,6 +80,8 @@ def _serve_args(args: argparse.Namespace) -> list[str]:
     out += ["--control-plane", args.control_plane]
     if args.tenants is not None:
         out += ["--tenants", str(args.tenants)]
+    for user in args.user:
+        out += ["--user", user]
     if args.topology:
         out += ["--topology", str(Path(args.topology).expanduser().resolve())]
     for folder in _shared_storage(args):
@@ -97,6 +107,7 @@ def _check(args: argparse.Namespace) -> None:
             raise InputError(
                 "is not a folder", where=f"--shared-storage {folder}", fix="create it or give an existing one"
             )
+    _users(args)
     if args.tenants is not None and not 0 <= args.tenants < max(args.nodes, 1):
         raise InputError(
             f"{args.tenants} tenant nodes leave no node free",
@@ -105,12 +116,29 @@ def _check(args: argparse.Namespace) -> None:
         )
 
 
+def _users(args: argparse.Namespace) -> tuple[Any, ...]:
+    from ranktable.sim.k8s.rbac import parse_user
+
+    users = tuple(parse_user(text) for text in args.user)
+    names = [u.name for u in users]
+    if len(set(names)) != len(names):
+        raise InputError("names a user twice", where="--user", fix="give each user once")
+    return users
+
+
 def _print_access(kubeconfig: Path, context: str, url: str, pods: str = "") -> None:
     print(f"KUBECONFIG={kubeconfig}")
     print(f"context: {context}")
     print(f"server: {url}")
     if pods:
         print(f"pods: {pods}")
+    with contextlib.suppress(OSError, ValueError):
+        import json
+
+        for user in json.loads((kubeconfig.parent / "server.json").read_text()).get("users") or []:
+            print(
+                f"user {user['name']} ({user['role']}, namespace {user['namespace']}): {user['kubeconfig']}"
+            )
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -199,6 +227,7 @@ def _serve(args: argparse.Namespace) -> int:
         resume=args.resume,
         tenants=args.nodes // 8 if args.tenants is None else args.tenants,
         shared_storage=_shared_storage(args),
+        users=_users(args),
     )
     if args.control_plane == "real":
         if args.resume:

@@ -2,7 +2,7 @@
 
 A thread per response blocked in urllib3's chunked read cost ~60 µs of CPU per log line at 1,024 pods
 (10,240 wake-ups a second, each through urllib3, a queue and the GIL hand-over). Here the request is
-still made by the official Kubernetes client (`Kube.get_raw`); once its headers are in, the response's
+still made through urllib3 (`Kube.get_raw`); once its headers are in, the response's
 socket is handed to a `BodyLoop`: one selector over every open body, the HTTP/1.1 framing (chunked,
 Content-Length or until close) decoded here, TLS included. Each round of reads is handed on at once
 (`emit`), so the consumer gets one list per round across pods, not one per pod chunk.

@@ -1,22 +1,19 @@
 """ClusterClient: submit, list, describe, wait for, watch, stop, stream and lay out ranktable jobs.
 
-One instance per (kubeconfig, context, namespace), on the official ``kubernetes`` client with an explicit
-configuration and ``_request_timeout`` on every call. Results are small dataclasses with ``to_json()`` so
+One instance per (kubeconfig, context, namespace), on `ranktable.cluster.transport` (the kubeconfig read as
+kubectl reads it) and ``_request_timeout`` on every call. Results are small dataclasses with ``to_json()`` so
 the CLI and the Jupyter server extension print or serve the same thing.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from kubernetes.client.rest import ApiException
-
-from ranktable.choice.routing import routing_plan
 from ranktable.cluster.describe import NpuCapacity, event_hint, npu_capacity
 from ranktable.cluster.kube import DEFAULT_TIMEOUT, Kube, WatchEvent, api_error, new_api_client, watch
-from ranktable.cluster.logs import LogStream
 from ranktable.cluster.results import (
     EventInfo,
     JobDescription,
@@ -27,21 +24,16 @@ from ranktable.cluster.results import (
     SubmitResult,
     pod_index,
 )
-from ranktable.compose.manifests import (
-    NPU_RESOURCE,
-    RANK_TABLE_KEY,
-    ROUTE_ENV,
-    compose,
-    configmap_name,
-    spec_from_manifests,
-)
+from ranktable.cluster.transport import ApiException
+from ranktable.compose.names import NPU_RESOURCE, RANK_TABLE_KEY, ROUTE_ENV, configmap_name
 from ranktable.errors import ConflictError, InputError, NotFoundError, RanktableError
-from ranktable.hccl import check_document, parse_rank_table
 from ranktable.launch.launcher import ROUTING_MIN_NODES, TOR_FILE
 from ranktable.observe.health import pod_health
 from ranktable.observe.text import kube_time
 from ranktable.plan.forecast import NODE_CHOICE_ANNOTATION, SCHEDULER_CONFIGMAP, SCHEDULER_NAMESPACE
-from ranktable.topology import topology_from_tor_file
+
+if TYPE_CHECKING:
+    from ranktable.cluster.logs import LogStream
 
 GROUP, VERSION, PLURAL = "batch.volcano.sh", "v1alpha1", "jobs"
 DEVICE_ANNOTATION = "cce.kubectl.kubernetes.io/ascend-1980-configuration"
@@ -49,6 +41,7 @@ TOR_KEY = TOR_FILE
 TERMINAL_PHASES = ("Completed", "Failed", "Aborted", "Terminated")
 Progress = Callable[[str], None]
 
+POD_GONE_POLL_SECONDS = 0.5
 DELETE_RECHECK_SECONDS = 3.0
 
 
@@ -239,16 +232,31 @@ class ClusterClient:
                 if event.type == "DELETED":
                     return
 
+    def wait_pods_gone(self, name: str, timeout: float) -> None:
+        """Return once the job's pods are gone too: a new run's pods take the same names, and until the old
+        ones finished terminating (a real kubelet's grace period) their logs would read as the new run's."""
+        deadline = time.monotonic() + timeout
+        while self.job_pods(name):
+            if time.monotonic() >= deadline:
+                raise RanktableError(
+                    f"the pods of job {name} are still terminating after {timeout:.0f}s",
+                    fix="try again in a moment",
+                )
+            time.sleep(POD_GONE_POLL_SECONDS)
+
     def resubmit(self, name: str, timeout: float = 30.0) -> SubmitResult:
         """Stop the job and submit the same manifests again (what users do after fixing the cause)."""
+        from ranktable.compose.manifests import compose, spec_from_manifests
+
         spec = spec_from_manifests([self.get_configmap(configmap_name(name)), self.get_job(name)])
         self.stop(name)
         self.wait_deleted(name, timeout)
         return self.submit(compose(spec))
 
     # -- list / describe ----------------------------------------------------------------------------
-    def list_jobs(self) -> list[JobSummary]:
-        items = (
+    def job_objects(self) -> list[dict[str, Any]]:
+        """The namespace's Volcano jobs as the API returns them (no pods: a cheap poll)."""
+        return list(
             self._call(
                 self.kube.custom.list_namespaced_custom_object,
                 GROUP,
@@ -259,6 +267,9 @@ class ClusterClient:
             ).get("items")
             or []
         )
+
+    def list_jobs(self) -> list[JobSummary]:
+        items = self.job_objects()
         pods = (
             self._call(
                 self.kube.core.list_namespaced_pod,
@@ -281,15 +292,22 @@ class ClusterClient:
     ) -> JobDescription:
         """``known``: the job and its pods as a live watch holds them (`JobTable.job_and_pods`), so a Job view
         refreshing its overview does not list a 1,024-pod job's pods each time."""
-        job, pods = known if known is not None else (self.get_job(name), self.job_pods(name))
-        node_leaf = self.node_leaves()
-        events = self._call(self.kube.core.list_namespaced_event, self.namespace, what="events").get("items")
+        core = self.kube.core
+        reads: list[Callable[[], Any]] = [
+            self.node_leaves,
+            lambda: self._call(core.list_namespaced_event, self.namespace, what="events").get("items"),
+            lambda: self.rank_table_status(name),
+        ]
+        if known is None:
+            reads += [lambda: self.job_pods(name), lambda: self.get_job(name)]
+        node_leaf, events, table_status, *read = together(reads)
+        job, pods = known if known is not None else (read[1], read[0])
         return describe_job(
             job,
             pods,
             job_events(job, pods, events or []),
             node_leaf,
-            self.rank_table_status(name),
+            table_status,
             lambda: self.npu_capacity(node_leaf),
         )
 
@@ -300,7 +318,10 @@ class ClusterClient:
             return "missing"
         text = (cm.get("data") or {}).get(RANK_TABLE_KEY) or ""
         try:
-            report = check_document(text, RANK_TABLE_KEY)
+            from ranktable.hccl.validate import COLUMNS_FROM_BYTES, check_document  # `job list` reads none
+
+            # a small table as objects (json): the columnar reader imports msgspec and numpy (#28)
+            report = check_document(text, RANK_TABLE_KEY, columns=len(text) >= COLUMNS_FROM_BYTES)
         except RanktableError:
             return "unreadable"
         return str(report.table_status or report.status)
@@ -309,8 +330,18 @@ class ClusterClient:
         return self._call(self.kube.core.list_node, what="nodes").get("items") or []
 
     def node_leaves(self) -> dict[str, str]:
-        """Node name -> leaf switch, from whatever topology the cluster publishes ({} if none)."""
-        return node_leaves(self.kube, self.list_nodes())
+        """Node name -> leaf switch, from whatever topology the cluster publishes ({} if none). The nodes
+        and the HyperNodes (the first source tried) are read at once."""
+        from ranktable.cluster.topology_source import list_hypernodes
+
+        def hypernodes() -> list[dict[str, Any]] | RanktableError:
+            try:
+                return list_hypernodes(self.kube)
+            except RanktableError as exc:
+                return exc
+
+        nodes, listed = together([self.list_nodes, hypernodes])
+        return node_leaves(self.kube, nodes, listed)
 
     def npu_capacity(self, node_leaf: dict[str, str] | None = None) -> NpuCapacity:
         pods = self._call(self.kube.core.list_pod_for_all_namespaces, what="pods").get("items") or []
@@ -341,7 +372,10 @@ class ClusterClient:
                     f"ConfigMap {cm_name} was deleted while waiting", fix="was the job stopped?"
                 )
             text = (event.obj.get("data") or {}).get(RANK_TABLE_KEY) or ""
-            report = check_document(text, f"{cm_name}/{RANK_TABLE_KEY}")
+            from ranktable.hccl.validate import COLUMNS_FROM_BYTES, check_document
+
+            where = f"{cm_name}/{RANK_TABLE_KEY}"
+            report = check_document(text, where, columns=len(text) >= COLUMNS_FROM_BYTES)
             if report.table_status != last_status:
                 last_status = report.table_status
                 progress(f"rank table {cm_name}: {report.table_status} after {time.monotonic() - start:.0f}s")
@@ -443,6 +477,8 @@ class ClusterClient:
                 raise InputError(
                     f"no pod has node rank {rank} (0..{int(task.get('replicas') or 1) - 1})", where="--rank"
                 )
+        from ranktable.cluster.logs import LogStream  # here: streams need urllib3, `job list` does not
+
         stream = LogStream(
             self.kube,
             self.namespace,
@@ -465,6 +501,10 @@ class ClusterClient:
         job = job or self.get_job(name)
         if not _routes(job):
             return {}
+        from ranktable.choice.routing import routing_plan  # here: the planner (numpy) only when routing
+        from ranktable.hccl import parse_rank_table
+        from ranktable.topology import topology_from_tor_file
+
         try:
             data = self.get_configmap(configmap_name(name)).get("data") or {}
             table = parse_rank_table(
@@ -481,12 +521,15 @@ class ClusterClient:
         return {pod: plan.node_rank[ip] for pod, ip in hosts.items() if ip in plan.node_rank}
 
 
-def node_leaves(kube: Kube, nodes: list[dict[str, Any]]) -> dict[str, str]:
-    """Node name -> leaf switch of `nodes`, from whatever topology the cluster publishes ({} if none)."""
+def node_leaves(
+    kube: Kube, nodes: list[dict[str, Any]], hypernodes: list[dict[str, Any]] | RanktableError | None = None
+) -> dict[str, str]:
+    """Node name -> leaf switch of `nodes`, from whatever topology the cluster publishes ({} if none);
+    ``hypernodes``: already read (see `cluster_topology`)."""
     from ranktable.cluster.topology_source import cluster_topology
 
     try:
-        topo = cluster_topology(kube, nodes)
+        topo = cluster_topology(kube, nodes, hypernodes)
     except RanktableError:
         return {}
     out: dict[str, str] = {}
@@ -522,20 +565,47 @@ def job_events(
         who, whose = str(involved.get("name") or ""), str(involved.get("uid") or "")
         ours = (whose and whose in uids) or who == podgroup
         named = who in names or (who == name and not whose)  # the job of another run has another uid
-        if ours or (named and _since(e, since)):
+        # another uid under one of our names: a pod recreated since, or the stopped run's pod of that name
+        # in the same second (event times are whole seconds): only strictly later counts then
+        if ours or (named and _since(e, since, strictly=bool(whose))):
             out.append(e)
     return out
 
 
-def _since(event: dict[str, Any], created: float | None) -> bool:
-    """Whether the event happened at or after `created` (unknown times: yes)."""
+def _since(event: dict[str, Any], created: float | None, strictly: bool = False) -> bool:
+    """Whether the event happened at or after `created` (after it, `strictly`; unknown times: yes)."""
     stamp = (
         event.get("firstTimestamp")
         or event.get("eventTime")
         or (event.get("metadata") or {}).get("creationTimestamp")
     )
     when = kube_time(str(stamp or ""))
-    return created is None or when is None or when >= created
+    return created is None or when is None or when > created or (when == created and not strictly)
+
+
+def together(reads: list[Callable[[], Any]]) -> list[Any]:
+    """Each read on its own thread, at once: `job describe` makes 5-8 API calls where `kubectl describe`
+    makes ~3, and one after another their round trips added up (#28). The results in order; the last
+    read's error, if any, is raised (the job's own 404 is the last, so "job X not found" wins)."""
+    results: list[Any] = [None] * len(reads)
+    errors: list[BaseException | None] = [None] * len(reads)
+
+    def run(i: int) -> None:
+        try:
+            results[i] = reads[i]()
+        except BaseException as exc:  # handed to the caller's thread
+            errors[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(1, len(reads))]
+    for thread in threads:
+        thread.start()
+    run(0)
+    for thread in threads:
+        thread.join()
+    for exc in reversed(errors):
+        if exc is not None:
+            raise exc
+    return results
 
 
 def describe_job(

@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ranktable.compose.manifests import NPU_RESOURCE
+from ranktable.compose.names import NPU_RESOURCE
 
 ENDED_PHASES = ("Succeeded", "Failed")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ranktable.compose.manifests import NPU_RESOURCE
+from ranktable.compose.names import NPU_RESOURCE
 from ranktable.observe.text import kube_time
 
 

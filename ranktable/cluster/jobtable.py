@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ranktable.cluster.kube import WatchEvent, interrupt, watch
 from ranktable.cluster.results import JobSummary, _age
-from ranktable.compose.manifests import CONFIGMAP_PREFIX, RANK_TABLE_KEY
+from ranktable.compose.names import CONFIGMAP_PREFIX, RANK_TABLE_KEY
 from ranktable.errors import RanktableError
 from ranktable.hccl import check_document
 

@@ -10,27 +10,50 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import ssl
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import urllib3
-from kubernetes import client, config
-from kubernetes.client.rest import ApiException
-from urllib3.util.ssl_ import create_urllib3_context, resolve_cert_reqs
-
 from ranktable.cluster.rest import CoreApi, CustomObjects
-from ranktable.errors import ConflictError, InputError, NotFoundError, RanktableError, Unavailable
+from ranktable.cluster.transport import ApiException, Transport, load_kubeconfig
+from ranktable.errors import (
+    ConflictError,
+    InputError,
+    NotFoundError,
+    PermissionDenied,
+    RanktableError,
+    Unavailable,
+)
 from ranktable.home import SHARED_SETTINGS_ENV
 
 DEFAULT_TIMEOUT = (5.0, 30.0)
 WATCH_SECONDS = 60
 POOL_SIZE = 128
-NETWORK_ERRORS = (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)
+
+
+def network_errors() -> tuple[type[BaseException], ...]:
+    """What a request raises when the API server cannot be reached or answers garbage: urllib3's errors
+    once urllib3 is loaded, and the socket's, TLS's and http.client's on the light path
+    (`transport.Transport`), which a cold CLI command takes without importing urllib3."""
+    import http.client
+    import socket
+    import ssl
+
+    errors: tuple[type[BaseException], ...] = (
+        ConnectionError,
+        TimeoutError,
+        ssl.SSLError,
+        socket.gaierror,
+        http.client.HTTPException,
+    )
+    urllib3 = sys.modules.get("urllib3")
+    if urllib3 is not None:
+        errors += (urllib3.exceptions.HTTPError,)
+    return errors
 
 
 NO_KUBECONFIG_FIX = (
@@ -54,7 +77,8 @@ def resolve_kubeconfig(kubeconfig: str | None) -> str | None:
     return str(default) if default.is_file() else None
 
 
-def new_api_client(kubeconfig: str | None, context: str | None) -> client.ApiClient:
+def new_api_client(kubeconfig: str | None, context: str | None) -> Transport:
+    """The transport to the kubeconfig's (or `context`'s) API server; the kubeconfig is read now."""
     path = resolve_kubeconfig(kubeconfig)
     if path is None:
         raise NotFoundError(
@@ -62,48 +86,14 @@ def new_api_client(kubeconfig: str | None, context: str | None) -> client.ApiCli
         )
     if not Path(path).is_file():
         raise NotFoundError("kubeconfig not found", where=path, fix="pass --kubeconfig with an existing file")
-    settings = client.Configuration()
-    settings.connection_pool_maxsize = POOL_SIZE  # one connection per followed pod, without discards
-    try:
-        api = config.new_client_from_config(
-            config_file=path, context=context, persist_config=False, client_configuration=settings
-        )
-    except config.ConfigException as exc:
-        raise InputError(
-            f"unusable kubeconfig: {exc}", where=path, fix="check the file and the --context name"
-        ) from exc
-    share_ssl_context(api)
-    return api
-
-
-def share_ssl_context(api: client.ApiClient) -> None:
-    """One TLS context for every connection of the client, not one each.
-
-    Given CA and client-certificate paths, urllib3 builds a context per connection and loads the CA file
-    (and the key pair) into it again: ~18 KiB of OpenSSL memory and a file read per connection, 1,024 of
-    them while a 1,024-pod job's logs are followed. The context is made here once from the same settings;
-    urllib3 then only wraps sockets with it (it still sets the same verify mode and hostname check).
-    """
-    kw = api.rest_client.pool_manager.connection_pool_kw
-    if kw.get("ssl_context") is not None or not str(api.configuration.host).startswith("https"):
-        return
-    context = create_urllib3_context(cert_reqs=resolve_cert_reqs(kw.get("cert_reqs")))
-    ca_certs, ca_data = kw.pop("ca_certs", None), kw.pop("ca_cert_data", None)
-    if ca_certs or ca_data:
-        context.load_verify_locations(ca_certs, None, ca_data)
-    elif context.verify_mode != ssl.CERT_NONE:
-        context.load_default_certs()
-    cert_file, key_file = kw.pop("cert_file", None), kw.pop("key_file", None)
-    if cert_file:
-        context.load_cert_chain(cert_file, key_file)
-    kw["ssl_context"] = context
+    return Transport(load_kubeconfig(path, context), maxsize=POOL_SIZE)
 
 
 @dataclass
 class Kube:
     """One API client plus the timeouts used on every call."""
 
-    api: client.ApiClient
+    api: Transport
     timeout: tuple[float, float] = DEFAULT_TIMEOUT
 
     @property
@@ -116,36 +106,25 @@ class Kube:
 
     @property
     def host(self) -> str:
-        return str(self.api.configuration.host)
+        return self.api.host
 
     def call(self, fn: Callable[..., Any], *args: Any, what: str, **kwargs: Any) -> dict[str, Any]:
         """Call an API method and return the decoded JSON body (no model classes in between)."""
         kwargs.setdefault("_request_timeout", self.timeout)
         try:
-            resp = fn(*args, _preload_content=False, **kwargs)
-            data = resp.data
+            decoded = fn(*args, _preload_content=True, **kwargs)  # the whole body, decoded
         except ApiException as exc:
             if exc.status == 0:  # the client's own wrapper for TLS and connection failures
                 raise self.unreachable(exc) from None
             raise api_error(exc, what) from None
-        except NETWORK_ERRORS as exc:
+        except network_errors() as exc:
             raise self.unreachable(exc) from None
-        return json.loads(data) if data else {}
+        return decoded or {}
 
     def get_raw(self, path: str, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Any:
         """A streaming GET on a path the generated client lacks a parameter for (``sinceTime``)."""
-        params = self.api.param_serialize(
-            method="GET",
-            resource_path=path,
-            query_params=query,
-            header_params={"Accept": "application/json, */*"},  # a real API server answers 406 to text/plain
-            auth_settings=["BearerToken"],
-        )
-        resp = self.api.call_api(*params, _request_timeout=timeout)
-        if not 200 <= resp.status <= 299:
-            resp.read()
-            raise ApiException.from_response(http_resp=resp, body=None, data=None)
-        return resp.response
+        # a real API server answers 406 to text/plain alone
+        return self.api.request("GET", path, query, {"Accept": "application/json, */*"}, None, timeout)
 
     def unreachable(self, exc: BaseException) -> RanktableError:
         return UnreachableError(
@@ -171,6 +150,13 @@ def api_error(exc: ApiException, what: str) -> RanktableError:
     status = status_of(exc)
     message = str(status.get("message") or exc.reason or "request failed")
     if exc.status == 404:
+        details = status.get("details") or {}
+        if details.get("kind") == "namespaces":  # creating in a namespace that does not exist
+            return NotFoundError(
+                f"namespace {details.get('name')} does not exist ({what} was not created)",
+                fix="ask the pool's admin to create it (`kubectl create namespace NAME`), or choose your "
+                "namespace with -n / c.Ranktable.namespace",
+            )
         return NotFoundError(f"{what} not found", fix="check the name and the namespace (-n)")
     if exc.status == 409:
         return ConflictError(f"{what} already exists", fix="choose another name or stop the existing one")
@@ -181,7 +167,12 @@ def api_error(exc: ApiException, what: str) -> RanktableError:
         return InputError(
             f"{what} rejected: {reasons}", where=field, fix="correct the field and submit again"
         )
-    if exc.status in (401, 403):
+    if exc.status == 403:
+        return PermissionDenied(
+            f"{what}: not allowed ({message})",
+            fix="your Kubernetes RBAC does not allow it: ask the pool's admin, or work in your own namespace",
+        )
+    if exc.status == 401:
         return RanktableError(f"{what}: access denied ({message})", fix="check the kubeconfig's credentials")
     return RanktableError(f"{what}: HTTP {exc.status} {message}")
 
@@ -235,11 +226,10 @@ def watch(
     socket read until the server sends something, so ``on_response`` receives each streaming response:
     whoever sets ``stop`` calls `interrupt(response)` to end that read at once (and free the connection).
     """
-    rv: str | None = None
-    backoff = 0.2
+    cursor = _Cursor()
     halt = stop or threading.Event()
     while (deadline is None or time.monotonic() < deadline) and not halt.is_set():
-        if rv is None:
+        if cursor.rv is None:
             try:
                 listing = kube.call(list_fn, *args, what=what, **selectors)
             except UnreachableError:
@@ -247,25 +237,16 @@ def watch(
                     raise
                 if on_resume:
                     on_resume("API server unreachable; retrying")
-                halt.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+                cursor.back_off(halt)
                 continue
-            rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
-            if whole_lists:
-                yield WatchEvent("LIST", listing)
-            else:
-                for item in listing.get("items") or []:
-                    yield WatchEvent("SYNC", item)
-        remaining = (
-            WATCH_SECONDS
-            if deadline is None
-            else max(1, min(WATCH_SECONDS, int(deadline - time.monotonic()) + 1))
-        )
+            cursor.rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
+            yield from _listing_events(listing, whole_lists)
+        remaining = _watch_seconds(deadline)
         try:
             resp = list_fn(
                 *args,
                 watch=True,
-                resource_version=rv,
+                resource_version=cursor.rv,
                 timeout_seconds=remaining,
                 allow_watch_bookmarks=True,
                 _preload_content=False,
@@ -275,24 +256,8 @@ def watch(
             if on_response is not None:
                 on_response(resp)
             try:
-                for line in iter_lines(resp):
-                    if not line.strip():
-                        continue
-                    event = json.loads(line)
-                    obj = event.get("object") or {}
-                    if event.get("type") == "ERROR":
-                        if obj.get("code") == 410:
-                            rv = None  # too old: relist and carry on from the fresh state
-                            if on_resume:
-                                on_resume("watch expired (410 Gone); relisting")
-                            break
-                        raise RanktableError(f"watching {what}: {obj.get('message') or obj}")
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                    backoff = 0.2
-                    if event.get("type") != "BOOKMARK":
-                        yield WatchEvent(str(event.get("type")), obj)
-                    if deadline is not None and time.monotonic() >= deadline:
-                        return
+                if (yield from _stream_events(resp, what, cursor, on_resume, deadline)):
+                    return
             finally:
                 if halt.is_set():
                     resp.close()  # interrupted: the connection is not reusable
@@ -300,18 +265,77 @@ def watch(
                     resp.release_conn()
         except ApiException as exc:
             if exc.status == 410:
-                rv = None
+                cursor.rv = None
                 continue
             raise api_error(exc, what) from None
-        except NETWORK_ERRORS as exc:
+        except network_errors() as exc:
             if halt.is_set():
                 return
             if on_resume:
                 on_resume(f"watch connection dropped ({type(exc).__name__}); resuming")
             if strict:
-                rv = None  # relist: it raises if the API server is gone, and resyncs if it restarted
-            halt.wait(backoff)
-            backoff = min(backoff * 2, 5.0)
+                cursor.rv = None  # relist: it raises if the API server is gone, and resyncs if it restarted
+            cursor.back_off(halt)
+
+
+@dataclass
+class _Cursor:
+    """Where a watch stands: the resourceVersion to go on from (None: relist first) and the retry backoff."""
+
+    rv: str | None = None
+    backoff: float = 0.2
+
+    def back_off(self, halt: threading.Event) -> None:
+        halt.wait(self.backoff)
+        self.backoff = min(self.backoff * 2, 5.0)
+
+
+def _listing_events(listing: dict[str, Any], whole_lists: bool) -> Iterator[WatchEvent]:
+    """A (re)list as events: one LIST of the whole listing, or a SYNC per object."""
+    if whole_lists:
+        yield WatchEvent("LIST", listing)
+    else:
+        for item in listing.get("items") or []:
+            yield WatchEvent("SYNC", item)
+
+
+def _watch_seconds(deadline: float | None) -> int:
+    """How long the next watch request may stay open: WATCH_SECONDS, or less to end by ``deadline``."""
+    if deadline is None:
+        return WATCH_SECONDS
+    return max(1, min(WATCH_SECONDS, int(deadline - time.monotonic()) + 1))
+
+
+def _stream_events(
+    resp: Any,
+    what: str,
+    cursor: _Cursor,
+    on_resume: Callable[[str], None] | None,
+    deadline: float | None,
+) -> Generator[WatchEvent, None, bool]:
+    """The events of one watch response, moving ``cursor`` on; returns True once ``deadline`` passed.
+
+    A 410 Gone ends the response with ``cursor.rv`` cleared (relist and carry on from the fresh state).
+    """
+    for line in iter_lines(resp):
+        if not line.strip():
+            continue
+        event = json.loads(line)
+        obj = event.get("object") or {}
+        if event.get("type") == "ERROR":
+            if obj.get("code") == 410:
+                cursor.rv = None
+                if on_resume:
+                    on_resume("watch expired (410 Gone); relisting")
+                return False
+            raise RanktableError(f"watching {what}: {obj.get('message') or obj}")
+        cursor.rv = str((obj.get("metadata") or {}).get("resourceVersion") or cursor.rv)
+        cursor.backoff = 0.2
+        if event.get("type") != "BOOKMARK":
+            yield WatchEvent(str(event.get("type")), obj)
+        if deadline is not None and time.monotonic() >= deadline:
+            return True
+    return False
 
 
 def interrupt(resp: Any) -> None:

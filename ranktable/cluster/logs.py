@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, NamedTuple
 
-from kubernetes.client.rest import ApiException
-
 from ranktable import probe
 from ranktable.cluster.bodyloop import Body, BodyLoop
 from ranktable.cluster.idle_queue import IDLE, QUIET, IdleQueue
-from ranktable.cluster.kube import NETWORK_ERRORS, Kube, UnreachableError, interrupt
+from ranktable.cluster.kube import Kube, UnreachableError, interrupt, network_errors
+from ranktable.cluster.transport import ApiException
 from ranktable.errors import NotFoundError
 
 LOG_READ_TIMEOUT = 120.0
@@ -326,12 +325,13 @@ class LogStream:
     def _follow_pod(self, pod: str) -> None:
         cursor = Cursor()
         unreachable_since: float | None = None
+        retried: tuple[type[BaseException], ...] = (UnreachableError, *network_errors())
         while not self._stop.is_set():
             try:
                 if not self._follow_once(pod, cursor):
                     return
                 unreachable_since = None
-            except (UnreachableError, *NETWORK_ERRORS):
+            except retried:
                 now = time.monotonic()
                 unreachable_since = unreachable_since or now
                 if not self.follow or now - unreachable_since > GIVE_UP_SECONDS:

@@ -1,12 +1,9 @@
-"""Import the kubernetes APIs the cluster client reaches now, on the caller's thread: the package imports
-them lazily (and itself circularly), so a process about to fork or to start threads touches them first."""
+"""Import the cluster client (its transport, urllib3 and the YAML loader) now, on the caller's thread: a
+process about to fork or to start threads pays the imports once, before any request (#28)."""
 
 from __future__ import annotations
 
 
-def preload_kubernetes() -> None:
-    import kubernetes.client
-
+def preload_cluster() -> None:
     from ranktable.cluster import client as _client  # noqa: F401
-
-    _ = kubernetes.client.ApiClient, kubernetes.client.Configuration
+    from ranktable.cluster import logs as _logs  # noqa: F401

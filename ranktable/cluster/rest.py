@@ -1,11 +1,10 @@
-"""The few Kubernetes API calls the product makes, as plain REST requests through the client's `ApiClient`.
+"""The few Kubernetes API calls the product makes, as plain REST requests through `transport.Transport`.
 
-Why not `CoreV1Api` and `CustomObjectsApi`: in kubernetes 37 importing them imports every model they name
-(~250 pydantic classes, ~0.6 s of a CLI command's ~0.9 s on this machine), while every call here already
-reads the raw JSON (`_preload_content=False`). The methods keep the generated ones' names, positional
-arguments and keyword arguments, and behave as their legacy-options path does: a non-2xx answer raises
-`ApiException`; `_preload_content=False` returns the urllib3 response, else the decoded JSON body.
-Authentication, TLS, proxies and timeouts are the `ApiClient`'s own.
+Why not the generated `CoreV1Api` and `CustomObjectsApi`: in kubernetes 37 importing them imports every model
+they name (~250 pydantic classes) and the package's client (#28), while every call here reads the raw JSON.
+The methods keep the generated ones' names, positional arguments and keyword arguments, and behave as their
+legacy-options path does: a non-2xx answer raises `ApiException`; `_preload_content=False` returns the
+urllib3 response, else the decoded JSON body.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from kubernetes.client.rest import ApiException
+from ranktable.cluster.transport import Transport
 
 QUERY_NAMES = {  # the generated methods' keyword arguments -> the API's query parameters
     "label_selector": "labelSelector",
@@ -34,8 +33,8 @@ def _segment(value: str) -> str:
 
 
 class _Rest:
-    def __init__(self, api: Any) -> None:
-        self.api_client = api
+    def __init__(self, transport: Transport) -> None:
+        self.transport = transport
 
     def _request(
         self,
@@ -53,23 +52,12 @@ class _Rest:
             if value is not None:
                 query.append((QUERY_NAMES[name], str(value).lower() if isinstance(value, bool) else value))
         headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        params = self.api_client.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=query,
-            header_params=headers,
-            body=body,
-            auth_settings=["BearerToken"],
+        resp = self.transport.request(
+            method, path, query, headers, body, _request_timeout, preload=_preload_content
         )
-        resp = self.api_client.call_api(*params, _request_timeout=_request_timeout)
-        if not 200 <= resp.status <= 299:
-            resp.read()
-            raise ApiException.from_response(http_resp=resp, body=None, data=None)
         if not _preload_content:
-            return resp.response
-        data = resp.read()
+            return resp
+        data = resp.data
         return json.loads(data) if data else None
 
 
@@ -105,6 +93,18 @@ class CoreApi(_Rest):
     def delete_namespaced_config_map(self, name: str, namespace: str, **kw: Any) -> Any:
         path = f"/api/v1/namespaces/{_segment(namespace)}/configmaps/{_segment(name)}"
         return self._request("DELETE", path, **kw)
+
+    def read_namespace(self, name: str, **kw: Any) -> Any:
+        return self._request("GET", f"/api/v1/namespaces/{_segment(name)}", **kw)
+
+    def create_namespace(self, body: Any, **kw: Any) -> Any:
+        return self._request("POST", "/api/v1/namespaces", body=body, **kw)
+
+    def create_self_subject_access_review(self, body: Any, **kw: Any) -> Any:
+        """`kubectl auth can-i` (authorization.k8s.io/v1, kept here with the other few calls)."""
+        return self._request(
+            "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body, **kw
+        )
 
 
 class CustomObjects(_Rest):

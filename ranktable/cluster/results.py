@@ -5,11 +5,15 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ranktable.cluster.describe import NpuCapacity
-from ranktable.hccl import ValidationReport
+from ranktable.compose.tenancy import owner_of
 from ranktable.observe.health import PodHealth, job_health
+from ranktable.observe.lineage import resumed_labels
+
+if TYPE_CHECKING:
+    from ranktable.hccl import ValidationReport
 
 
 def _age(created: str | None) -> float | None:
@@ -20,6 +24,14 @@ def _age(created: str | None) -> float | None:
     except ValueError:
         return None
     return max((datetime.now(timezone.utc) - then).total_seconds(), 0.0)
+
+
+def _first_image(spec: dict[str, Any]) -> str:
+    """The image of the first task's first container ("" when the job names none)."""
+    for task in spec.get("tasks") or []:
+        for container in ((task.get("template") or {}).get("spec") or {}).get("containers") or []:
+            return str(container.get("image") or "")
+    return ""
 
 
 @dataclass
@@ -38,8 +50,13 @@ class JobSummary:
     created: str | None
     age_seconds: float | None
     uid: str = ""
+    # the first container's image (a new job in the panel starts from the last job's image)
+    image: str = ""
+    owner: str = ""  # the submitting user (compose.tenancy.OWNER_LABEL), "" for a job without the label
     # pod health over the job's pods: {"restarts", "reasons", "exit_code", "ready", "total"} (observe.health)
     health: dict[str, Any] = field(default_factory=dict)
+    # the run it resumed, as its labels say: {"from", "by" (auto/hand), "step", "lineage"}; None: a first run
+    resumed: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,7 +80,10 @@ class JobSummary:
             created=meta.get("creationTimestamp"),
             age_seconds=_age(meta.get("creationTimestamp")),
             uid=str(meta.get("uid") or ""),
+            image=_first_image(spec),
+            owner=owner_of(meta.get("labels")) or "",
             health=job_health(pods) if pods is not None else {},
+            resumed=resumed_labels(meta.get("labels") or {}),
         )
 
 

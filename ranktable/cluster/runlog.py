@@ -36,9 +36,16 @@ if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
 
 QUEUE_ROUNDS = 8  # per subscriber: rounds waiting for it, past that the run's stream waits (which has 64)
+# A `catch_up` subscriber is skipped past these: rounds at 1,024 pods are many and small (a line or two
+# per pod), so 8 rounds were a few milliseconds: a healthy viewer was skipped at every hiccup and re-read
+# 1,024 archive files each time, falling further behind (#26.1). The rounds are the run's own lists,
+# shared by every subscriber, so a stalled one holds at most these references, not copies.
+CATCH_UP_ROUNDS = 1024
+CATCH_UP_LINES = 50_000
 REPLAY_BATCH = 2000  # lines per replayed batch
 WRITE_SECONDS = 0.5  # lines are held this long per pod before the archive gets them (a write per pod)
 WRITE_LINES = 50_000  # or until this many are held
+RELEASE_WAIT_S = 30.0  # a released stream has closed its archive by then (the stop then writes the rest)
 _END = object()
 
 
@@ -48,7 +55,10 @@ class Subscription:
     def __init__(self, run: RunLog, cut: list[Any] | None, catch_up: bool = False) -> None:
         self.run = run
         self._cut = cut
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=QUEUE_ROUNDS)
+        # bounded by `put` (the stream waits) or, for a catch-up subscriber, by `offer` (it is skipped)
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=0 if catch_up else QUEUE_ROUNDS)
+        self._queued = [0, 0]  # a catch-up subscriber's queued rounds and lines
+        self._queued_lock = threading.Lock()
         self.closed = threading.Event()
         self.catch_up = catch_up  # the run's stream never waits for it: it re-reads what it missed
         self.behind: dict[str, tuple[int, int]] | None = None  # fell behind: the archive's marks then
@@ -58,11 +68,16 @@ class Subscription:
         """From the run's thread, under the run's lock, for a ``catch_up`` subscriber: never waits."""
         if self.behind is not None:
             return
-        try:
-            self._queue.put_nowait(got)
-        except queue.Full:  # everything before `got` is queued; it and all after will be in the archive
-            self.run.write()
-            self.behind = self.run.archive.marks()
+        lines = sum(map(len, got))
+        with self._queued_lock:
+            rounds, held = self._queued
+            if rounds < CATCH_UP_ROUNDS and held + lines <= max(CATCH_UP_LINES, lines):
+                self._queued[0], self._queued[1] = rounds + 1, held + lines
+                self._queue.put_nowait(got)
+                return
+        # everything before `got` is queued; it and all after will be in the archive
+        self.run.write()
+        self.behind = self.run.archive.marks()
 
     # what the Job view's logs channel reads of a LogStream
     @property
@@ -148,6 +163,10 @@ class Subscription:
                 if self.behind is not None:  # the stream ended while it was behind: the archive's rest
                     yield from self._catch_up()
                 return
+            if self.catch_up:
+                with self._queued_lock:
+                    self._queued[0] -= 1
+                    self._queued[1] -= sum(map(len, item))
             yield item
 
     def batches(self, idle: float | None = None) -> Iterator[list[LogLine]]:
@@ -170,6 +189,30 @@ class Subscription:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+class Keeper(Subscription):
+    """Holds a run's stream open so its archive gets every line, reading nothing itself (the server's
+    archiver of runs nobody follows): never waited for, no replay, `ended` once the stream has ended."""
+
+    def __init__(self, run: RunLog) -> None:
+        super().__init__(run, None, catch_up=True)
+        self.ended = threading.Event()
+
+    def offer(self, got: list[list[LogLine]]) -> None:
+        return None
+
+    def put(self, item: Any) -> bool:
+        if item is _END:
+            self.ended.set()
+        return True
+
+    def flush(self) -> None:
+        """What the run's stream holds, onto the disk (the archiver's period bounds what a crash loses)."""
+        with self.run.lock:
+            if not self.run.ending:
+                self.run.write()
+                self.run.archive.flush()
 
 
 class RunLog:
@@ -229,6 +272,15 @@ class RunLog:
             self._subs.append(sub)
         return sub
 
+    def keep(self) -> Keeper:
+        """A `Keeper` of this run (LookupError: ending)."""
+        with self.lock:
+            if self.ending:
+                raise LookupError("ending")
+            keeper = Keeper(self)
+            self._subs.append(keeper)
+        return keeper
+
     def replayed(self) -> None:
         with self.lock:
             self.archive.holds = max(0, self.archive.holds - 1)
@@ -243,15 +295,16 @@ class RunLog:
         if last:
             self.stream.close()  # the run's thread ends with the stream, closing the archive
 
-    def close(self) -> None:
-        """End the stream and every subscription (the job is being stopped: one writer per archive)."""
+    def close(self, wait: float = 5.0) -> None:
+        """End the stream and every subscription (the job is being stopped: one writer per archive);
+        wait at most `wait` s for the run's thread to close the archive."""
         with self.lock:
             self.ending = True
             subs = list(self._subs)
         for sub in subs:
             sub.closed.set()
         self.stream.close()
-        self._thread.join(timeout=5)
+        self._thread.join(timeout=wait)
 
     def _run(self) -> None:
         try:
@@ -260,7 +313,8 @@ class RunLog:
                     got = self._new(got)
                     waited = []
                     for sub in self._subs:
-                        if not sub.catch_up:
+                        # catching up reads the archive: only when this process writes it
+                        if not sub.catch_up or (not self.archive.writer and not isinstance(sub, Keeper)):
                             waited.append(sub)
                         elif got:  # before `got` is held: falling behind marks the archive without it
                             sub.offer(got)
@@ -327,26 +381,55 @@ class RunLogs:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._runs: dict[tuple[str, str, str], RunLog] = {}
+        self._stopping: dict[tuple[str, str], int] = {}  # jobs being stopped: no keeper starts a stream
         self._lock = threading.Lock()
 
     def subscribe(
         self, client: ClusterClient, name: str, job: dict[str, Any], catch_up: bool = False
     ) -> Subscription:
+        return self._join(client, name, job, lambda run: run.subscribe(catch_up))
+
+    def keep(self, client: ClusterClient, name: str, job: dict[str, Any]) -> Keeper | None:
+        """Keep the run's stream (and so its archive) going without reading it; None while the job is
+        being stopped (the stop archives the rest itself: one writer per archive)."""
+        return self._join(client, name, job, lambda run: run.keep(), unless_stopping=True)
+
+    def _join(
+        self, client: ClusterClient, name: str, job: dict[str, Any], join: Any, unless_stopping: bool = False
+    ) -> Any:
         from ranktable.cluster.job_shape import job_uid
 
         key = (client.namespace, name, job_uid(job))
         for _ in range(20):
             with self._lock:
+                # checked under the lock that creates streams: a stop that began after the check
+                # would otherwise find a new stream (and its archive writer) that it never released
+                if unless_stopping and key[:2] in self._stopping:
+                    return None
                 run = self._runs.get(key)
                 if run is None:
                     run = self._runs[key] = RunLog(client, name, job, key[2], self.root, self._forget)
-                    return run.subscribe(catch_up)
+                    return join(run)
             try:
-                return run.subscribe(catch_up)
+                return join(run)
             except LookupError:  # that stream is ending: wait until its archive is closed, then a new one
                 run.ended.wait(5)
                 self._forget(run)
         raise RuntimeError(f"the log stream of {name} kept ending")
+
+    @contextlib.contextmanager
+    def stopping(self, namespace: str, name: str) -> Iterator[None]:
+        """While the job is stopped: its streams ended, no keeper starts another."""
+        with self._lock:
+            self._stopping[(namespace, name)] = self._stopping.get((namespace, name), 0) + 1
+        try:
+            self.release(namespace, name)
+            yield
+        finally:
+            with self._lock:
+                left = self._stopping.pop((namespace, name)) - 1
+                if left:
+                    self._stopping[(namespace, name)] = left
 
     def _forget(self, run: RunLog) -> None:
         with self._lock:
@@ -358,9 +441,10 @@ class RunLogs:
             return [r for k, r in self._runs.items() if k[:2] == (namespace, name)]
 
     def release(self, namespace: str, name: str) -> None:
-        """End the job's streams (before a stop archives the rest itself)."""
+        """End the job's streams and wait until their archives are closed (at most RELEASE_WAIT_S each,
+        a loaded machine included): the stop that follows archives the rest as the run's one writer."""
         for run in self.running(namespace, name):
-            run.close()
+            run.close(wait=RELEASE_WAIT_S)
 
     def close(self) -> None:
         with self._lock:

@@ -16,22 +16,20 @@ import yaml
 from ranktable.compose.fault_policy import FAULT_LABEL_KEYS, fault_policy, preset_of
 from ranktable.compose.flavours import DEFAULT_FLAVOUR
 from ranktable.compose.launchers import launcher_command, parse_launcher_command
+from ranktable.compose.names import NPU_RESOURCE, RANK_TABLE_KEY, ROUTE_ENV, configmap_name
+from ranktable.compose.network_topology import from_volcano, parse_network_topology
 from ranktable.compose.spec import PARALLEL_KINDS, EntryPoint, JobSpec, ParallelSpec, SecretRef, VolumeSpec
 from ranktable.errors import InputError
 from ranktable.limits import load_yaml_all
 
-NPU_RESOURCE = "huawei.com/ascend-1980"
 RING_LABEL = ("ring-controller.cce", "ascend-1980")
 FAULT_LABEL = ("fault-scheduling", "force")  # the platform default (on_fault "")
 NODE_SELECTOR = ("accelerator/huawei-npu", "ascend-1980")
-CONFIGMAP_PREFIX = "configmap1980-"
-RANK_TABLE_KEY = "jobstart_hccl.json"
 INITIAL_RANK_TABLE = '{\n    "status":"initializing"\n}\n'
 FLAVOUR_ANNOTATION = "jupyter-ranktable/flavour"
 METRIC_PATTERNS_ANNOTATION = "jupyter-ranktable/metric-patterns"  # JSON list of the spec's metric_patterns
 RESUME_ARGS_ANNOTATION = "jupyter-ranktable/resume-args"  # the spec's resume_args template
 HOSTNAME_KEY = "kubernetes.io/hostname"
-ROUTE_ENV = "ROUTE_PLAN"
 HCCL_ALGO_ENV = "HCCL_ALGO"  # HCCL's own variable (hicann/hccl docs HCCL_ALGO.md), from spec.hccl_algo
 PARALLEL_ENV = "RANKTABLE_PARALLEL"  # spec.parallel, for the layout of a running job and the script
 FRAMEWORK_TITLES = {"mindspore": "MindSpore", "pytorch": "PyTorch"}
@@ -46,10 +44,6 @@ DRIVER_MOUNTS = (
     ("npu-smi", "/usr/local/sbin/npu-smi"),
 )
 DRIVER_VOLUME_NAMES = frozenset(name for name, _ in DRIVER_MOUNTS)
-
-
-def configmap_name(job_name: str) -> str:
-    return CONFIGMAP_PREFIX + job_name
 
 
 def compose(spec: JobSpec) -> list[dict[str, Any]]:
@@ -83,7 +77,7 @@ def compose_job(spec: JobSpec) -> dict[str, Any]:
         metadata.setdefault("annotations", {})[METRIC_PATTERNS_ANNOTATION] = json.dumps(spec.metric_patterns)
     if spec.resume_args:
         metadata.setdefault("annotations", {})[RESUME_ARGS_ANNOTATION] = spec.resume_args
-    return {
+    job: dict[str, Any] = {
         "apiVersion": "batch.volcano.sh/v1alpha1",
         "kind": "Job",
         "metadata": metadata,
@@ -107,6 +101,10 @@ def compose_job(spec: JobSpec) -> dict[str, Any]:
             ],
         },
     }
+    topology = parse_network_topology(spec.network_topology)
+    if topology is not None:  # Volcano keeps the gang inside one HyperNode of tier <= highestTierAllowed
+        job["spec"]["networkTopology"] = topology.to_volcano()
+    return job
 
 
 def _avoided(nodes: list[str]) -> dict[str, Any]:
@@ -335,6 +333,7 @@ def _job_fields(meta: dict[str, Any], jspec: dict[str, Any]) -> dict[str, Any]:
         "flavour": str(annotations.get(FLAVOUR_ANNOTATION) or DEFAULT_FLAVOUR),
         "metric_patterns": metric_patterns_of(meta),
         "resume_args": str(annotations.get(RESUME_ARGS_ANNOTATION) or ""),
+        "network_topology": from_volcano(jspec.get("networkTopology")),
     }
 
 

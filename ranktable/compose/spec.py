@@ -13,6 +13,9 @@ from ranktable.compose.fault_policy import ON_FAULT_PRESETS, ON_FAULT_TEXT
 from ranktable.compose.field_info import info
 from ranktable.compose.flavours import DEFAULT_FLAVOUR
 from ranktable.compose.k8s_names import DNS1035_LABEL, DNS1123_LABEL, DNS1123_SUBDOMAIN, POD_NAME_MAX
+from ranktable.compose.network_topology import HELP as NETWORK_TOPOLOGY_HELP
+from ranktable.compose.network_topology import PATTERN as NETWORK_TOPOLOGY_PATTERN
+from ranktable.compose.network_topology import checked_network_topology
 from ranktable.compose.spec_reader import read_record
 from ranktable.limits import MAX_NODES
 
@@ -368,6 +371,19 @@ class JobSpec:
             group="Scheduling and faults",
             flag="--resume-args",
             metavar="TEMPLATE",
+        ),
+    )
+    network_topology: str = field(
+        default="",
+        metadata=info(
+            "Network topology",
+            help=NETWORK_TOPOLOGY_HELP,
+            group="Scheduling and faults",
+            flag="--network-topology",
+            metavar="MODE:TIER",
+            pattern=NETWORK_TOPOLOGY_PATTERN,
+            example="hard:1",
+            check=checked_network_topology,
         ),
     )
     avoid_nodes: list[str] = field(

@@ -10,11 +10,12 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ranktable.compose.argv import shell_words
 from ranktable.compose.field_info import FieldInfo, default_of, info_of
-from ranktable.errors import InputError
+from ranktable.errors import ContentError, InputError
 from ranktable.limits import brief
 
 T = TypeVar("T")
@@ -43,7 +44,7 @@ def read_record(cls: type[T], value: Any, where: str) -> T:
                 )
             continue
         value = read_value(hints[f.name], raw, path, about)
-        values[f.name] = about.check(value, path) if about.check else value
+        values[f.name] = _content(about.check, value, path) if about.check else value
     return cls(**values)
 
 
@@ -100,6 +101,17 @@ def _mapping(value: Any, where: str) -> dict[str, Any]:
     return value
 
 
+def _content(check: Callable[[Any, str], Any], value: Any, where: str) -> Any:
+    """A field's own check (an HCCL algorithm, a regex, a topology rule) judges what a well-typed value
+    means; what it refuses is a `ContentError` (a 422 to the API: no schema can state it)."""
+    try:
+        return check(value, where)
+    except ContentError:
+        raise
+    except InputError as exc:
+        raise ContentError(exc.reason, where=exc.where, fix=exc.fix) from exc
+
+
 def _list(value: Any, where: str) -> list[Any]:
     if not isinstance(value, list):
         raise InputError(f"expected a list, got {type(value).__name__}", where=where)
@@ -117,6 +129,8 @@ def _int(value: Any, where: str, about: FieldInfo) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, str) and value.strip().isdigit() and len(value.strip()) <= 20:
             value = int(value)
+        elif isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+            value = int(value)  # JSON Schema's integer: 8.0 is one (clients that only have doubles send it)
         else:
             raise InputError(f"expected a whole number, got {brief(value)}", where=where)
     if value > about.limit:

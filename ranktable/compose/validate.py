@@ -355,12 +355,13 @@ def _routing(spec: JobSpec, out: list[Issue]) -> None:
 
 def _collectives(spec: JobSpec, out: list[Issue]) -> None:
     """HCCL_ALGO given twice, and parallel sizes that don't fit the job's NPU count."""
-    from ranktable.collectives.groups import ParallelSizes
     from ranktable.errors import InputError
 
     if spec.hccl_algo and "HCCL_ALGO" in spec.env:
         out.append(Issue("env.HCCL_ALGO", ERROR, "HCCL_ALGO is also set by hccl_algo", "keep one of the two"))
     if spec.parallel is not None:
+        from ranktable.collectives.groups import ParallelSizes  # numpy: only for a job that sets parallel
+
         p = spec.parallel
         try:
             ParallelSizes(p.tp, p.cp, p.ep, p.pp).resolved(spec.total_npus, "parallel")

@@ -138,17 +138,9 @@ def _bytes_of(values: _Values) -> np.ndarray | None:
     return fixed.view(np.uint8).reshape(len(values), fixed.dtype.itemsize)
 
 
-def _regular_blocks(columns: RankColumns, block: int) -> Iterator[bytes] | None:
-    """For a table whose servers all hold the same number (> 0) of devices and whose values are ASCII:
-    the bytes of `server_list_text` in blocks of `block` servers. Every server is one row of a byte
-    matrix with its values and the constant text between them (as json writes it) at fixed columns,
-    NUL-padded; the text is the matrix without its NUL bytes (JSON text has none: json escapes NUL).
-    None for any other table."""
-    counts = columns.counts()
-    servers = columns.servers
-    if servers == 0 or int(counts.min()) != int(counts.max()) or int(counts[0]) == 0:
-        return None
-    per = int(counts[0])
+def _row_pieces(columns: RankColumns, per: int) -> list[str | tuple[_Values, int]]:
+    """Every piece of one server's text in order, `per` devices each: constant text, or a column of
+    values with the device it belongs to (-1: the server's own)."""
     device: list[_Piece] = [
         f'{_DEVICE}{{\n{_DEVICE_FIELD}"device_id": "',
         ("device", columns.device_id),
@@ -172,11 +164,25 @@ def _regular_blocks(columns: RankColumns, block: int) -> Iterator[bytes] | None:
     ):
         server += _field(key, values, _SERVER_FIELD, "server")
     server.append(f',\n{_SERVER_FIELD}"device": [\n')
-    # every piece of a server's text in order; values with the device they belong to (-1: the server)
     pieces: list[str | tuple[_Values, int]] = [p if isinstance(p, str) else (p[1], -1) for p in server]
     for j in range(per):
         pieces += [p if isinstance(p, str) else (p[1], j) for p in device]
         pieces.append(_NEXT if j < per - 1 else f"\n{_SERVER_FIELD}]\n{_SERVER}}}{_NEXT}")
+    return pieces
+
+
+def _regular_blocks(columns: RankColumns, block: int) -> Iterator[bytes] | None:
+    """For a table whose servers all hold the same number (> 0) of devices and whose values are ASCII:
+    the bytes of `server_list_text` in blocks of `block` servers. Every server is one row of a byte
+    matrix with its values and the constant text between them (as json writes it) at fixed columns,
+    NUL-padded; the text is the matrix without its NUL bytes (JSON text has none: json escapes NUL).
+    None for any other table."""
+    counts = columns.counts()
+    servers = columns.servers
+    if servers == 0 or int(counts.min()) != int(counts.max()) or int(counts[0]) == 0:
+        return None
+    per = int(counts[0])
+    pieces = _row_pieces(columns, per)
     # (start column, constant bytes or [servers, width] values) per piece, adjacent constants merged
     placed: list[tuple[int, bytes | np.ndarray]] = []
     matrices: dict[int, np.ndarray] = {}

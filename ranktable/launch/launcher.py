@@ -5,7 +5,10 @@ Waits for the platform to complete the rank table (``ranktable wait``), applies 
 server in the table, then starts the training script: MindSpore once per local NPU with
 ``RANK_TABLE_FILE``/``RANK_ID``/``DEVICE_ID``/``RANK_SIZE``, each child's output lines tagged ``[rankN]: ``
 (as torchrun tags its own) so triage files a traceback under the rank that printed it; PyTorch through
-torchrun with ``NODE_RANK`` from the plan (``RANK_AFTER_ACC``). The training image needs only the minimal
+torchrun with ``NODE_RANK`` from the plan (``RANK_AFTER_ACC``), ``--tee=3`` and
+``TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE=[rank${rank}]: `` so its children's lines carry their global rank
+too (torch < 2.2 ignores the template and tags ``[default<local rank>]:``, which triage maps back through
+the pod's node rank). The training image needs only the minimal
 install in docs/launcher.md: this module uses the standard library; ``wait`` and ``route`` use the pure core.
 """
 
@@ -29,6 +32,9 @@ LAUNCH_COMMAND = ["ranktable", "launch"]
 DEFAULT_RANK_TABLE = "/user/config/jobstart_hccl.json"
 TOR_FILE = "ranktable_tor.json"
 ROUTING_MIN_NODES = 3
+TORCHRUN_PREFIX_ENV = "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"
+TORCHRUN_PREFIX = "[rank${rank}]: "
+"""torchrun (>= 2.2) substitutes ``${rank}`` with each child's global rank: ``[rank11]: ...``."""
 
 
 def launch_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -101,6 +107,7 @@ def torchrun_argv(
         f"--node_rank={node_rank}",
         f"--master_addr={args.job}-{args.task}-0.{args.job}",
         f"--master_port={args.master_port}",
+        "--tee=3",  # each child's stdout and stderr to the pod's log, every line tagged with its rank
         *program,
     ]
 
@@ -160,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
     node_rank = int(env.get("RANK_AFTER_ACC", server.node_rank))
     env["NODE_RANK"] = str(node_rank)
     if args.framework == "pytorch":
+        env.setdefault(TORCHRUN_PREFIX_ENV, TORCHRUN_PREFIX)  # a template the user set is theirs
         return _supervise([(torchrun_argv(args, node_rank, program, python), env)])
     children = []
     for device_id, rank_id in server.devices:

@@ -9,11 +9,17 @@ stay, and across jobs the whole archive stays under `ARCHIVE_MAX_BYTES` and `ARC
 runs evicted first, never one that is being written or read (`busy`).
 
 Private: logs can hold tokens and environment dumps, so folders are 0700 and files 0600.
+
+One writer per run across processes: a `RunArchive` holds the run's writer lease (an advisory lock on
+``writer.lock``) while open. Another one opened meanwhile (`ranktable job stop` in a terminal while the
+Jupyter server archives the run) reads and observes but writes nothing: two appenders would repeat lines
+and could interleave partial ones.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -22,7 +28,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -33,6 +39,8 @@ DEFAULT_KEEP = 5  # runs per job
 ARCHIVE_MAX_BYTES = 4 * 2**30  # every run of every job together
 ARCHIVE_MAX_RUNS = 200  # every job together
 MAX_OPEN_FILES = 64  # per run: least recently written pod files are closed
+WRITER_LOCK = "writer.lock"
+META_LOCK = "meta.lock"  # held while meta.json is read, merged and replaced (`_meta_locked`)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,252}$")
 _UID = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 
@@ -55,6 +63,26 @@ def _open_private(path: Path) -> IO[str]:
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     os.fchmod(fd, 0o600)
     return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def _writer_lease(folder: Path) -> IO[str] | None:
+    """The run's writer lease (held while the handle is open), or None while another writer holds it."""
+    handle = _open_private(folder / WRITER_LOCK)
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        return None
+    return handle
+
+
+@contextlib.contextmanager
+def _meta_locked(folder: Path) -> Iterator[None]:
+    """meta.json read, merged and replaced as one step: a stop's record (another process, or the CLI)
+    and the run's writer never overwrite each other's fields."""
+    with _open_private(folder / META_LOCK) as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield
 
 
 @contextlib.contextmanager
@@ -134,17 +162,7 @@ class RunInfo:
     ended: float | None = None  # when the run ended (finished, failed or stopped); None while it runs
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "job": self.job,
-            "uid": self.uid,
-            "created": self.created,
-            "bytes": self.bytes,
-            "pods": self.pods,
-            "phase": self.phase,
-            "rotated": self.rotated,
-            "ended": self.ended,
-        }
+        return asdict(self)
 
 
 def job_dir(root: Path, namespace: str, job: str) -> Path:
@@ -184,17 +202,27 @@ def _float(value: Any) -> float | None:
         return None
 
 
+RECORDED_KEYS = ("spec", "fault", "resumed")  # written by `record_run` only, never by a RunArchive
+
+
+def _tmp_name() -> str:
+    """A meta.json.*.tmp of this writer: two writers of one run (a live follower and a one-off read, in
+    threads or processes) never rename each other's file away."""
+    return f"meta.json.{os.getpid()}.{threading.get_ident()}.tmp"
+
+
 def record_run(root: Path, namespace: str, job: str, uid: str, **fields: Any) -> None:
     """Merge `fields` (phase, ended, spec...) into a run's meta.json, the run's record even when none of
     its logs were archived (a stop that kept none); not while a `RunArchive` of the run is open."""
     path = run_dir(root, namespace, job, uid)
     path.mkdir(parents=True, exist_ok=True)
-    meta = _read_meta(path) or {"namespace": namespace, "job": job, "uid": uid, "pods": {}, "bytes": 0}
-    meta.update(fields)
-    meta.setdefault("created", meta.get("archived") or time.time())
-    tmp = path / "meta.json.tmp"
-    tmp.write_text(json.dumps(meta), encoding="utf-8")
-    os.replace(tmp, path / "meta.json")
+    with _meta_locked(path):
+        meta = _read_meta(path) or {"namespace": namespace, "job": job, "uid": uid, "pods": {}, "bytes": 0}
+        meta.update(fields)
+        meta.setdefault("created", meta.get("archived") or time.time())
+        tmp = path / _tmp_name()
+        tmp.write_text(json.dumps(meta), encoding="utf-8")
+        os.replace(tmp, path / "meta.json")
 
 
 def run_meta(root: Path, run: RunInfo) -> dict[str, Any]:
@@ -273,6 +301,8 @@ class RunArchive:
         _private_dir(root, self.dir)
         self._busy = busy(self.dir)
         self._busy.__enter__()  # until `close`: the global cap never evicts the run being written
+        self._lease = _writer_lease(self.dir)
+        self.writer = self._lease is not None  # False: another archive (process) writes this run
         self.max_bytes = max_bytes
         self.max_runs = max_runs
         for pod in pods:
@@ -311,11 +341,25 @@ class RunArchive:
                 shutil.rmtree(run_dir(self.root, namespace, job, run.uid), ignore_errors=True)
 
     def _write_meta(self) -> None:
-        tmp = self.dir / "meta.json.tmp"
-        with _open_private(tmp) as handle:
-            handle.truncate(0)
-            handle.write(json.dumps(self.meta))
-        os.replace(tmp, self.dir / "meta.json")
+        """The run's meta.json; what a stop or a resume recorded meanwhile (`record_run`: its spec, end and
+        final phase, the fault blamed on it, the run it resumed) stays, though this writer opened before."""
+        if not self.writer:
+            return
+        with _meta_locked(self.dir):
+            disk = _read_meta(self.dir) or {}
+            for key in RECORDED_KEYS:  # the records' own: the newest on disk wins
+                if key in disk:
+                    self.meta[key] = disk[key]
+            if disk.get("ended") and not self.meta.get("ended"):
+                self.meta["ended"], self.meta["phase"] = (
+                    disk["ended"],
+                    disk.get("phase") or self.meta.get("phase"),
+                )
+            tmp = self.dir / _tmp_name()
+            with _open_private(tmp) as handle:
+                handle.truncate(0)
+                handle.write(json.dumps(self.meta))
+            os.replace(tmp, self.dir / "meta.json")
 
     def _file(self, pod: str) -> IO[str]:
         handle = self._files.pop(pod, None)
@@ -330,7 +374,7 @@ class RunArchive:
         return handle
 
     def append(self, pod: str, node_rank: int, lines: Sequence[tuple[str, str]]) -> None:
-        if not lines:
+        if not lines or not self.writer:
             return
         if pod not in self.meta["pods"]:
             self.meta["pods"][pod] = node_rank
@@ -364,7 +408,11 @@ class RunArchive:
         return out
 
     def set_phase(self, phase: str, ended: float | None = None) -> None:
-        """The run's phase as last seen; `ended` once it is final (kept from the first time told)."""
+        """The run's phase as last seen; `ended` once it is final (kept from the first time told). An
+        ended run's phase stays: a writer opened after a stop recorded "Stopped" still sees the deleting
+        job's last watch events ("Running"), which must not undo the record."""
+        if self.meta.get("ended") is not None:
+            return
         self.meta["phase"] = phase
         if ended is not None and self.meta.get("ended") is None:
             self.meta["ended"] = ended
@@ -383,6 +431,8 @@ class RunArchive:
         if not self._closed:
             self._closed = True
             self._busy.__exit__(None, None, None)
+            if self._lease is not None:
+                self._lease.close()  # the next writer may open the run
 
     def info(self) -> RunInfo:
         return _info(self.meta["namespace"], self.meta["job"], self.meta["uid"], self.meta)

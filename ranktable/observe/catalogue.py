@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from importlib import resources
 from itertools import accumulate
@@ -35,15 +35,9 @@ class Signature:
     pattern: Any = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "code": self.code,
-            "role": self.role,
-            "title": self.title,
-            "explanation": self.explanation,
-            "fix": self.fix,
-            "source": self.source,
-        }
+        """Every field but the matching machinery (`specificity`, `pattern`)."""
+        shown = (f.name for f in fields(self) if f.name not in ("specificity", "pattern"))
+        return {name: getattr(self, name) for name in shown}
 
 
 _PEER = re.compile(

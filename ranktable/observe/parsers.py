@@ -63,9 +63,7 @@ _MF_TPUT = re.compile(rf"train_throughput_per_npu:\s*({NUM})\s*T")
 
 
 def mindformers(text: str) -> Sample | None:
-    if "Epoch:[" not in text:
-        return None
-    m = _MF_EPOCH.search(text)
+    m = _MF_EPOCH.search(text) if "Epoch:[" in text else None  # the substring test is the cheap one
     if m is None:
         return None
     epoch, step, per_epoch = int(m.group(1)), int(m.group(3)), int(m.group(4))
@@ -94,9 +92,7 @@ _MEG_NUM = re.compile(rf"^(?:{NUM})$")
 
 
 def megatron(text: str) -> Sample | None:
-    if "iteration" not in text:
-        return None
-    m = _MEG_ITER.search(text)
+    m = _MEG_ITER.search(text) if "iteration" in text else None  # the substring test is the cheap one
     if m is None:
         return None
     out: Sample = {"step": int(m.group(1))}

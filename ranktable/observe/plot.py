@@ -157,6 +157,13 @@ def line_chart(
             f'<polyline fill="none" stroke="#000" stroke-width="2.4" points="{path}">'
             "<title>mean</title></polyline>"
         )
+    parts.extend(_legend(drawn, len(lines), highlight, bool(average), float(left)))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _legend(drawn: list[str], ranks: int, highlight: frozenset[str], average: bool, x: float) -> list[str]:
+    """The key above the plot: the mean, then each drawn rank (or, with many, the count and stragglers)."""
     items: list[tuple[str, str]] = [("#000", "mean")] if average else []
     if len(drawn) <= 8:
         colors = {
@@ -164,18 +171,17 @@ def line_chart(
         }
         items += [(colors[r], f"rank {r}") for r in sorted(drawn, key=_rank_key)]
     else:
-        items.append(("#999", f"{len(lines)} ranks"))
+        items.append(("#999", f"{ranks} ranks"))
         if highlight:
             items.append(("#d62728", "straggler " + ", ".join(sorted(highlight, key=_rank_key)[:4])))
-    x = float(left)
+    parts = []
     for color, text in items:
         parts.append(
             f'<line x1="{x:.0f}" x2="{x + 14:.0f}" y1="26" y2="26" stroke="{color}" stroke-width="2"/>'
             f'<text x="{x + 17:.0f}" y="30" fill="#444" font-size="10">{escape(text)}</text>'
         )
         x += 24 + 5.6 * len(text)
-    parts.append("</svg>")
-    return "".join(parts)
+    return parts
 
 
 def _rank_key(rank: str) -> tuple[int, str]:

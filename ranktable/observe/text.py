@@ -12,8 +12,10 @@ import math
 import re
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 NUM = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?i:nan|inf(?:inity)?)"
 """A number as trainers print it, including ``nan``/``NAN``/``inf`` (``{:.6E}`` prints upper case)."""
@@ -109,15 +111,26 @@ def kube_time(stamp: str) -> float | None:
 
 
 _STAMP = b"0000-00-00T00:00:00.000000000Z"  # "0": a digit
-_STAMP_FIXED = np.frombuffer(_STAMP, dtype=np.uint8) != ord("0")
-_STAMP_CHARS = np.frombuffer(_STAMP, dtype=np.uint8)
-_STAMP_LINE_FIXED = np.append(_STAMP_FIXED, True)  # the stamp, then its newline
-_STAMP_LINE_CHARS = np.append(_STAMP_CHARS, np.uint8(10))
-# a byte is as expected when byte - LOW <= SPAN (uint8, wrapping): its fixed character, or a digit
-_STAMP_SPAN = np.where(_STAMP_FIXED, 0, 9).astype(np.uint8)
-_STAMP_LINE_SPAN = np.where(_STAMP_LINE_FIXED, 0, 9).astype(np.uint8)
 _SECOND_DIGITS = [17, 18, *range(20, 29)]  # SS.fffffffff as one 11-digit integer, over 1e9
-_SECOND_WEIGHTS = 10 ** np.arange(10, -1, -1, dtype=np.int64)
+
+
+@lru_cache(maxsize=1)
+def _stamp_tables() -> dict[str, Any]:
+    """The stamp's byte patterns as arrays, built on first use: numpy is imported only by the readers
+    that use it, not by every importer of this module (a cold `ranktable job list`, #28)."""
+    import numpy as np
+
+    fixed = np.frombuffer(_STAMP, dtype=np.uint8) != ord("0")
+    chars = np.frombuffer(_STAMP, dtype=np.uint8)
+    line_fixed = np.append(fixed, True)  # the stamp, then its newline
+    return {
+        "chars": chars,
+        "line_chars": np.append(chars, np.uint8(10)),
+        # a byte is as expected when byte - LOW <= SPAN (uint8, wrapping): its fixed character, or a digit
+        "span": np.where(fixed, 0, 9).astype(np.uint8),
+        "line_span": np.where(line_fixed, 0, 9).astype(np.uint8),
+        "second_weights": 10 ** np.arange(10, -1, -1, dtype=np.int64),
+    }
 
 
 def kube_times(stamps: list[str]) -> list[float | None]:
@@ -129,6 +142,8 @@ def kube_time_array(stamps: Sequence[str]) -> np.ndarray:
     """kube_time() of each stamp as an array (NaN: None); the usual ``2026-09-21T10:11:12.123456789Z``
     form read with array steps (the seconds are an 11-digit integer over 1e9: one exact division, as
     float() reads them), each run of stamps in one minute converted once."""
+    import numpy as np
+
     count = len(stamps)
     out = np.full(count, math.nan)
     width = len(_STAMP) + 1
@@ -155,9 +170,12 @@ def kube_time_array(stamps: Sequence[str]) -> np.ndarray:
 
 def _usual_rows(stamps: Sequence[str], rows: np.ndarray, index: np.ndarray, out: np.ndarray) -> None:
     """Fill out[index] from the stamps' bytes (one row each: len(_STAMP) bytes, maybe then a newline)."""
-    chars, span = _STAMP_CHARS, _STAMP_SPAN
+    import numpy as np
+
+    tables = _stamp_tables()
+    chars, span = tables["chars"], tables["span"]
     if rows.shape[1] > len(_STAMP):
-        chars, span = _STAMP_LINE_CHARS, _STAMP_LINE_SPAN
+        chars, span = tables["line_chars"], tables["line_span"]
     bad = (rows - chars) > span  # elementwise: fast (a digit place's character is "0")
     good = ~bad.any(axis=1) if bad.any() else np.ones(len(rows), dtype=bool)
     for at in index[~good].tolist():
@@ -182,7 +200,7 @@ def _usual_rows(stamps: Sequence[str], rows: np.ndarray, index: np.ndarray, out:
             bases.append(math.nan)
     base = np.repeat(np.array(bases), np.diff(np.append(starts, count)))
     # SS.fffffffff as one 11-digit integer: SS and the first fraction digit, then 8 digits as one word
-    head = (picked[:, [17, 18, 20]].astype(np.int64) - 48) @ _SECOND_WEIGHTS[:3]
+    head = (picked[:, [17, 18, 20]].astype(np.int64) - 48) @ tables["second_weights"][:3]
     tail = words(21) - np.uint64(0x3030303030303030)
     tail = tail * np.uint64(10) + (tail >> np.uint64(8))
     pairs = np.uint64(0x000000FF000000FF)

@@ -1,7 +1,29 @@
-"""Route planning: renumber a rank table so its ring follows the switch tree (and stable replanning)."""
+"""Route planning: renumber a rank table so its ring follows the switch tree (and stable replanning).
 
-from ranktable.plan.placement import Placement, natural_key, place, ring_crossings
-from ranktable.plan.planner import PlanResult, ReplanGain, plan_routes, renumber, require_plannable
+Names are imported on first use (PEP 562): a module that needs only `plan.forecast`'s constants (the
+cluster client, a cold `ranktable job list`) does not import the planner and numpy (#28).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ranktable.plan.placement import Placement, natural_key, place, ring_crossings
+    from ranktable.plan.planner import PlanResult, ReplanGain, plan_routes, renumber, require_plannable
+
+_HOMES = {
+    "Placement": "placement",
+    "natural_key": "placement",
+    "place": "placement",
+    "ring_crossings": "placement",
+    "PlanResult": "planner",
+    "ReplanGain": "planner",
+    "plan_routes": "planner",
+    "renumber": "planner",
+    "require_plannable": "planner",
+}
 
 __all__ = [
     "Placement",
@@ -14,3 +36,12 @@ __all__ = [
     "require_plannable",
     "ring_crossings",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ranktable.plan' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"ranktable.plan.{home}"), name)
+    globals()[name] = value
+    return value

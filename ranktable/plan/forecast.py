@@ -11,7 +11,11 @@ submit is only as good as this guess. Two node choices are modelled:
   (one pod, or every candidate under one leaf); otherwise the forecast is a range, its best case (leaf
   by leaf) and worst case (alternating leaves).
 
-Composed jobs carry no `networkTopology`, so its confinement of a gang to one HyperNode is not modelled.
+A job's `networkTopology` (JobSpec ``network_topology``, e.g. ``hard:1``) with tier 1 keeps the gang under
+one leaf (a tier-1 HyperNode): only leaves that hold the whole gang are candidates, the smallest first (the
+simulated scheduler tries HyperNodes by tier, size and name); ``hard`` with none waits, ``soft`` with none
+places the gang as without it. Which leaf Volcano picks is its choice, but every choice has no leaf
+crossing, so the layout is known. Tier 2 and above span the spine: no confinement under a two-tier tree.
 """
 
 from __future__ import annotations
@@ -54,15 +58,39 @@ def forecast_placement(
     pods: int,
     npus: int,
     policy: str,
+    network_topology: tuple[str, int] | None = None,
 ) -> PlacementForecast:
     """The nodes `pods` pods of `npus` NPUs each get, one pod per node (the jobs' hostname anti-affinity).
 
-    `free`: free NPUs per candidate node (already filtered by node selector); `leaf_of`: node -> leaf.
+    `free`: free NPUs per candidate node (already filtered by node selector); `leaf_of`: node -> leaf;
+    `network_topology`: the job's (mode, highest tier allowed), if any.
     Raises ValueError when the gang does not fit (the caller says what to do).
     """
     fitting = sorted(name for name, count in free.items() if count >= npus)
     if len(fitting) < pods:
         raise ValueError(f"{len(fitting)} free node(s) fit a pod of {npus} NPUs; the gang needs {pods}")
+    if network_topology is not None and network_topology[1] == 1:
+        mode = network_topology[0]
+        sizes = Counter(leaf_of.get(name, "") for name in leaf_of)
+        by_leaf = _by_leaf(fitting, leaf_of)
+        holding = sorted(
+            (leaf for leaf, nodes in by_leaf.items() if len(nodes) >= pods), key=lambda x: (sizes[x], x)
+        )
+        if holding:
+            leaf = holding[0]
+            chosen = by_leaf[leaf][:pods]
+            others = (
+                "" if len(holding) == 1 else f" (the scheduler may pick another of {len(holding)} leaves)"
+            )
+            why = f"networkTopology {mode}:1 keeps the gang under one leaf: {leaf}{others}, no leaf crossing"
+            return PlacementForecast(True, policy, why, [("predicted", chosen)])
+        if mode == "hard":
+            raise ValueError(
+                f"no leaf has {pods} free node(s) that fit a pod of {npus} NPUs (networkTopology hard:1)"
+            )
+        prefix = "no leaf holds the gang, so networkTopology soft:1 places it anyway; "
+        found = forecast_placement(free, leaf_of, pods, npus, policy)
+        return PlacementForecast(found.exact, found.policy, prefix + found.reason, found.cases)
     if policy == SPREAD_BY_LEAF:
         order = _spread_by_leaf(fitting, leaf_of, pods)
         return PlacementForecast(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, overload
+from typing import Any, NoReturn, overload
 
 import paramiko
 
@@ -130,9 +130,10 @@ def open_socket(endpoint: Endpoint, timeout: float) -> socket.socket:
     where = f"{endpoint.host}:{endpoint.port}"
     try:
         infos = socket.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
+    except (socket.gaierror, UnicodeError) as exc:  # UnicodeError: an empty label (".F") or one over 63
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else "an empty or over-long label"
         raise HostNotResolved(
-            f"host name {endpoint.host!r} does not resolve ({exc.strerror})",
+            f"host name {endpoint.host!r} does not resolve ({reason})",
             where=f"profile {endpoint.profile}",
             fix="check the host in the profile or in ~/.ssh/config (HostName), and your network/DNS",
         ) from exc
@@ -253,17 +254,33 @@ class Connection:
                 look_for_keys=pkey is None,
                 transport_factory=_transport_factory,
             )
-        except HostKeyChanged as exc:
+        except (SshError, paramiko.SSHException, EOFError, OSError) as exc:
+            transport = client.get_transport()
+            saved = getattr(transport, "saved_exception", None) if transport else None
             self._abort(client, sock)
+            self._raise_connect_error(exc, saved, time.monotonic() - started)
+        transport = client.get_transport()
+        assert transport is not None
+        transport.set_keepalive(self.keepalive)
+        self._client = client
+        self._record_stamp = self.host_keys.record_stamp()
+        self._slots = threading.BoundedSemaphore(self.max_channels)  # old leases release into the old one
+        self._last_ok = time.monotonic()
+
+    def _raise_connect_error(
+        self, exc: BaseException, saved: BaseException | None, seconds: float
+    ) -> NoReturn:
+        """Why the handshake failed, said for this profile: a changed host key, an unknown one (with the
+        accept hint), a refused key pair, a silent port, a full server or a dropped connection."""
+        ep = self.endpoint
+        if isinstance(exc, HostKeyChanged):
             exc.fix = replace_hint(ep.profile, exc.host_id)
-            raise
-        except SshError as exc:
-            self._abort(client, sock)
+            raise exc
+        if isinstance(exc, SshError):
             if hasattr(exc, "fingerprint"):
                 exc.fix = self.accept_hint(exc.fingerprint)
-            raise
-        except paramiko.BadHostKeyException as exc:
-            self._abort(client, sock)
+            raise exc
+        if isinstance(exc, paramiko.BadHostKeyException):
             _, source = self.host_keys.lookup(ep.host_id)
             raise HostKeyChanged(
                 ep.host_id,
@@ -273,8 +290,7 @@ class Connection:
                 str(source),
                 profile=ep.profile,
             ) from exc
-        except paramiko.AuthenticationException as exc:
-            self._abort(client, sock)
+        if isinstance(exc, paramiko.AuthenticationException):
             key = ep.key_file or "any of your default keys"
             raise KeyNotAccepted(
                 f"Permission denied (publickey) for {ep.user}@{ep.host_id}: "
@@ -283,43 +299,29 @@ class Connection:
                 fix="use the key pair bound to the instance (--key FILE, the .pem downloaded at creation) "
                 "and the right user (Notebook instances use ma-user)",
             ) from exc
-        except TimeoutError as exc:
-            self._abort(client, sock)
+        if isinstance(exc, TimeoutError):
             raise ConnectTimeout(
                 f"{ep.host_id} accepted the TCP connection but the SSH handshake timed out",
                 where=f"profile {ep.profile}",
                 fix="check that the port is an SSH port and the instance is healthy",
             ) from exc
-        except (paramiko.SSHException, EOFError, OSError) as exc:
-            transport = client.get_transport()
-            saved = getattr(transport, "saved_exception", None) if transport else None
-            self._abort(client, sock)
-            timed_out = time.monotonic() - started >= 0.9 * self.connect_timeout
-            if timed_out or any(
-                isinstance(e.__context__, TimeoutError) for e in (exc, saved) if e is not None
-            ):
-                raise ConnectTimeout(
-                    f"{ep.host_id} accepted the TCP connection but sent no SSH banner "
-                    f"within {self.connect_timeout:g}s",
-                    where=f"profile {ep.profile}",
-                    fix="check that the port is the instance's SSH port and the instance is healthy",
-                ) from exc
-            if "banner" in str(exc).lower() or isinstance(exc, EOFError | ConnectionResetError):
-                raise TooManyConnections(
-                    f"{ep.host_id} closed the connection before the SSH handshake ({exc})",
-                    where=f"profile {ep.profile}",
-                    fix=f"{SERVER_SESSION_LIMIT_HINT}: close other SSH sessions (IDEs, terminals) and retry",
-                ) from exc
-            raise ConnectionLost(
-                f"SSH handshake with {ep.host_id} failed: {exc}", where=f"profile {ep.profile}", fix="retry"
+        timed_out = seconds >= 0.9 * self.connect_timeout
+        if timed_out or any(isinstance(e.__context__, TimeoutError) for e in (exc, saved) if e is not None):
+            raise ConnectTimeout(
+                f"{ep.host_id} accepted the TCP connection but sent no SSH banner "
+                f"within {self.connect_timeout:g}s",
+                where=f"profile {ep.profile}",
+                fix="check that the port is the instance's SSH port and the instance is healthy",
             ) from exc
-        transport = client.get_transport()
-        assert transport is not None
-        transport.set_keepalive(self.keepalive)
-        self._client = client
-        self._record_stamp = self.host_keys.record_stamp()
-        self._slots = threading.BoundedSemaphore(self.max_channels)  # old leases release into the old one
-        self._last_ok = time.monotonic()
+        if "banner" in str(exc).lower() or isinstance(exc, EOFError | ConnectionResetError):
+            raise TooManyConnections(
+                f"{ep.host_id} closed the connection before the SSH handshake ({exc})",
+                where=f"profile {ep.profile}",
+                fix=f"{SERVER_SESSION_LIMIT_HINT}: close other SSH sessions (IDEs, terminals) and retry",
+            ) from exc
+        raise ConnectionLost(
+            f"SSH handshake with {ep.host_id} failed: {exc}", where=f"profile {ep.profile}", fix="retry"
+        ) from exc
 
     def connect(self) -> Connection:
         self.transport()

@@ -6,26 +6,26 @@ The UI and the CLI catch these by type (e.g. ``PassphraseRequired`` -> ask for t
 
 from __future__ import annotations
 
-from ranktable.errors import RanktableError
+from ranktable.errors import ContentError, RanktableError, Unavailable
 
 
 class SshError(RanktableError):
     """Base class of every connection, host-key, key-file, sync and remote-run failure."""
 
 
-class HostNotResolved(SshError):
+class HostNotResolved(SshError, Unavailable):  # the instance cannot be reached: 503, not bad input
     """The host name does not resolve (DNS or /etc/hosts)."""
 
 
-class ConnectionRefused(SshError):
+class ConnectionRefused(SshError, Unavailable):  # the instance cannot be reached: 503, not bad input
     """Nothing listens on the host's SSH port (instance stopped, wrong port)."""
 
 
-class ConnectTimeout(SshError):
+class ConnectTimeout(SshError, Unavailable):  # the instance cannot be reached: 503, not bad input
     """The host did not answer in time (firewall, security group, wrong address)."""
 
 
-class ConnectionLost(SshError):
+class ConnectionLost(SshError, Unavailable):  # the instance cannot be reached: 503, not bad input
     """An established connection dropped (network, instance restarted, server killed the session)."""
 
 
@@ -37,7 +37,7 @@ class KeyNotAccepted(SshError):
     """The server refused our key: the instance's key pair is a different one."""
 
 
-class KeyFileError(SshError):
+class KeyFileError(SshError, ContentError):  # the profile's key file, not the request's shape: 422
     """The private key file is missing, unreadable, of an unsupported type or too widely readable."""
 
 

@@ -42,6 +42,8 @@ CLOSE_WAIT = 10.0  # how long a close request waits for the owning process to cl
 
 def check_port(value: object, where: str, *, allow_zero: bool = False) -> int:
     low = 0 if allow_zero else 1
+    if isinstance(value, float) and value.is_integer():  # JSON Schema's integer: 6006.0 is one
+        value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= 65535:
         raise InputError(
             f"must be a port number {low}-65535, not {value!r:.40}",

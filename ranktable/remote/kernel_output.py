@@ -31,7 +31,13 @@ FRAME = struct.Struct(">I")
 DEFAULT_CAP = 16 << 20  # bytes per log file (two are kept)
 RETRY_SECONDS = 0.5
 
-# Runs on the instance as a child of the kernel (its parent pid is the kernel's): exits with it.
+# Runs on the instance as a child of the kernel (its parent pid is the kernel's): exits with it. With three
+# more arguments it also keeps the kernel's shell replies (#26.2): it listens on a loopback port of its own
+# (the local side's shell requests come there through the SSH forward), passes each request to the kernel
+# through a DEALER per client whose identity is the client's (so the kernel's stdin requests still reach
+# the client's own stdin socket), and appends every reply, prefixed with the client's identity, to a log
+# like the IOPub one: the local side replays it from the last reply delivered, so a reply sent while SSH
+# is down arrives after the reconnect, once.
 RECORDER = r"""
 import os, signal, struct, sys, zmq
 signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -51,24 +57,54 @@ def last_seq(name):
                 seq = s
     except FileNotFoundError:
         return seq
-seq = last_seq(path) or last_seq(path + ".1")
-sub = zmq.Context().socket(zmq.SUB)
+class Log:
+    def __init__(self, name):
+        self.name, self.seq = name, last_seq(name) or last_seq(name + ".1")
+        self.fh = open(name, "ab")
+    def append(self, frames):
+        self.seq += 1
+        body = b"".join(FRAME.pack(len(f)) + f for f in frames)
+        self.fh.write(RECORD.pack(self.seq, len(frames), len(body)) + body)
+        self.fh.flush()
+        if self.fh.tell() > cap:
+            self.fh.close()
+            os.replace(self.name, self.name + ".1")
+            self.fh = open(self.name, "ab")
+context = zmq.Context()
+poller = zmq.Poller()
+sub = context.socket(zmq.SUB)
 sub.setsockopt(zmq.SUBSCRIBE, b"")
 sub.setsockopt(zmq.RCVHWM, 0)
 sub.connect("tcp://127.0.0.1:%d" % port)
-fh = open(path, "ab")
+poller.register(sub, zmq.POLLIN)
+iopub = Log(path)
+front = None
+if len(sys.argv) > 6:
+    shell_port, front_port, replies = int(sys.argv[4]), int(sys.argv[5]), Log(sys.argv[6])
+    front = context.socket(zmq.ROUTER)
+    front.bind("tcp://127.0.0.1:%d" % front_port)
+    poller.register(front, zmq.POLLIN)
+    dealers, owners = {}, {}
 while os.getppid() == kernel:
-    if not sub.poll(1000):
-        continue
-    frames = sub.recv_multipart()
-    seq += 1
-    body = b"".join(FRAME.pack(len(f)) + f for f in frames)
-    fh.write(RECORD.pack(seq, len(frames), len(body)) + body)
-    fh.flush()
-    if fh.tell() > cap:
-        fh.close()
-        os.replace(path, path + ".1")
-        fh = open(path, "ab")
+    for sock, _ in poller.poll(1000):
+        if sock is sub:
+            iopub.append(sub.recv_multipart())
+        elif sock is front:
+            frames = front.recv_multipart()  # [relay, client, ...request]
+            if len(frames) < 3:
+                continue
+            client = frames[1]
+            dealer = dealers.get(client)
+            if dealer is None:
+                dealer = dealers[client] = context.socket(zmq.DEALER)
+                dealer.setsockopt(zmq.IDENTITY, client if client[:1] != b"\0" else b"r" + client)
+                dealer.setsockopt(zmq.LINGER, 0)
+                dealer.connect("tcp://127.0.0.1:%d" % shell_port)
+                owners[dealer] = client
+                poller.register(dealer, zmq.POLLIN)
+            dealer.send_multipart(frames[2:])
+        else:
+            replies.append([owners[sock]] + sock.recv_multipart())
 """
 
 # Streams the log's records with a sequence number above argv[2], then follows it (and its rotation).
@@ -176,6 +212,27 @@ class IopubRelay:
         on_progress: Callable[[int], None] | None = None,
         name: str = "ranktable-iopub",
     ) -> None:
+        self._follow_log(open_session, python, log_path, after, on_progress, name)
+        # XPUB: it tells us when clients subscribe. A PUB socket drops what it publishes before a
+        # client's subscription arrives, so the log is only replayed while someone listens.
+        self._socket = self._context.socket(zmq.XPUB)
+        self._socket.setsockopt(zmq.XPUB_VERBOSER, 1)  # every (un)subscription, not just the first/last
+        self.port = self._bind_local(self._socket, port)
+        self._thread: threading.Thread | None = None
+        self.connected = threading.Event()  # a follower is streaming (tests, status)
+        self.subscribers = 0
+        self.min_subscribers = 1  # a Jupyter server's own activity watcher is one: it sets 2
+
+    def _follow_log(
+        self,
+        open_session: Callable[[], Any],
+        python: str,
+        log_path: str,
+        after: int,
+        on_progress: Callable[[int], None] | None,
+        name: str,
+    ) -> None:
+        """What a relay follows: the remote log at `log_path` (read by `python`) from sequence `after`."""
         self._open_session = open_session
         self._python = python
         self.log_path = log_path
@@ -185,21 +242,16 @@ class IopubRelay:
         self._stop = threading.Event()
         self._lease: Any = None
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
-        # XPUB: it tells us when clients subscribe. A PUB socket drops what it publishes before a
-        # client's subscription arrives, so the log is only replayed while someone listens.
-        self._socket = self._context.socket(zmq.XPUB)
-        self._socket.setsockopt(zmq.XPUB_VERBOSER, 1)  # every (un)subscription, not just the first/last
-        self._socket.setsockopt(zmq.LINGER, 0)
-        self._socket.setsockopt(zmq.SNDHWM, 0)  # never drop: the log is the bound, not the socket
+
+    @staticmethod
+    def _bind_local(socket: zmq.Socket[bytes], port: int) -> int:
+        """Bind `socket` on 127.0.0.1 (`port`, or a free one: 0), never dropping or lingering; the port."""
+        socket.setsockopt(zmq.LINGER, 0)
+        socket.setsockopt(zmq.SNDHWM, 0)  # never drop: the log is the bound, not the socket
         if port:
-            self._socket.bind(f"tcp://127.0.0.1:{port}")
-            self.port = port
-        else:
-            self.port = self._socket.bind_to_random_port("tcp://127.0.0.1")
-        self._thread: threading.Thread | None = None
-        self.connected = threading.Event()  # a follower is streaming (tests, status)
-        self.subscribers = 0
-        self.min_subscribers = 1  # a Jupyter server's own activity watcher is one: it sets 2
+            socket.bind(f"tcp://127.0.0.1:{port}")
+            return port
+        return socket.bind_to_random_port("tcp://127.0.0.1")
 
     def _count_subscriptions(self, timeout_ms: int = 0) -> None:
         while self._socket.poll(timeout_ms, zmq.POLLIN):
@@ -276,11 +328,99 @@ class IopubRelay:
             for seq, frames in parse_records(buffer):
                 if seq <= self.after:
                     continue
-                if not is_welcome(frames):
-                    self._socket.send_multipart(frames)
+                self._deliver(frames)
                 self.after = seq
                 if self._on_progress is not None:
                     self._on_progress(seq)
+
+    def _deliver(self, frames: list[bytes]) -> None:
+        if not is_welcome(frames):
+            self._socket.send_multipart(frames)
+
+
+class ShellRelay(IopubRelay):
+    """The local shell port, for a kernel whose replies are kept on the instance (#26.2).
+
+    Clients (Jupyter's DEALERs) connect to a ROUTER here; each request goes, with the client's identity,
+    to the instance's reply keeper through ``keeper_port`` (a local listener of the SSH forwarder); the
+    replies come back from the keeper's log through a follower, like IOPub, from the last one delivered
+    (``after``): a reply sent while SSH was down is delivered after the reconnect, exactly once. One
+    thread owns the ROUTER and the DEALER; the follower thread hands it records over an inproc pair.
+    """
+
+    def __init__(
+        self,
+        open_session: Callable[[], Any],
+        python: str,
+        log_path: str,
+        *,
+        keeper_port: int,
+        port: int = 0,
+        after: int = 0,
+        on_progress: Callable[[int], None] | None = None,
+        name: str = "ranktable-shell",
+    ) -> None:
+        self._follow_log(open_session, python, log_path, after, on_progress, name)
+        self._router = self._context.socket(zmq.ROUTER)
+        self.port = self._bind_local(self._router, port)
+        self.keeper_port = keeper_port
+        self._dealer = self._context.socket(zmq.DEALER)
+        self._dealer.setsockopt(zmq.LINGER, 0)
+        self._dealer.connect(f"tcp://127.0.0.1:{keeper_port}")
+        inproc = f"inproc://ranktable-shell-{id(self)}"
+        self._pull = self._context.socket(zmq.PAIR)
+        self._pull.bind(inproc)
+        self._push = self._context.socket(zmq.PAIR)
+        self._push.connect(inproc)
+        self._thread: threading.Thread | None = None
+        self._pump_thread: threading.Thread | None = None
+        self.connected = threading.Event()
+        self.subscribers = 0
+        self.min_subscribers = 0
+
+    def _listened_to(self) -> bool:
+        return True  # replies are routed to their client; one for a client gone is dropped by the ROUTER
+
+    def _count_subscriptions(self, timeout_ms: int = 0) -> None:
+        return
+
+    def _deliver(self, frames: list[bytes]) -> None:
+        self._push.send_multipart(frames)  # [client identity, ...reply]
+
+    def start(self) -> ShellRelay:
+        if self._pump_thread is None:
+            self._pump_thread = threading.Thread(target=self._pump, name=f"{self._name}-pump", daemon=True)
+            self._pump_thread.start()
+        super().start()
+        return self
+
+    def _pump(self) -> None:
+        poller = zmq.Poller()
+        poller.register(self._router, zmq.POLLIN)
+        poller.register(self._pull, zmq.POLLIN)
+        while not self._stop.is_set():
+            try:
+                ready = dict(poller.poll(200))
+                if self._router in ready:
+                    self._dealer.send_multipart(self._router.recv_multipart())  # [client, ...request]
+                if self._pull in ready:
+                    self._router.send_multipart(self._pull.recv_multipart())
+            except zmq.ZMQError:
+                if self._stop.is_set():
+                    return
+                raise
+
+    def close(self) -> None:
+        self._stop.set()
+        lease = self._lease
+        if lease is not None:
+            with contextlib.suppress(Exception):
+                lease.close()
+        for thread in (self._thread, self._pump_thread):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(5)
+        for sock in (self._router, self._dealer, self._pull, self._push):
+            sock.close(linger=0)
 
 
 class Throttled:

@@ -24,7 +24,7 @@ from traitlets import Bool, Int, Unicode
 from ranktable.home import shared_settings
 from ranktable.remote import kernel_remote as remote
 from ranktable.remote.kernel_link import KernelLink, open_link
-from ranktable.remote.kernel_output import DEFAULT_CAP, IopubRelay, Throttled
+from ranktable.remote.kernel_output import DEFAULT_CAP, IopubRelay, ShellRelay, Throttled
 from ranktable.remote.kernel_records import KernelRecords
 from ranktable.remote.kernel_remote import PORT_NAMES, RemoteFiles, RemoteKernelError
 from ranktable.remote.kernel_tunnel import PortForwarder
@@ -34,6 +34,9 @@ POLL_INTERVAL = 0.5  # seconds between liveness round trips (Jupyter polls every
 FAST_POLL_INTERVAL = 0.1  # ... right after we sent a terminating signal, so shutdown is not slowed down
 FAST_POLL_WINDOW = 5.0
 START_TIMEOUT = 60.0  # seconds for the remote kernel to open its shell port
+
+
+SHELL_KEEPER = "shell_keeper_port"  # remote_ports' entry of the instance's shell reply keeper
 
 
 class SSHKernelProvisioner(KernelProvisionerBase):
@@ -63,7 +66,10 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         self._last_poll = 0.0
         self._fast_poll_until = 0.0
         self._relay: IopubRelay | None = None
+        self._keeper_local: int | None = None  # the forwarder's listener to the instance's reply keeper
         self._iopub_seq = 0  # IOPub log records delivered to local clients
+        self._shell: ShellRelay | None = None  # the local shell port when replies are kept (#26.2)
+        self._shell_seq = 0  # shell reply log records delivered
         self._detached = False  # handed over to a later Jupyter server: never touch the remote kernel
         self._records = KernelRecords()
         self._save_seq = Throttled(self._record_seq)
@@ -93,33 +99,63 @@ class SSHKernelProvisioner(KernelProvisionerBase):
     def _ensure_forwarder(self, wanted: dict[str, int]) -> dict[str, int]:
         """Listeners on the wanted local ports (0 = any); kept as they are when they already match."""
         if self._forwarder is not None:
-            current = self._forwarder.ports + ([self._relay.port] if self._relay is not None else [])
+            current = [p for p in self._forwarder.ports if p != self._keeper_local]
+            current += [r.port for r in (self._relay, self._shell) if r is not None]
             if sorted(current) == sorted(wanted.values()):
                 return wanted
             self._forwarder.close()
-            if self._relay is not None:  # free its port before binding again
-                self._relay.close()
-                self._relay = None
+            self._close_relays()  # free their ports before binding again
         forwarder = PortForwarder(self._open_forward, name=f"ranktable-kernel-{self.kernel_id}")
-        relay = None
+        relay = shell = None
+        keeps_shell = self._keeps_shell
         try:
             ports = {
                 name: forwarder.listen(wanted.get(name, 0))
                 for name in PORT_NAMES
                 if not (self.keep_output and name == "iopub_port")
+                and not (keeps_shell and name == "shell_port")
             }
             if self.keep_output:  # IOPub comes from the remote log, not straight from the kernel
                 relay = self._new_relay(wanted.get("iopub_port", 0))
                 ports["iopub_port"] = relay.port
+            if keeps_shell:  # so do shell replies: requests go to the instance's reply keeper
+                self._keeper_local = forwarder.listen(0)
+                shell = ShellRelay(
+                    lambda: self._ensure_link().connection.open_session(),
+                    self.python,
+                    "",
+                    keeper_port=self._keeper_local,
+                    port=wanted.get("shell_port", 0),
+                    after=self._shell_seq,
+                    on_progress=self._shell_delivered,
+                    name=f"ranktable-shell-{self.kernel_id}",
+                )
+                ports["shell_port"] = shell.port
         except (OSError, Exception):
             forwarder.close()
+            for r in (relay, shell):
+                if r is not None:
+                    r.close()
             raise
         forwarder.start()
         self._forwarder = forwarder
-        if self._relay is not None:
-            self._relay.close()
-        self._relay = relay
+        self._close_relays()
+        self._relay, self._shell = relay, shell
         return ports
+
+    @property
+    def _keeps_shell(self) -> bool:
+        """Shell replies kept on the instance: with the output, unless an adopted kernel predates it."""
+        return self.keep_output and (not self.remote_ports or SHELL_KEEPER in self.remote_ports)
+
+    def _shell_delivered(self, seq: int) -> None:
+        self._shell_seq = seq
+
+    def _close_relays(self) -> None:
+        for relay in (self._relay, self._shell):
+            if relay is not None:
+                relay.close()
+        self._relay = self._shell = None
 
     def _clients_connected(self) -> bool:
         """True unless we run in Jupyter Server and no websocket is connected to this kernel: then
@@ -144,6 +180,9 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         if self._relay is not None and self._files is not None:
             self._relay.log_path = self._files.iopub_log
             self._relay.start()
+        if self._shell is not None and self._files is not None:
+            self._shell.log_path = self._files.shell_log
+            self._shell.start()
 
     def _delivered(self, seq: int) -> None:
         if self._clients_connected():
@@ -167,6 +206,8 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         for name in PORT_NAMES:
             if name in local and local[name] in self._forwarder.ports:
                 self._forwarder.point(local[name], ("127.0.0.1", self.remote_ports[name]))
+        if self._shell is not None and SHELL_KEEPER in self.remote_ports:
+            self._forwarder.point(self._shell.keeper_port, ("127.0.0.1", self.remote_ports[SHELL_KEEPER]))
 
     # -- launch -------------------------------------------------------------------------------------
     async def pre_launch(self, **kwargs: Any) -> dict[str, Any]:
@@ -221,13 +262,17 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         found = remote.probe(run, self.python, self._where)
         self.remote_dir = link.remote_dir()
         self._files = RemoteFiles(f"{found.home}/{REMOTE_KERNEL_DIR}", str(self.kernel_id))
-        self.remote_ports = dict(zip(PORT_NAMES, found.ports, strict=True))
+        self.remote_ports = dict(zip(PORT_NAMES, found.ports[: len(PORT_NAMES)], strict=True))
+        shell = None
+        if self._shell is not None:  # the instance keeps the shell replies: its keeper's port
+            self.remote_ports[SHELL_KEEPER] = found.ports[len(PORT_NAMES)]
+            shell = (self.remote_ports["shell_port"], self.remote_ports[SHELL_KEEPER])
         info = {
             key: (value.decode() if isinstance(value, bytes) else value)
             for key, value in self.connection_info.items()
             if key not in ("session",)
         }
-        info.update(self.remote_ports)
+        info.update({name: self.remote_ports[name] for name in PORT_NAMES})
         info.update({"ip": "127.0.0.1", "transport": "tcp"})
         remote.write_connection_file(run, self._files, info)
         iopub = self.remote_ports["iopub_port"] if self.keep_output else None
@@ -237,6 +282,7 @@ class SSHKernelProvisioner(KernelProvisionerBase):
             self.remote_dir,
             self._files,
             iopub_port=iopub,
+            shell=shell,
             cap=self.output_log_bytes,
             settings=self._inherited,  # the server's cluster: `%ranktable jobs` works at once
         )
@@ -294,9 +340,7 @@ class SSHKernelProvisioner(KernelProvisionerBase):
     def detach(self) -> None:
         """The Jupyter server stops but the kernel keeps running: close our local ends only, and
         record how far its output was delivered so the next server replays the rest."""
-        if self._relay is not None:
-            self._relay.close()
-            self._relay = None
+        self._close_relays()
         self._save_seq.flush()  # -> self._iopub_seq: the last message a client got
         if self._forwarder is not None:
             self._forwarder.close()
@@ -417,9 +461,7 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         await asyncio.to_thread(self._cleanup_remote, restart)
         if not restart:
             self._records.remove(str(self.kernel_id))
-            if self._relay is not None:
-                self._relay.close()
-                self._relay = None
+            self._close_relays()
             if self._forwarder is not None:
                 self._forwarder.close()
                 self._forwarder = None
@@ -460,6 +502,7 @@ class SSHKernelProvisioner(KernelProvisionerBase):
                 else [self._files.directory, self._files.kernel_id],
                 "keep_output": self.keep_output,
                 "iopub_seq": self._iopub_seq,
+                "shell_seq": self._shell_seq,
             }
         )
         return info
@@ -475,6 +518,7 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         self._files = RemoteFiles(files[0], files[1]) if files else None
         self.keep_output = bool(provisioner_info.get("keep_output", self.keep_output))
         self._iopub_seq = int(provisioner_info.get("iopub_seq") or 0)
+        self._shell_seq = int(provisioner_info.get("shell_seq") or 0)
         self._last_poll = 0.0
 
     def _restore_forwarder(self) -> None:

@@ -20,13 +20,14 @@ Run = Callable[[str, bytes | None, float], tuple[int, bytes, bytes]]
 PORT_NAMES = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 INSTALL_IPYKERNEL = "python -m pip install ipykernel"
 
-# Runs on the remote: does ipykernel import, where is home, and five free loopback ports.
+# Runs on the remote: does ipykernel import, where is home, and six free loopback ports (the kernel's five,
+# then the shell reply keeper's).
 _PROBE = r"""
 import importlib.util, json, os, socket, sys
 # find_spec, not import: importing ipykernel pulls in zmq, tornado and IPython (seconds on a busy host);
 # a broken install still shows up, with the kernel's own traceback, when the launch fails.
 has_ipykernel = importlib.util.find_spec("ipykernel") is not None
-socks = [socket.socket() for _ in range(5)]
+socks = [socket.socket() for _ in range(6)]
 for s in socks:
     s.bind(("127.0.0.1", 0))
 ports = [s.getsockname()[1] for s in socks]
@@ -69,12 +70,17 @@ class RemoteFiles:
         return f"{self.directory}/kernel-{self.kernel_id}.iopub"
 
     @property
+    def shell_log(self) -> str:
+        """The bounded log of the kernel's shell replies (``.shell``, ``.shell.1``), see ``kernel_output``."""
+        return f"{self.directory}/kernel-{self.kernel_id}.shell"
+
+    @property
     def pid_file(self) -> str:
         return f"{self.directory}/kernel-{self.kernel_id}.pid"
 
 
 def probe(run: Run, python: str, where: str) -> ProbeResult:
-    """Check the remote interpreter and ipykernel, and get five free ports on the remote loopback."""
+    """Check the remote interpreter and ipykernel, and get six free ports on the remote loopback."""
     code, out, err = run(f"{shlex.quote(python)} -c {shlex.quote(_PROBE)}", None, 30.0)
     if code == 127 or (code != 0 and not out.strip()):
         detail = err.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {code}"]
@@ -161,14 +167,16 @@ def launch(
     files: RemoteFiles,
     *,
     iopub_port: int | None = None,
+    shell: tuple[int, int] | None = None,
     cap: int = 0,
     settings: dict[str, str] | None = None,
 ) -> int:
     """Start ipykernel detached (own session, SIGHUP ignored) in ``root``; returns its pid (= its pgid).
 
     With ``iopub_port``, the kernel's IOPub output is also recorded to ``files.iopub_log`` (bounded by
-    ``cap`` bytes per file) by a recorder in the kernel's process group. ``settings``: the server's
-    cluster settings the kernel inherits.
+    ``cap`` bytes per file) by a recorder in the kernel's process group; with ``shell`` (the kernel's
+    shell port, the keeper's port) the recorder also keeps the shell replies in ``files.shell_log``.
+    ``settings``: the server's cluster settings the kernel inherits.
     """
     from ranktable.remote.kernel_output import DEFAULT_CAP, RECORDER
 
@@ -176,6 +184,8 @@ def launch(
     recorder = ""
     if iopub_port:
         recorder = f" {q(RECORDER)} {q(files.iopub_log)} {int(iopub_port)} {int(cap or DEFAULT_CAP)}"
+        if shell is not None:
+            recorder += f" {int(shell[0])} {int(shell[1])} {q(files.shell_log)}"
     script = (
         f"{inherited_exports(settings or {})}"
         f"mkdir -p {q(root)} && cd {q(root)} && rm -f {q(files.pid_file)} && "
@@ -250,5 +260,5 @@ def remove_files(run: Run, files: RemoteFiles, *, keep_log: bool = False, keep_o
     if not keep_log:
         paths.append(files.log_file)
     if not keep_output:
-        paths += [files.iopub_log, f"{files.iopub_log}.1"]
+        paths += [files.iopub_log, f"{files.iopub_log}.1", files.shell_log, f"{files.shell_log}.1"]
     run("rm -f " + " ".join(shlex.quote(p) for p in paths), None, 15.0)

@@ -137,6 +137,12 @@ class ConnectionManager:
         self.close(name)
         return endpoint.host_id, old, fingerprint(key)
 
+    def connected(self, name: str) -> bool:
+        """Whether profile ``name`` has a live, host-key-verified transport now (no connecting, no probe)."""
+        with self._lock:
+            conn = self._connections.get(name)
+        return conn is not None and conn.is_connected
+
     def close(self, name: str | None = None) -> None:
         with self._lock:
             names = [name] if name else list(self._connections)

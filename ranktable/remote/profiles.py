@@ -18,7 +18,7 @@ from typing import Any
 import paramiko
 
 from ranktable.compose.storage import SharedStorage
-from ranktable.errors import ConflictError, InputError, NotFoundError
+from ranktable.errors import ConflictError, ContentError, InputError, NotFoundError
 from ranktable.home import ranktable_home
 from ranktable.remote.localuser import local_user_name
 from ranktable.remote.state import write_private_json
@@ -71,6 +71,8 @@ def _optional_text(value: object, where: str, **kw: Any) -> str | None:
 
 
 def _integer(value: object, where: str, low: int, high: int, fix: str) -> int:
+    if isinstance(value, float) and value.is_integer():  # JSON Schema's integer: 22.0 is one
+        value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise InputError(
             f"must be a whole number {low}-{high}, not {type(value).__name__} {value!r:.40}",
@@ -141,7 +143,7 @@ class Profile:
                 fix="give a host name, an IP address or a ~/.ssh/config Host alias (letters, digits, .-:[])",
             )
         if self.port is not None:
-            _integer(self.port, "port", 1, 65535, "use 1-65535 (SSH is 22)")
+            object.__setattr__(self, "port", _integer(self.port, "port", 1, 65535, "use 1-65535 (SSH is 22)"))
         if self.user is not None and not USER_RE.match(_text(self.user, "user", limit=64)):
             raise InputError(
                 f"invalid user name {self.user!r}", where="user", fix="Notebook instances use ma-user"
@@ -150,16 +152,17 @@ class Profile:
         if self.jump is not None:
             validate_name(_text(self.jump, "jump", limit=64), what="jump profile name")
             if self.jump == self.name:
-                raise InputError(
+                raise ContentError(
                     "a profile cannot jump through itself", where="jump", fix="name another profile"
                 )
-        _integer(
+        channels = _integer(
             self.max_channels,
             "max_channels",
             1,
             64,
             "use 1-64 (Notebook instances allow at most 10 SSH sessions)",
         )
+        object.__setattr__(self, "max_channels", channels)
         if not _text(self.remote_dir, "remote_dir"):
             raise InputError("empty remote directory", where="remote_dir", fix="give e.g. /home/ma-user/work")
         if not isinstance(self.sync, SyncSettings):
@@ -338,8 +341,8 @@ class ProfileStore:
                 where="profile",
                 fix=f"remove it first (`ranktable ssh remove {profile.name}`) or pick another name",
             )
-        if profile.jump is not None and profile.jump not in profiles:
-            raise NotFoundError(
+        if profile.jump is not None and profile.jump not in profiles:  # a reference, not the resource: 422
+            raise ContentError(
                 f"jump profile {profile.jump!r} does not exist",
                 where="jump",
                 fix=f"add it first with `ranktable ssh add {profile.jump} --host HOST`",
@@ -418,11 +421,25 @@ class ProfileStore:
 PATCHABLE = ("host", "port", "user", "key_file", "jump", "remote_dir", "max_channels", "sync", "shared")
 
 
+MAX_KEY_FILE = 1024
+"""A key file as given (the API's limit): made absolute when saved, it must stay within MAX_PATH."""
+
+
+def _check_key_file(value: object) -> None:
+    if isinstance(value, str) and len(value) > MAX_KEY_FILE:
+        raise InputError(
+            f"is {len(value)} characters long (limit {MAX_KEY_FILE})",
+            where="key_file",
+            fix="give the key's path (~/.ssh/... or absolute)",
+        )
+
+
 def profile_from_request(body: object, default_sync: SyncSettings | None = None) -> Profile:
     """A new profile from an API/JSON body, every field type-checked; unset sync values take the defaults."""
     if not isinstance(body, dict):
         raise InputError(f"must be a JSON object, not {type(body).__name__}", where="body")
     data = {k: v for k, v in body.items() if v is not None}
+    _check_key_file(data.get("key_file"))
     sync = data.get("sync", {})
     if isinstance(sync, dict) and default_sync is not None:
         data["sync"] = {"upload": default_sync.upload, "delete_remote": default_sync.delete_remote, **sync}
@@ -444,6 +461,7 @@ def patched_profile(profile: Profile, body: object) -> Profile:
         raise InputError(
             f"cannot change {', '.join(map(str, unknown))}", where=str(unknown[0]), fix=f"use {PATCHABLE}"
         )
+    _check_key_file(body.get("key_file"))
     data = profile.to_json()
     for key, value in body.items():
         if key == "sync":

@@ -171,9 +171,48 @@ def layout_svg(
     everyone = planned_placed + [s for s in given_placed if s.server_id not in known]
     frame = build_frame(everyone, topology, aggregated=aggregated, max_columns=MAX_DETAIL_COLUMNS)
 
+    panels = _panels(given, planned, given_placed, planned_placed, comparison, wanted)
+    panel_w = max(frame.width, MIN_PANEL_W)
+    width = 2 * MARGIN + 2 * panel_w + PANEL_GAP
+    algorithm = _algorithm_line(comparison)
+    group_rows = _group_rows(comparison)
+    header_h = HEADER_H + (NOTE_H if aggregated else 0.0) + (NOTE_H if algorithm else 0.0)
+    head_h = PANEL_HEAD_H + (GROUP_ROW_H * len(group_rows) + 6 if group_rows else 0)
+    legend_h = LEGEND_H + (MARK_LEGEND_H if wanted else 0.0)
+    height = MARGIN + header_h + head_h + frame.height + legend_h + MARGIN
+    heading = title or f"Rank layout: {len(planned_placed)} servers, {planned.rank_size} ranks"
+    root = _svg_root(width, height, heading, aggregated, len(planned_placed), wanted)
+    _header(root, heading, comparison, frame, aggregated, aggregate_threshold, len(planned_placed))
+    if algorithm:
+        y = MARGIN + 52 + (NOTE_H if aggregated else 0.0)
+        attrs = {"class": "rt-small", "x": _n(MARGIN), "y": _n(y), "data-algorithm": algorithm[0]}
+        _el(root, "text", attrs, algorithm[1])
+    for index, panel in enumerate(panels):
+        x = MARGIN + index * (panel_w + PANEL_GAP) + (panel_w - frame.width) / 2
+        group = _el(root, "g", {"class": "rt-panel", "data-panel": ("given", "planned")[index]})
+        group.set("transform", f"translate({_n(x)},{_n(MARGIN + header_h)})")
+        _panel_head(group, panel, frame, topology, (frame.width - panel_w) / 2)
+        _group_lines(group, group_rows, ("given", "planned")[index], (frame.width - panel_w) / 2)
+        body = _el(group, "g", {"transform": f"translate(0,{_n(head_h)})"})
+        _draw_panel_body(body, panel, frame, topology, aggregated)
+    _legend(root, topology, frame.top_tier, MARGIN, height - MARGIN - legend_h + 18, aggregated)
+    if wanted:
+        _mark_legend(root, wanted, MARGIN, height - MARGIN - MARK_LEGEND_H + 14)
+    return ET.tostring(root, encoding="unicode")
+
+
+def _panels(
+    given: RankTable,
+    planned: RankTable,
+    given_placed: list[PlacedServer],
+    planned_placed: list[PlacedServer],
+    comparison: ComparisonFigures,
+    wanted: Mapping[int, str],
+) -> list[_Panel]:
+    """The given order's panel and the planned order's, both naming servers by the given table's pods."""
     pod_index = {s.server_id: i for i, s in enumerate(given.servers)}
     pod_name = {s.server_id: str(s.extra["pod_name"]) for s in given.servers if s.extra.get("pod_name")}
-    panels = [
+    return [
         _Panel(
             "Given order",
             "pod index, as the platform fills the table",
@@ -196,14 +235,11 @@ def layout_svg(
         ),
     ]
 
-    panel_w = max(frame.width, MIN_PANEL_W)
-    width = 2 * MARGIN + 2 * panel_w + PANEL_GAP
-    algorithm = _algorithm_line(comparison)
-    group_rows = _group_rows(comparison)
-    header_h = HEADER_H + (NOTE_H if aggregated else 0.0) + (NOTE_H if algorithm else 0.0)
-    head_h = PANEL_HEAD_H + (GROUP_ROW_H * len(group_rows) + 6 if group_rows else 0)
-    legend_h = LEGEND_H + (MARK_LEGEND_H if wanted else 0.0)
-    height = MARGIN + header_h + head_h + frame.height + legend_h + MARGIN
+
+def _svg_root(
+    width: float, height: float, heading: str, aggregated: bool, servers: int, wanted: Mapping[int, str]
+) -> ET.Element:
+    """The <svg> element with its title, style sheet and background."""
     root = ET.Element(
         "svg",
         {
@@ -214,37 +250,27 @@ def layout_svg(
             "viewBox": f"0 0 {_n(width)} {_n(height)}",
             "role": "img",
             "data-aggregated": "true" if aggregated else "false",
-            "data-servers": str(len(planned_placed)),
+            "data-servers": str(servers),
         },
     )
     if wanted:
         root.set("data-marks", format_kinds(_count_kinds(wanted.values())))
-    heading = title or f"Rank layout: {len(planned_placed)} servers, {planned.rank_size} ranks"
     _el(root, "title", text=heading)
     _el(root, "style", text=STYLE + (mark_style() if wanted else ""))
     _el(root, "rect", {"class": "rt-bg", "x": "0", "y": "0", "width": _n(width), "height": _n(height)})
-    _header(root, heading, comparison, frame, aggregated, aggregate_threshold, len(planned_placed))
-    if algorithm:
-        y = MARGIN + 52 + (NOTE_H if aggregated else 0.0)
-        attrs = {"class": "rt-small", "x": _n(MARGIN), "y": _n(y), "data-algorithm": algorithm[0]}
-        _el(root, "text", attrs, algorithm[1])
-    for index, panel in enumerate(panels):
-        x = MARGIN + index * (panel_w + PANEL_GAP) + (panel_w - frame.width) / 2
-        group = _el(root, "g", {"class": "rt-panel", "data-panel": ("given", "planned")[index]})
-        group.set("transform", f"translate({_n(x)},{_n(MARGIN + header_h)})")
-        _panel_head(group, panel, frame, topology, (frame.width - panel_w) / 2)
-        _group_lines(group, group_rows, ("given", "planned")[index], (frame.width - panel_w) / 2)
-        body = _el(group, "g", {"transform": f"translate(0,{_n(head_h)})"})
-        shared = shared_switches(marks_per_switch(panel.marks, panel.placed, topology), topology)
-        underlay = _draw_frame(body, frame, topology, shared)
-        if aggregated:
-            _draw_leaf_groups(body, underlay, panel, frame, topology)
-        else:
-            _draw_servers(body, panel, frame, topology)
-    _legend(root, topology, frame.top_tier, MARGIN, height - MARGIN - legend_h + 18, aggregated)
-    if wanted:
-        _mark_legend(root, wanted, MARGIN, height - MARGIN - MARK_LEGEND_H + 14)
-    return ET.tostring(root, encoding="unicode")
+    return root
+
+
+def _draw_panel_body(
+    body: ET.Element, panel: _Panel, frame: Frame, topology: Topology, aggregated: bool
+) -> None:
+    """The switch frame under a panel, then its servers (or, aggregated, its leaf groups)."""
+    shared = shared_switches(marks_per_switch(panel.marks, panel.placed, topology), topology)
+    underlay = _draw_frame(body, frame, topology, shared)
+    if aggregated:
+        _draw_leaf_groups(body, underlay, panel, frame, topology)
+    else:
+        _draw_servers(body, panel, frame, topology)
 
 
 # -- pieces ----------------------------------------------------------------------------------------
@@ -444,8 +470,17 @@ def _draw_leaf_groups(
     """Aggregated mode: per-leaf boxes with server count, rank range and the ring summarised per leaf."""
     servers_in: dict[str, list[tuple[int, PlacedServer]]] = {}
     for server in panel.placed:
-        node_rank = server.node_rank
-        servers_in.setdefault(frame.slot_of_server[server.server_id], []).append((node_rank, server))
+        servers_in.setdefault(frame.slot_of_server[server.server_id], []).append((server.node_rank, server))
+    leaving, links = _leaf_traffic(panel, frame)
+    _draw_leaf_links(ring, frame, links)
+    for slot, rect in frame.slots.items():
+        _draw_leaf_group(body, slot, rect, servers_in.get(slot, []), leaving.get(slot, {}), panel, topology)
+
+
+def _leaf_traffic(
+    panel: _Panel, frame: Frame
+) -> tuple[dict[str, dict[int, int]], dict[tuple[str, str], list[int]]]:
+    """The ring per leaf: {leaf: {tier: edges leaving it}} and {(leaf, leaf): [edges between, tier]}."""
     leaving: dict[str, dict[int, int]] = {}
     links: dict[tuple[str, str], list[int]] = {}
     for edge in panel.edges:
@@ -456,7 +491,11 @@ def _draw_leaf_groups(
         if a != b:
             key = (a, b) if a < b else (b, a)
             links.setdefault(key, [0, edge.tier])[0] += 1
+    return leaving, links
 
+
+def _draw_leaf_links(ring: ET.Element, frame: Frame, links: dict[tuple[str, str], list[int]]) -> None:
+    """The MAX_LINKS busiest leaf-to-leaf links, thicker the more ring edges they carry."""
     heaviest = sorted(links.items(), key=lambda item: (-item[1][0], item[0]))
     for (a, b), (count, tier) in heaviest[:MAX_LINKS]:
         ra, rb = frame.slots[a], frame.slots[b]
@@ -472,68 +511,85 @@ def _draw_leaf_groups(
     if len(heaviest) > MAX_LINKS:
         ring.set("data-links-omitted", str(len(heaviest) - MAX_LINKS))
 
-    for slot, rect in frame.slots.items():
-        members = servers_in.get(slot, [])
-        ranks = sorted(r for _, s in members for r in s.ranks)
-        node_ranks = [n for n, _ in members]
-        runs = _runs(ranks)
-        counts = leaving.get(slot, {})
-        path = PATH_SEP.join(topology.path(slot)) if slot != UNPLACED else "not in topology"
-        attrs = {
-            "class": "rt-leafgroup",
-            "data-leaf": _leaf_label(slot),
-            "data-path": path,
-            "data-servers": str(len(members)),
-            "data-ranks": _format_runs(runs),
-            "data-rank-runs": str(len(runs)),
-            "data-node-ranks": _format_runs(_runs(sorted(node_ranks))),
-        }
-        group = _el(body, "g", attrs)
-        leaving_text = ", ".join(f"{_class_label(topology, t)} {counts[t]}" for t in sorted(counts)) or "none"
-        servers_text = ", ".join(f"n{n} {s.server_id}" for n, s in members)
-        _el(
-            group,
-            "title",
-            text=f"{path}\n{len(members)} servers, ranks {attrs['data-ranks']}\n"
-            f"ring edges leaving: {leaving_text}\nservers: {servers_text}",
-        )
-        _rect(group, rect, "rt-box", rx=3)
-        marked = {r: panel.marks.by_rank[r] for r in ranks if r in panel.marks.by_rank}
-        if marked:
-            kinds = _count_kinds(marked.values())
-            group.set("data-marks", format_kinds(kinds))
-            group.set("data-marked-ranks", _format_runs(_runs(sorted(marked))))
-            top = next(k for k in MARK_KINDS if k in kinds)
-            outline = Rect(rect.x - 2, rect.y - 2, rect.w + 4, rect.h + 4)
-            mark = _el(group, "rect", _box_attrs(outline, f"rt-mark rt-mark-{top}", 4) | {"data-mark": top})
-            _el(mark, "title", text=f"marked ranks: {_kinds_text(kinds)} ({group.get('data-marked-ranks')})")
-        _el(
-            group,
-            "text",
-            {"class": "rt-leaf-label", "x": _n(rect.x + 5), "y": _n(rect.y + 12)},
-            _fit(_leaf_label(slot), rect.w - 10, 5.6),
-        )
-        if not ranks:
-            span = "no ranks"
-        elif len(runs) == 1:
-            span = f"r {ranks[0]}{EN_DASH}{ranks[-1]}"
-        else:
-            span = f"{len(runs)} rank runs"
-        _el(
-            group,
-            "text",
-            {"class": "rt-small rt-muted", "x": _n(rect.x + 5), "y": _n(rect.y + 25)},
-            f"{len(members)} srv · {span}",
-        )
-        total = sum(counts.values())
-        x = rect.x + 5
-        bar_w = rect.w - 10
-        for tier in sorted(counts):
-            w = bar_w * counts[tier] / total
-            seg = Rect(x, rect.bottom - 15, w, 9)
-            seg_attrs = _box_attrs(seg, f"rt-summary rt-t{_tier_class(tier)}", 0)
-            _el(group, "rect", seg_attrs | {"data-tier": str(tier), "data-count": str(counts[tier])})
-            x += w
+
+def _draw_leaf_group(
+    body: ET.Element,
+    slot: str,
+    rect: Rect,
+    members: list[tuple[int, PlacedServer]],
+    counts: dict[int, int],
+    panel: _Panel,
+    topology: Topology,
+) -> None:
+    """One leaf's box: its servers and rank runs, its marks, a bar of the ring edges leaving it by tier."""
+    ranks = sorted(r for _, s in members for r in s.ranks)
+    runs = _runs(ranks)
+    path = PATH_SEP.join(topology.path(slot)) if slot != UNPLACED else "not in topology"
+    attrs = {
+        "class": "rt-leafgroup",
+        "data-leaf": _leaf_label(slot),
+        "data-path": path,
+        "data-servers": str(len(members)),
+        "data-ranks": _format_runs(runs),
+        "data-rank-runs": str(len(runs)),
+        "data-node-ranks": _format_runs(_runs(sorted(n for n, _ in members))),
+    }
+    group = _el(body, "g", attrs)
+    leaving_text = ", ".join(f"{_class_label(topology, t)} {counts[t]}" for t in sorted(counts)) or "none"
+    servers_text = ", ".join(f"n{n} {s.server_id}" for n, s in members)
+    _el(
+        group,
+        "title",
+        text=f"{path}\n{len(members)} servers, ranks {attrs['data-ranks']}\n"
+        f"ring edges leaving: {leaving_text}\nservers: {servers_text}",
+    )
+    _rect(group, rect, "rt-box", rx=3)
+    _mark_leaf_group(group, rect, {r: panel.marks.by_rank[r] for r in ranks if r in panel.marks.by_rank})
+    _el(
+        group,
+        "text",
+        {"class": "rt-leaf-label", "x": _n(rect.x + 5), "y": _n(rect.y + 12)},
+        _fit(_leaf_label(slot), rect.w - 10, 5.6),
+    )
+    if not ranks:
+        span = "no ranks"
+    elif len(runs) == 1:
+        span = f"r {ranks[0]}{EN_DASH}{ranks[-1]}"
+    else:
+        span = f"{len(runs)} rank runs"
+    _el(
+        group,
+        "text",
+        {"class": "rt-small rt-muted", "x": _n(rect.x + 5), "y": _n(rect.y + 25)},
+        f"{len(members)} srv · {span}",
+    )
+    _tier_bar(group, rect, counts)
+
+
+def _mark_leaf_group(group: ET.Element, rect: Rect, marked: dict[int, str]) -> None:
+    """Outline a leaf's box in its most serious mark's colour and name its marked ranks."""
+    if not marked:
+        return
+    kinds = _count_kinds(marked.values())
+    group.set("data-marks", format_kinds(kinds))
+    group.set("data-marked-ranks", _format_runs(_runs(sorted(marked))))
+    top = next(k for k in MARK_KINDS if k in kinds)
+    outline = Rect(rect.x - 2, rect.y - 2, rect.w + 4, rect.h + 4)
+    mark = _el(group, "rect", _box_attrs(outline, f"rt-mark rt-mark-{top}", 4) | {"data-mark": top})
+    _el(mark, "title", text=f"marked ranks: {_kinds_text(kinds)} ({group.get('data-marked-ranks')})")
+
+
+def _tier_bar(group: ET.Element, rect: Rect, counts: dict[int, int]) -> None:
+    """A bar along the box's bottom, one segment per tier, as long as its share of the leaving edges."""
+    total = sum(counts.values())
+    x = rect.x + 5
+    bar_w = rect.w - 10
+    for tier in sorted(counts):
+        w = bar_w * counts[tier] / total
+        seg = Rect(x, rect.bottom - 15, w, 9)
+        seg_attrs = _box_attrs(seg, f"rt-summary rt-t{_tier_class(tier)}", 0)
+        _el(group, "rect", seg_attrs | {"data-tier": str(tier), "data-count": str(counts[tier])})
+        x += w
 
 
 def _legend(root: ET.Element, topology: Topology, top: int, x: float, y: float, aggregated: bool) -> None:

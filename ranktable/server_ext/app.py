@@ -29,9 +29,8 @@ class RanktableApp(ExtensionApp):
     load_other_extensions = True
 
     def initialize_settings(self) -> None:
-        # The kubernetes package imports itself circularly: two executor threads importing it at once
-        # (the panel's first requests arrive together) get "cannot import name 'ApiClient'" and a 500.
-        # Import it once here, on the server's own thread, before any request can.
+        # Import the cluster client once here, on the server's own thread, before the panel's first
+        # requests arrive together on the executor's threads.
         from ranktable.usecases.jobs import preload_cluster_client
 
         preload_cluster_client()
@@ -45,6 +44,7 @@ class RanktableApp(ExtensionApp):
         self.settings["ranktable_services"] = self.services
         self._hook_contents_manager()
         self._hook_kernel_env(config)
+        self.services.jobs.start_auto_resume()  # `c.Ranktable.auto_resume`: its thread, else nothing
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(ROUTES)
@@ -73,7 +73,7 @@ class RanktableApp(ExtensionApp):
         environment, so `%ranktable jobs` sees the panel's cluster; this process's own stays as it is."""
         exports: dict[str, str] = {}  # (the state folder is RANKTABLE_HOME already: share_state_dir)
         settings = {"kubeconfig": config.kubeconfig, "context": config.context}
-        export_shared_settings({**settings, "namespace": config.namespace}, exports)
+        export_shared_settings({**settings, "namespace": self.services.jobs.namespace}, exports)
         kernels = getattr(self.serverapp, "kernel_manager", None)
         if kernels is None or not exports:
             return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -10,6 +11,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado.web import RequestHandler
 
 from ranktable import limits
+from ranktable.compose.k8s_names import DNS1123_LABEL, DNS1123_SUBDOMAIN
 from ranktable.errors import InputError, RanktableError
 from ranktable.server_ext.bodies import MAX_BODY_BYTES, SMALL_BODY_BYTES, parse_body
 from ranktable.server_ext.errors import body_for, status_for
@@ -19,6 +21,12 @@ if TYPE_CHECKING:
     from ranktable.server_ext.services import Services
 
 T = TypeVar("T")
+
+_JOB_PATH_NAMES = {
+    "namespace": (DNS1123_LABEL, 63, "a namespace (lower-case letters, digits and '-', at most 63)"),
+    "name": (DNS1123_SUBDOMAIN, 253, "a job name (lower-case letters, digits, '-' and '.', at most 253)"),
+    "run": (re.compile(r"^[A-Za-z0-9-]{1,64}$"), 64, "a run (its job uid or a prefix of it)"),
+}
 
 _MISSING = object()
 
@@ -59,6 +67,17 @@ class RanktableHandler(APIHandler):
         await super().prepare()
         if self.current_user:  # an anonymous request gets its 403 from @authenticated, not a 400 from here
             self._refuse_null_bytes()
+            self._check_path_names()
+
+    def _check_path_names(self) -> None:
+        """A job route's namespace, name and run have the patterns openapi.yaml gives them (else 400)."""
+        if "namespace" not in self.path_kwargs:
+            return
+        for key, (pattern, limit, what) in _JOB_PATH_NAMES.items():
+            value = self.path_kwargs.get(key)
+            if value is not None and (len(value) > limit or not pattern.match(value)):
+                fix = "use the name `job list` shows"
+                raise InputError(f"{value[:80]!r} is not {what}", where=key, fix=fix)
 
     def _refuse_null_bytes(self) -> None:
         """No name, namespace or path of ours may contain NUL; say so before it reaches a filesystem call."""

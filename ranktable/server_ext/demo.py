@@ -132,6 +132,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--test-config", type=Path, default=None, help="extra jupyter config (galata)")
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument(
+        "--no-auto-resume",
+        action="store_true",
+        help="failed jobs wait for a person (c.Ranktable.auto_resume)",
+    )
     parser.add_argument("--fresh", action="store_true", help="start from an empty HOME (tests)")
     args = parser.parse_args(argv)
     args.port = args.port or free_port()  # a fixed default collides on a shared machine
@@ -196,6 +201,8 @@ def _run(args: argparse.Namespace, home: Path, children: list[subprocess.Popen[b
         f"--Ranktable.topology={root / LAYOUT_DIR / 'topology.yaml'}",
         "--Ranktable.keep_remote_kernels=False",  # Ctrl-C stops the remote kernels too
     ]
+    if not args.no_auto_resume:  # a fault injected with `ranktable sim fault` heals by itself
+        lab_cmd += ["--Ranktable.auto_resume=True", "--Ranktable.auto_resume_poll_seconds=1"]
     url = f"http://127.0.0.1:{args.port}/lab"
     if args.test_config:
         lab_cmd.append(f"--config={args.test_config.resolve()}")
@@ -223,6 +230,7 @@ Ranktable demo: everything below is simulated on this machine.
   workspace         {root}
                     project/train.py, {EXAMPLE_JOB}, {LAYOUT_DIR}/ (rank table + topology)
   logs              {logs}
+  auto-resume       {"off" if args.no_auto_resume else "on"} (inject a fault: docs/first-hour.md)
 Walk-through: docs/first-hour.md. Ctrl-C stops everything.""",
         flush=True,
     )

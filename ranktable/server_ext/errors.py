@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.client import responses
 from typing import Any
 
@@ -9,6 +11,7 @@ from tornado import web
 
 from ranktable.errors import (
     ConflictError,
+    ContentError,
     InputError,
     NotFoundError,
     PermissionDenied,
@@ -29,6 +32,8 @@ def status_for(error: BaseException) -> int:
         return 503
     if isinstance(error, ConflictError):
         return 409
+    if isinstance(error, ContentError):
+        return 422
     if isinstance(error, InputError):
         return 400
     if isinstance(error, RanktableError):
@@ -47,3 +52,15 @@ def body_for(error: BaseException) -> dict[str, Any]:
         message = error.log_message % error.args if error.log_message else phrase
         return {"message": message, "reason": phrase or message, "field": None, "fix": None}
     return {"message": INTERNAL_MESSAGE, "reason": "internal", "field": None, "fix": None}
+
+
+@contextmanager
+def content_checks() -> Iterator[None]:
+    """The checks of what a request means, once its shape is what openapi.yaml says: their InputErrors
+    become 422 (`ContentError`), so 400 is left to what the schema states. Not-found stays 404."""
+    try:
+        yield
+    except InputError as exc:
+        if isinstance(exc, ContentError | NotFoundError):
+            raise
+        raise ContentError(exc.reason, where=exc.where, fix=exc.fix) from exc

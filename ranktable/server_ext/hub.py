@@ -28,7 +28,12 @@ OpFunction = Callable[[Emit, threading.Event], Any]
 
 @dataclass
 class Operation:
-    """A long job (sync, download, remote run) whose events any number of subscribers can follow."""
+    """A long job (sync, download, remote run) whose events any number of subscribers can follow.
+
+    Its events are kept once, numbered, in a bounded buffer; each follower keeps only its cursor (the
+    number of the last event it sent) and is woken when there are more. A follower that does not read
+    holds nothing and slows nobody: when it reads again it goes on from its cursor, told how many events
+    the buffer no longer had (#26.1)."""
 
     id: str
     kind: str
@@ -40,7 +45,19 @@ class Operation:
     error: dict[str, Any] | None = None
     dropped: int = 0
     started: float = field(default_factory=time.time)
-    waiters: list[asyncio.Queue[dict[str, Any] | None]] = field(default_factory=list)
+    waiters: set[asyncio.Event] = field(default_factory=set)
+
+    @property
+    def last(self) -> int:
+        """The number of the newest event (1 for the first; 0 before any)."""
+        return self.dropped + len(self.events)
+
+    def after(self, cursor: int) -> tuple[int, list[dict[str, Any]]]:
+        """(events the buffer no longer holds, the events it holds) numbered after `cursor`."""
+        first = self.dropped + 1  # the number of the oldest event held
+        lost = max(0, first - 1 - cursor)
+        skip = max(0, cursor - self.dropped)
+        return lost, list(itertools.islice(self.events, skip, None))
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -109,8 +126,8 @@ class Hub:
                 if len(op.events) == op.events.maxlen:
                     op.dropped += 1
                 op.events.append(event)
-            for q in op.waiters:
-                q.put_nowait(event)
+            for wake in op.waiters:  # never waits: each follower reads from its own cursor
+                wake.set()
 
         def emit(event: dict[str, Any]) -> None:
             if not self.closed:
@@ -144,28 +161,29 @@ class Hub:
             ) from None
 
     async def follow(self, op_id: str) -> AsyncIterator[dict[str, Any]]:
-        """Replay an operation's buffered events, then follow it live until it is done."""
+        """Replay an operation's buffered events, then follow it live until it is done.
+
+        A `{"type": "dropped", "count": N}` event stands for N events the buffer no longer held when this
+        follower came to them (it started late, or read slower than the operation produced)."""
         op = self.get(op_id)
-        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        replay = list(op.events)
-        if op.dropped:
-            yield {"type": "dropped", "count": op.dropped}
-        if op.done:
-            for event in replay:
-                yield event
-            return
-        op.waiters.append(queue)
+        wake = asyncio.Event()
+        op.waiters.add(wake)
+        cursor = 0
         try:
-            for event in replay:
-                yield event
             while True:
-                item = await queue.get()
-                if item is None:
+                wake.clear()
+                done = op.done
+                lost, events = op.after(cursor)
+                cursor = op.last
+                if lost:
+                    yield {"type": "dropped", "count": lost}
+                for event in events:
+                    yield event
+                if done:
                     return
-                yield item
+                await wake.wait()
         finally:
-            with contextlib.suppress(ValueError):
-                op.waiters.remove(queue)
+            op.waiters.discard(wake)
 
     # -- thread bridges ------------------------------------------------------------------------------
     async def iterate(
@@ -201,23 +219,13 @@ class Hub:
         slots = threading.Semaphore(HANDOVER_SLOTS)
 
         def pump() -> None:
-            try:
-                kind = "items" if lists else "item"
-                for item in make(stop):
-                    if not slots.acquire(blocking=False):
-                        at = time.monotonic()
-                        while not slots.acquire(timeout=0.5):
-                            if stop.is_set():
-                                break
-                        probe.count("server.hub_slots_wait_s", time.monotonic() - at)
-                    if stop.is_set():
-                        break
-                    loop.call_soon_threadsafe(queue.put_nowait, (kind, item))
-                loop.call_soon_threadsafe(queue.put_nowait, ("end", None))
-            except BaseException as exc:
-                if not stop.is_set():
-                    with contextlib.suppress(RuntimeError):  # loop closed during shutdown
-                        loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
+            _pump(
+                make,
+                stop,
+                slots,
+                lambda entry: loop.call_soon_threadsafe(queue.put_nowait, entry),
+                lists,
+            )
 
         threading.Thread(target=pump, name="ranktable-stream", daemon=True).start()
         full = True  # the first batch goes at once (a Job view's first lines), as does a backlog's
@@ -270,3 +278,30 @@ class Hub:
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def _pump(
+    make: Callable[[StopEvent], Iterator[Any]],
+    stop: StopEvent,
+    slots: threading.Semaphore,
+    hand: Callable[[tuple[str, Any]], Any],
+    lists: bool,
+) -> None:
+    """`Hub.iterate`'s producer thread: hand each item over (once a slot is free), then `end` or the error."""
+    try:
+        kind = "items" if lists else "item"
+        for item in make(stop):
+            if not slots.acquire(blocking=False):
+                at = time.monotonic()
+                while not slots.acquire(timeout=0.5):
+                    if stop.is_set():
+                        break
+                probe.count("server.hub_slots_wait_s", time.monotonic() - at)
+            if stop.is_set():
+                break
+            hand((kind, item))
+        hand(("end", None))
+    except BaseException as exc:
+        if not stop.is_set():
+            with contextlib.suppress(RuntimeError):  # loop closed during shutdown
+                hand(("error", exc))

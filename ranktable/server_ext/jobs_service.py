@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ranktable import probe
-from ranktable.errors import InputError
+from ranktable.errors import InputError, RanktableError
+from ranktable.server_ext.errors import content_checks
 from ranktable.server_ext.hub import StopEvent
-from ranktable.usecases.jobs import ClusterSettings, Jobs
+from ranktable.usecases.jobs import ClusterSettings, Jobs, team_settings
 from ranktable.usecases.layout import message_bytes_of
 from ranktable.usecases.logs import JobTables, group_size, open_logs, round_messages, since_keys
 
 if TYPE_CHECKING:
     from ranktable.server_ext.services import Services
+    from ranktable.usecases.recovery import AutoResume
 
 
 class JobsService:
@@ -24,11 +27,24 @@ class JobsService:
         config = services.config
         self.config = config
         self.tables = JobTables(settle=float(config.jobs_poll_seconds))  # the `jobs` channel's live tables
-        self.usecases = Jobs(
+        self.hub_user = os.environ.get("JUPYTERHUB_USER") or None
+        self.setup_error: RanktableError | None = None
+        try:
+            owner, namespace = team_settings(
+                config.namespace or ("u-{username}" if self.hub_user else "{context}"),
+                self.hub_user,
+                config.kubeconfig or None,
+                config.context or None,
+            )
+        except RanktableError as exc:  # every job request answers with it (never a silent shared default)
+            self.setup_error = exc
+            owner, namespace = self.hub_user, "default"
+        self._usecases = Jobs(
             ClusterSettings(
                 kubeconfig=config.kubeconfig or None,
                 context=config.context or None,
-                namespace=config.namespace,
+                namespace=namespace,
+                owner=owner,
                 request_timeout=float(config.request_timeout),
                 topology=config.topology or None,
                 topology_format=config.topology_format or None,
@@ -38,6 +54,33 @@ class JobsService:
                 keep_logs_s=float(config.keep_logs_seconds),
             )
         )
+        self.auto_resume: AutoResume | None = None
+
+    @property
+    def usecases(self) -> Jobs:
+        if self.setup_error is not None:
+            raise self.setup_error
+        return self._usecases
+
+    @property
+    def namespace(self) -> str:
+        """The user's namespace (c.Ranktable.namespace resolved for this user), the default of requests."""
+        return self._usecases.settings.namespace
+
+    def permissions(self, jupyter: dict[str, bool]) -> dict[str, Any]:
+        """What the user may do: Jupyter's authorizer (`jupyter`) and the pool's RBAC in their namespace."""
+        try:
+            cluster = self.usecases.permissions()
+        except RanktableError as exc:
+            cluster = {
+                "user": self._usecases.settings.owner,
+                "namespace": self.namespace,
+                "error": exc.to_json(),
+            }
+        return {**cluster, "jupyter": jupyter}
+
+    def team(self) -> dict[str, Any]:
+        return self.usecases.team()
 
     def _spec(self, body: dict[str, Any]) -> Any:
         raw = body.get("spec")
@@ -55,9 +98,12 @@ class JobsService:
         if body.get("yaml") is not None:
             if not isinstance(body["yaml"], str):
                 raise InputError("must be a string (YAML manifests)", where="yaml")
-            return self.usecases.submit_yaml(body["yaml"], "yaml")
+            with content_checks():  # manifests that do not read as ours
+                return self.usecases.submit_yaml(body["yaml"], "yaml")
         if isinstance(body.get("spec"), dict):
-            return self.usecases.submit(self.usecases.spec(body["spec"]))
+            spec = self.usecases.spec(body["spec"])
+            with content_checks():  # the findings compose reports (a command and an entry point, ...)
+                return self.usecases.submit(spec)
         raise InputError("is required", where="spec", fix="send the job `spec` (or `yaml` manifests)")
 
     def describe(self, namespace: str, name: str) -> tuple[str | None, dict[str, Any]]:
@@ -76,8 +122,8 @@ class JobsService:
         return self.tables.watched(namespace, name)
 
     def stop(self, namespace: str, name: str) -> dict[str, Any]:
-        self.services.observe.live.release(namespace, name)  # the stop archives the rest itself
-        return self.usecases.stop(namespace, name)
+        with self.services.observe.live.stopping(namespace, name):  # the stop archives the rest itself
+            return self.usecases.stop(namespace, name)
 
     def job_ranktable(self, namespace: str, name: str) -> dict[str, Any]:
         return self.usecases.rank_table(namespace, name)
@@ -106,23 +152,59 @@ class JobsService:
     def layout_preview(self, body: dict[str, Any]) -> dict[str, Any]:
         spec = self.usecases.spec(self._spec(body))
         path = body.get("topology_path")
-        topology = str(self.services.local_file(str(path), "topology_path")) if path else None
-        return self.usecases.layout_preview(spec, topology, message_bytes_of(body))
+        if path is not None and not isinstance(path, str):
+            raise InputError("must be a file path relative to the Jupyter root", where="topology_path")
+        topology = str(self.services.local_file(path, "topology_path")) if path is not None else None
+        size = message_bytes_of(body)
+        with content_checks():  # a job the pool or the topology cannot hold
+            return self.usecases.layout_preview(spec, topology, size)
 
     def resubmit(self, namespace: str, name: str, run: str | None = None) -> dict[str, Any]:
-        self.services.observe.live.release(namespace, name)
-        return self.usecases.resubmit(namespace, name, run)
+        with self.services.observe.live.stopping(namespace, name):
+            return self.usecases.resubmit(namespace, name, run)
 
     def resume(self, namespace: str, name: str, from_scratch: bool = False) -> dict[str, Any]:
-        self.services.observe.live.release(namespace, name)
-        return self.usecases.resume(namespace, name, from_scratch)
+        with self.services.observe.live.stopping(namespace, name):
+            return self.usecases.resume(namespace, name, from_scratch)
+
+    def lineage(self, namespace: str, name: str) -> dict[str, Any]:
+        self.services.observe.live.release(namespace, name)  # the lineage reads the current run once
+        return self.usecases.lineage(namespace, name)
+
+    # -- auto-resume (opt-in) -------------------------------------------------------------------------
+    def start_auto_resume(self) -> None:
+        """`c.Ranktable.auto_resume`: the policy's thread over the default namespace."""
+        from ranktable.usecases.recovery import AutoResume
+
+        if not self.config.auto_resume or self.auto_resume is not None:
+            return
+        self.auto_resume = AutoResume(
+            self.usecases,
+            budget=int(self.config.auto_resume_budget),
+            live=self.services.observe.live,
+            poll_s=float(self.config.auto_resume_poll_seconds),
+            log=self.services.log,
+        ).start()
+
+    def recovery(self, since: float = 0.0) -> dict[str, Any]:
+        """The policy's state and its recent decisions (the panel notifies each once)."""
+        policy = self.auto_resume
+        return {
+            "enabled": policy is not None,
+            "budget": int(self.config.auto_resume_budget),
+            "events": [] if policy is None else policy.recent(since),
+        }
+
+    def close(self) -> None:
+        if self.auto_resume is not None:
+            self.auto_resume.stop()
 
     # -- streams ------------------------------------------------------------------------------------------
     async def logs(self, msg: dict[str, Any]) -> AsyncIterator[Any]:
         name = msg.get("job")
         if not isinstance(name, str) or not name:
             raise InputError("is required", where="job", fix="the job whose pods' logs to follow")
-        namespace = str(msg.get("namespace") or self.config.namespace)
+        namespace = str(msg.get("namespace") or self.namespace)
         since = since_keys(msg.get("since"))
         client = await self.services.run_blocking(self.usecases.client, namespace)
         known = self.tables.watched(namespace, name)
@@ -162,7 +244,7 @@ class JobsService:
         1,024-pod job is listed once, not every second; an unreachable API server ends the subscription
         with the reason (the client shows it and subscribes again).
         """
-        namespace = str(msg.get("namespace") or self.config.namespace)
+        namespace = str(msg.get("namespace") or self.namespace)
         client = await self.services.run_blocking(self.usecases.client, namespace)  # bad namespace: now
 
         def snapshots(stop: StopEvent) -> Iterator[dict[str, Any]]:

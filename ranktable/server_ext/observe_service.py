@@ -1,7 +1,9 @@
-"""`/ranktable/jobs/{ns}/{name}/metrics|diagnosis|runs...`: the observability use cases as JSON.
+"""`/ranktable/jobs/{ns}/{name}/metrics|diagnosis|runs...` and `/ranktable/logs`: the observability use
+cases as JSON.
 
-A live follower per running job (``LiveRuns``) archives its logs under the state dir while answering;
-stopped or deleted jobs are answered from the archive.
+A live follower per running job (``LiveRuns``) archives its logs under the state dir while answering, and
+the archiver (``RunArchiver``) keeps every other run of the server's namespaces archived; stopped or
+deleted jobs are answered from the archive.
 """
 
 from __future__ import annotations
@@ -9,10 +11,19 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-from ranktable.errors import InputError
+from ranktable.errors import ContentError, InputError, PermissionDenied
 from ranktable.observe import ObserveSettings, compile_user_patterns
 from ranktable.observe.export import metrics_csv
-from ranktable.usecases.observe import MAX_LINES, LiveRuns, Observation, archived_lines, job_runs
+from ranktable.server_ext.errors import content_checks
+from ranktable.usecases.archiving import run_archiver
+from ranktable.usecases.observe import (
+    MAX_LINES,
+    LiveRuns,
+    Observation,
+    archived_lines,
+    compare_runs,
+    job_runs,
+)
 
 if TYPE_CHECKING:
     from ranktable.server_ext.services import Services
@@ -27,6 +38,17 @@ class ObserveService:
         self.settings = ObserveSettings.from_mapping(self.server_settings, where="c.Ranktable.observability")
         self.user_settings: dict[str, Any] = {}
         self.live = LiveRuns(self.state_dir, self.settings)
+        # every run in the server's namespaces is archived, followed or not (`usecases.archiving`)
+        # empty: the user's own namespace as resolved for a shared pool (`usecases.jobs.team_settings`)
+        own = [] if services.jobs.setup_error else [services.jobs.usecases.settings.namespace]
+        self.archiver = run_archiver(
+            self._client,
+            list(config.archive_namespaces) or own,
+            self.live.logs,
+            every=float(config.archive_every_seconds),
+            max_streams=int(config.archive_max_streams),
+            state_dir=self.state_dir,
+        )
 
     def settings_json(self) -> dict[str, Any]:
         """The settings in force, the JupyterLab settings' part and the server config's part."""
@@ -44,11 +66,47 @@ class ObserveService:
         merged = {**self.server_settings, **user}
         merged["patterns"] = [*self.server_settings.get("patterns", ()), *own.patterns]
         settings = ObserveSettings.from_mapping(merged, where="settings")
-        compile_user_patterns(settings.patterns, where="settings.patterns")
+        with content_checks():  # a regex that does not compile or names no metric: no schema says so
+            compile_user_patterns(settings.patterns, where="settings.patterns")
         if settings != self.settings:  # a page load sends the same settings again: keep what was read
             self.live.use_settings(settings)
         self.settings, self.user_settings = settings, dict(user)
         return self.settings_json()
+
+    def logs(
+        self,
+        uploads: list[tuple[str, bytes]],
+        paths: list[str],
+        rank_from: str | None,
+        *,
+        may_read_files: bool,
+    ) -> dict[str, Any]:
+        """Diagnosis and metrics of logs from anywhere: files sent in the request, or files and folders
+        named in the Jupyter root (confined, symlinks included; needs `contents:read`)."""
+        from ranktable.usecases.log_files import observe_log_files, observe_uploaded_logs
+
+        if uploads and paths:
+            raise ContentError("send files or name paths, not both", where="paths", fix="make two requests")
+        if paths:
+            if not may_read_files:
+                raise PermissionDenied(
+                    "naming files of the Jupyter root needs permission to read files (contents:read)",
+                    where="paths",
+                    fix="send the files' content instead",
+                )
+            root = self.services.root_dir
+            local = [str(self.services.local_path(p, f"paths[{i}]")) for i, p in enumerate(paths)]
+            with content_checks():  # the logs' content and the `rank_from` regex
+                seen = observe_log_files(local, rank_from, self.settings, root=root)
+        else:
+            with content_checks():
+                seen = observe_uploaded_logs(uploads, rank_from, self.settings)
+        return {
+            "source": seen.source,
+            "files": [{"name": f.name, "rank": f.rank, "bytes": len(f.data)} for f in seen.files],
+            "diagnosis": seen.diagnosis(),
+            "metrics": seen.metrics(),
+        }
 
     def _client(self, namespace: str) -> Any:
         return self.services.jobs.usecases.client(namespace)
@@ -61,6 +119,13 @@ class ObserveService:
 
     def diagnosis(self, namespace: str, name: str, run: str | None) -> dict[str, Any]:
         return self._observation(namespace, name, run).diagnosis()
+
+    def compare(self, namespace: str, name: str, a: str | None, b: str | None) -> dict[str, Any]:
+        """Two runs side by side, each read as the metrics and diagnosis routes read it."""
+        runs = [a, b] if a is not None or b is not None else None  # one alone: the other its default
+        return compare_runs(
+            namespace, name, lambda run: self._observation(namespace, name, run), runs, self.state_dir
+        )
 
     def _observation(self, namespace: str, name: str, run: str | None) -> Observation:
         """The run's observation, its job and pods taken from the job list's watches when it holds them."""
@@ -90,6 +155,8 @@ class ObserveService:
         return {"run": run, "lines": lines[:count], "truncated": len(lines) > count}
 
     def close(self) -> None:
+        if self.archiver is not None:
+            self.archiver.close()
         self.live.close()
 
 

@@ -22,16 +22,27 @@ from typing import Any
 
 from ranktable.errors import (
     ConflictError,
+    ContentError,
     InputError,
     MissingFileError,
     NotFoundError,
     PermissionDenied,
     RanktableError,
+    Unavailable,
 )
 from ranktable.server_ext.bodies import parse_body
 from ranktable.server_ext.paths import confined_file
 
-_KINDS = (MissingFileError, NotFoundError, PermissionDenied, ConflictError, InputError, RanktableError)
+_KINDS = (
+    MissingFileError,
+    NotFoundError,
+    PermissionDenied,
+    ConflictError,
+    Unavailable,
+    ContentError,  # before InputError: a large body's 422 stays a 422
+    InputError,
+    RanktableError,
+)
 
 
 @dataclass(frozen=True)

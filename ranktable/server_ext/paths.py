@@ -1,10 +1,10 @@
-"""Local paths from the browser are relative to the Jupyter root and must stay inside it."""
+"""Local paths from the browser are relative to the Jupyter root and must stay inside it (else 403)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ranktable.errors import InputError, NotFoundError
+from ranktable.errors import InputError, NotFoundError, PermissionDenied
 
 
 def confined(root: str | Path, relative: str, *, field: str) -> Path:
@@ -20,14 +20,14 @@ def confined(root: str | Path, relative: str, *, field: str) -> Path:
     try:
         candidate = Path(text).expanduser()
     except RuntimeError:  # `~name` of a user this machine does not have
-        raise InputError(
+        raise PermissionDenied(
             f"{text!r} names an unknown user's home folder",
             where=field,
             fix="give a path relative to the Jupyter root folder",
         ) from None
     full = (candidate if candidate.is_absolute() else base / candidate).resolve()
-    if full != base and base not in full.parents:
-        raise InputError(
+    if full != base and base not in full.parents:  # 403: a well-formed path, but not this user's to name
+        raise PermissionDenied(
             f"{text!r} is outside the Jupyter root folder",
             where=field,
             fix="use a path inside the folder JupyterLab shows in its file browser",
@@ -40,8 +40,8 @@ def confined_file(root: str | Path, relative: str, field: str) -> Path:
     path = confined(root, relative, field=field)
     try:
         found = path.is_file()
-    except OSError as err:  # a name longer than the file system allows, ...: bad input, not a 500
-        raise InputError(
+    except OSError as err:  # a name longer than the file system allows, ...: no such file can exist
+        raise NotFoundError(
             f"not a usable file name: {err.strerror or err}",
             where=field,
             fix="give a file in the Jupyter root",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
@@ -65,13 +66,11 @@ class RemoteService:
         self.usecases.remove_profile(name)
 
     def test_profile(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        accept = body.get("accept_host_key")
-        if accept is not None and not isinstance(accept, str):
-            raise InputError("must be the fingerprint string shown to the user", where="accept_host_key")
-        replacing = body.get("replace_host_key")
-        if replacing is not None and not isinstance(replacing, str):
-            raise InputError("must be the new fingerprint typed by the user", where="replace_host_key")
+        accept = _fingerprint(body, "accept_host_key", "the fingerprint shown to the user")
+        replacing = _fingerprint(body, "replace_host_key", "the new fingerprint typed by the user")
         passphrase = body.get("passphrase")
+        if passphrase is not None and not isinstance(passphrase, str):
+            raise InputError("must be a string (the key's passphrase)", where="passphrase")
         return self.usecases.test_connection(
             name,
             passphrase=str(passphrase) if passphrase else None,
@@ -118,7 +117,9 @@ class RemoteService:
         delete = body.get("delete")
         if delete is not None and not isinstance(delete, bool):
             raise InputError("must be true or false", where="delete")
-        dry_run = bool(body.get("dry_run", False))
+        dry_run = body.get("dry_run", False)
+        if not isinstance(dry_run, bool):
+            raise InputError("must be true or false", where="dry_run")
         self.usecases.uploads.remember(profile, local)
 
         def run(emit: Emit, cancel: threading.Event) -> Any:
@@ -152,7 +153,10 @@ class RemoteService:
         remote_path = body.get("remote_path")
         if not isinstance(remote_path, str) or not remote_path.strip():
             raise InputError("is required", where="remote_path", fix="a path relative to the remote folder")
-        local = self.services.local_path(str(body.get("local_path") or remote_path), "local_path")
+        local_path = body.get("local_path")
+        if local_path is not None and not isinstance(local_path, str):
+            raise InputError("must be a string (a path relative to the Jupyter root)", where="local_path")
+        local = self.services.local_path(local_path or remote_path, "local_path")
         syncer = self.usecases.syncer(profile, Path(root))
 
         def run(emit: Emit, cancel: threading.Event) -> Any:
@@ -253,3 +257,20 @@ def _local_dir(body: dict[str, Any], default: str | None = ".") -> Any:
             where="local_dir",
         )
     return value
+
+
+_FINGERPRINT = re.compile(r"^SHA256:[A-Za-z0-9+/]{43}$")
+
+
+def _fingerprint(body: dict[str, Any], key: str, what: str) -> str | None:
+    """A host key fingerprint field: absent, or `SHA256:` and 43 base64 characters as ssh-keygen prints."""
+    value = body.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _FINGERPRINT.match(value.strip()):
+        raise InputError(
+            f"must be {what} (SHA256: and 43 characters), got {str(value)[:80]!r}",
+            where=key,
+            fix="copy the fingerprint (SHA256:...) from the refusal, after checking it",
+        )
+    return value.strip()

@@ -9,12 +9,15 @@ remote command is `execute`; installing a kernelspec and downloading into the Ju
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from ranktable.errors import InputError
 from ranktable.server_ext.base import RanktableHandler
+from ranktable.server_ext.bodies import logs_request
 from ranktable.server_ext.stream import StreamHandler
 
 NAME = r"(?P<{}>[^/]+)"
@@ -68,6 +71,27 @@ class JobsHandler(RanktableHandler):
         self.reply(await self.blocking(self.services.jobs.submit, self.json_body()), status=201)
 
 
+class PermissionsHandler(RanktableHandler):
+    """What this user may do: Jupyter's read/write/execute on `ranktable` and the pool's RBAC (their
+    namespace, SelfSubjectAccessReview). A 403 here tells the panel the user may not even read."""
+
+    @web.authenticated
+    @authorized("read")
+    async def get(self) -> None:
+        jupyter = {
+            action: bool(self.authorizer.is_authorized(self, self.current_user, action, self.auth_resource))
+            for action in ("read", "write", "execute")
+        }
+        self.reply(await self.blocking(self.services.jobs.permissions, jupyter))
+
+
+class TeamHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("read")
+    async def get(self) -> None:
+        self.reply(await self.blocking(self.services.jobs.team))
+
+
 class JobHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
@@ -119,6 +143,29 @@ class JobResumeHandler(RanktableHandler):
         self.reply(await self.blocking(self.services.jobs.resume, namespace, name, scratch), status=201)
 
 
+class JobLineageHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("read")
+    async def get(self, namespace: str, name: str) -> None:
+        self.reply(await self.blocking(self.services.jobs.lineage, namespace, name))
+
+
+class RecoveryHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("read")
+    async def get(self) -> None:
+        raw = self.get_query_argument("since", "0")
+        try:
+            since = float(raw)
+        except ValueError:
+            raise InputError(
+                f"must be a number of seconds since the epoch; got {raw!r}",
+                where="since",
+                fix="send the `at` of the last event received, or 0",
+            ) from None
+        self.reply(self.services.jobs.recovery(since))
+
+
 class JobMetricsHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
@@ -142,6 +189,14 @@ class JobDiagnosisHandler(RanktableHandler):
         self.reply(await self.blocking(self.services.observe.diagnosis, namespace, name, run))
 
 
+class JobCompareHandler(RanktableHandler):
+    @web.authenticated
+    @authorized("read")
+    async def get(self, namespace: str, name: str) -> None:
+        a, b = self.get_query_argument("a", None), self.get_query_argument("b", None)
+        self.reply(await self.blocking(self.services.observe.compare, namespace, name, a, b))
+
+
 class JobRunsHandler(RanktableHandler):
     @web.authenticated
     @authorized("read")
@@ -155,6 +210,23 @@ class JobRunLogsHandler(RanktableHandler):
     async def get(self, namespace: str, name: str, run: str) -> None:
         args = (self.get_query_argument(k, None) for k in ("node_rank", "errors", "limit"))
         self.reply(await self.blocking(self.services.observe.run_logs, namespace, name, run, *args))
+
+
+class LogsHandler(RanktableHandler):
+    """Logs from anywhere: multipart `files` (a tar is expanded), or JSON ``{"files": [{name, text}]}`` /
+    ``{"paths": [...]}`` (files and folders of the Jupyter root); `rank_from` in either."""
+
+    @web.authenticated
+    @authorized("read")
+    async def post(self) -> None:
+        uploads, paths, rank_from = await self.blocking(logs_request, self.request)
+        answer = await self.blocking(
+            partial(self.services.observe.logs, may_read_files=self.may_read_files()),
+            uploads,
+            paths,
+            rank_from,
+        )
+        self.reply(answer)
 
 
 class ObserveSettingsHandler(RanktableHandler):
@@ -317,15 +389,21 @@ ROUTES: list[tuple[str, Any]] = [
     (r"/ranktable/layout/preview", LayoutPreviewHandler),
     (r"/ranktable/jobs/compose", ComposeHandler),
     (r"/ranktable/jobs", JobsHandler),
+    (r"/ranktable/permissions", PermissionsHandler),
+    (r"/ranktable/team", TeamHandler),
     (_job(), JobHandler),
     (_job("/layout"), JobLayoutHandler),
     (_job("/ranktable"), JobRankTableHandler),
     (_job("/resubmit"), JobResubmitHandler),
     (_job("/resume"), JobResumeHandler),
+    (_job("/lineage"), JobLineageHandler),
+    (r"/ranktable/recovery", RecoveryHandler),
     (_job("/metrics"), JobMetricsHandler),
     (_job("/diagnosis"), JobDiagnosisHandler),
+    (_job("/compare"), JobCompareHandler),
     (_job("/runs"), JobRunsHandler),
     (_job("/runs/") + NAME.format("run") + "/logs", JobRunLogsHandler),
+    (r"/ranktable/logs", LogsHandler),
     (r"/ranktable/observe/settings", ObserveSettingsHandler),
     (r"/ranktable/profiles", ProfilesHandler),
     (r"/ranktable/profiles/" + NAME.format("name"), ProfileHandler),

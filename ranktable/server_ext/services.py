@@ -64,7 +64,8 @@ class Services:
 
         kubeconfig = configured_kubeconfig(self.config.kubeconfig or None)
         return {
-            "namespace": self.config.namespace,
+            "namespace": self.jobs.namespace,
+            "user": self.jobs.hub_user,
             "context": self.config.context,
             "kubeconfig": "configured" if kubeconfig else "none",
             "flavours": {name: f.to_json() for name, f in self.jobs.usecases.flavours().items()},
@@ -97,6 +98,7 @@ class Services:
 
     async def close(self) -> None:
         await self.hub.close()
+        await self.run_blocking(self.jobs.close)  # the auto-resume policy's thread
         await self.run_blocking(self.remote.close)  # uploaders, port forwards, SSH transports
         await self.run_blocking(self.observe.close)  # log followers
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -29,6 +30,23 @@ if TYPE_CHECKING:
     from ranktable.server_ext.services import Services
 
 
+_WS_KEY = re.compile(r"^[A-Za-z0-9+/]{22}==$")
+_WS_FIX = "open it with a websocket client (GET with Upgrade: websocket), as the panel does"
+
+
+def _handshake_problem(headers: Any) -> InputError | None:
+    """What is wrong with a websocket handshake's headers (RFC 6455 4.1), before tornado answers in text."""
+    if headers.get("Upgrade", "").lower() != "websocket":
+        return InputError("only a websocket may open this URL", where="Upgrade", fix=_WS_FIX)
+    if "upgrade" not in [p.strip().lower() for p in headers.get("Connection", "").split(",")]:
+        return InputError("must include Upgrade", where="Connection", fix=_WS_FIX)
+    if not _WS_KEY.match(headers.get("Sec-WebSocket-Key", "")):
+        return InputError("must be 16 random bytes in base64", where="Sec-WebSocket-Key", fix=_WS_FIX)
+    if headers.get("Sec-WebSocket-Version") != "13":
+        return InputError("must be 13", where="Sec-WebSocket-Version", fix=_WS_FIX)
+    return None
+
+
 class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
     """The multiplexed stream websocket; following logs, jobs and operations needs `read` on `ranktable`."""
 
@@ -42,9 +60,34 @@ class StreamHandler(WebSocketMixin, websocket.WebSocketHandler, JupyterHandler):
     @ws_authenticated
     @authorized("read")
     async def get(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        refused = _handshake_problem(self.request.headers)  # tornado's own refusals are text
+        if refused is not None:
+            version = "Sec-WebSocket-Version"
+            wrong_version = refused.where == version and version in self.request.headers
+            if wrong_version:
+                self.set_header(version, "13")  # RFC 6455 4.4: the version this server speaks
+            self._refuse(426 if wrong_version else 400, refused)
+            return
         res = super().get(*args, **kwargs)
         if res is not None:
             await res
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """An undeclared method (405, with `Allow`) or a refused handshake: JSON like every other route."""
+        if status_code == 405:
+            self.set_header("Allow", "GET")
+        exc_info = kwargs.get("exc_info")
+        error = exc_info[1] if exc_info else None
+        self._refuse(status_code, error)
+
+    def _refuse(self, status: int, error: BaseException | None) -> None:
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        if error is None:
+            body = {"message": self._reason, "reason": self._reason, "field": None, "fix": None}
+        else:
+            body = body_for(error)
+        self.finish(json.dumps(body))
 
     def open(self, *args: Any, **kwargs: Any) -> None:
         self.subscriptions: dict[str, asyncio.Task[None]] = {}

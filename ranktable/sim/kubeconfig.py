@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import yaml
@@ -11,7 +12,11 @@ import yaml
 from ranktable.sim.paths import CONTEXT
 
 
-def kubeconfig_data(url: str, token: str, ca_pem: bytes, context: str = CONTEXT) -> dict[str, object]:
+def kubeconfig_data(
+    url: str, token: str, ca_pem: bytes, context: str = CONTEXT, user: str = "", namespace: str = "default"
+) -> dict[str, object]:
+    """`user`: a team member's name (`sim start --user`), whose context works in `namespace`."""
+    user_entry = user or f"{context}-user"
     return {
         "apiVersion": "v1",
         "kind": "Config",
@@ -21,11 +26,11 @@ def kubeconfig_data(url: str, token: str, ca_pem: bytes, context: str = CONTEXT)
                 "cluster": {"server": url, "certificate-authority-data": base64.b64encode(ca_pem).decode()},
             }
         ],
-        "users": [{"name": f"{context}-user", "user": {"token": token}}],
+        "users": [{"name": user_entry, "user": {"token": token}}],
         "contexts": [
             {
                 "name": context,
-                "context": {"cluster": context, "user": f"{context}-user", "namespace": "default"},
+                "context": {"cluster": context, "user": user_entry, "namespace": namespace},
             }
         ],
         "current-context": context,
@@ -33,12 +38,33 @@ def kubeconfig_data(url: str, token: str, ca_pem: bytes, context: str = CONTEXT)
     }
 
 
-def write_kubeconfig(path: Path, url: str, token: str, ca_pem: bytes, context: str = CONTEXT) -> None:
+def write_kubeconfig(
+    path: Path,
+    url: str,
+    token: str,
+    ca_pem: bytes,
+    context: str = CONTEXT,
+    user: str = "",
+    namespace: str = "default",
+) -> None:
     """Write atomically, readable by the owner only (it holds the bearer token)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
-        yaml.safe_dump(kubeconfig_data(url, token, ca_pem, context), fh, sort_keys=False)
+        yaml.safe_dump(kubeconfig_data(url, token, ca_pem, context, user, namespace), fh, sort_keys=False)
     os.chmod(tmp, 0o600)
     tmp.replace(path)
+
+
+def write_user_kubeconfigs(
+    users: Iterable[tuple[str, str]],
+    path_of: Callable[[str], Path],
+    url: str,
+    tokens: dict[str, str],
+    ca_pem: bytes,
+    context: str = CONTEXT,
+) -> None:
+    """A kubeconfig per team member, (name, namespace) each (`sim start --user NAME`): their token."""
+    for name, namespace in users:
+        write_kubeconfig(path_of(name), url, tokens[name], ca_pem, context, name, namespace)

@@ -25,10 +25,11 @@ from ranktable.sim.controllers.logs import DEFAULT_LIMIT_BYTES, ensure_dir
 from ranktable.sim.controllers.manager import ControllerManager
 from ranktable.sim.controllers.sandbox import Confinement
 from ranktable.sim.fabric import SimNode, default_fabric, fabric_from_topology
+from ranktable.sim.k8s.rbac import TEAM_NAMESPACE, SimUser
 from ranktable.sim.k8s.server import ApiServer, Hooks, Limits
 from ranktable.sim.k8s.store import Store
 from ranktable.sim.k8s.websocket import WebSocket
-from ranktable.sim.kubeconfig import write_kubeconfig
+from ranktable.sim.kubeconfig import write_kubeconfig, write_user_kubeconfigs
 from ranktable.sim.paths import CONTEXT, default_state_dir
 from ranktable.sim.tls import ensure_certificate
 
@@ -51,6 +52,11 @@ class PoolConfig:
     tenants: int = 0  # nodes held by other tenants' long-running jobs (a shared pool)
     # host folders standing for storage every node mounts (SFS Turbo); pods reach them by hostPath
     shared_storage: tuple[Path, ...] = ()
+    users: tuple[SimUser, ...] = ()  # team members with their own token, kubeconfig and namespace
+
+    def user_namespaces(self) -> tuple[str, ...]:
+        editors = tuple(u.namespace for u in self.users if u.role == "editor")
+        return (*editors, TEAM_NAMESPACE) if editors else ()
 
     def fabric(self) -> list[SimNode]:
         if self.topology is not None:
@@ -80,6 +86,10 @@ class PoolFiles:
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
+
+    def user_kubeconfig(self, name: str) -> Path:
+        """A team member's kubeconfig (`sim start --user NAME`): their token, their namespace."""
+        return self.state_dir / f"kubeconfig-{name}"
 
     @property
     def server_file(self) -> Path:
@@ -130,7 +140,7 @@ class Pool(PoolFiles):
                 (self.state_dir / stale).unlink(missing_ok=True)
             shutil.rmtree(self.state_dir / "pods", ignore_errors=True)
         nodes = cfg.fabric()
-        bootstrap(self.store, nodes, cfg.tenants)
+        bootstrap(self.store, nodes, cfg.tenants, cfg.user_namespaces())
         self.store.compact()
         self.token = str(saved.get("token") or secrets.token_urlsafe(32))
         self.kubelet = Kubelet(
@@ -142,11 +152,25 @@ class Pool(PoolFiles):
             delete=self.kubelet.delete_hook,
             admit=[volcano_admitter(self.store)],
         )
-        self.api = ApiServer(self.store, self.token, hooks, cfg.limits, nodes=len(nodes))
+        tokens = {str(k): str(v) for k, v in (saved.get("user_tokens") or {}).items()}
+        for user in cfg.users:
+            tokens.setdefault(user.name, secrets.token_urlsafe(32))
+        users = {tokens[u.name]: u for u in cfg.users}
+        self.api = ApiServer(self.store, self.token, hooks, cfg.limits, nodes=len(nodes), users=users)
         cert, key = ensure_certificate(self.state_dir)
         self.port = self.api.bind(cfg.port or int(saved.get("port") or 0), cert, key)
         write_kubeconfig(self.kubeconfig, self.url, self.token, cert.read_bytes(), self.context)
+        write_user_kubeconfigs(
+            [(u.name, u.namespace) for u in cfg.users],
+            self.user_kubeconfig,
+            self.url,
+            tokens,
+            cert.read_bytes(),
+            self.context,
+        )
         self.write_server_file(
+            user_tokens={u.name: tokens[u.name] for u in cfg.users},
+            users=[{**u.to_json(), "kubeconfig": str(self.user_kubeconfig(u.name))} for u in cfg.users],
             confined=self.kubelet.sandboxes.confinement.active,
             pods=self.kubelet.sandboxes.confinement.describe(),  # `sim start` / `sim status`
         )

@@ -180,34 +180,36 @@ def _find_cycle(hypernodes: dict[str, _HyperNode]) -> tuple[list[str], Field] | 
     return None
 
 
-def topology_from_hypernodes(
-    hypernodes: list[dict[str, Any]],
-    nodes: list[dict[str, Any]] | None = None,
-    source: str = "hypernodes",
-    paths: list[str] | None = None,
-    nodes_source: str = "nodes",
-) -> Topology:
-    """Build the tree from HyperNode objects (dicts) and, when given, the cluster's Node objects.
-
-    ``paths`` names each object's place in its file for error messages (default ``items[i]``);
-    ``nodes_source`` names the node list in them.
-    """
-    items = [Field(obj, paths[i] if paths else f"items[{i}]", source) for i, obj in enumerate(hypernodes)]
-    if not items:
-        raise Field(hypernodes, "", source).error("contains no HyperNode")
-    by_name: dict[str, _HyperNode] = {}
-    for item in items:
-        hn = _read_hypernode(item)
-        if hn.name in by_name:
-            raise item.key("metadata").child("name", hn.name).error(f"HyperNode {hn.name!r} is defined twice")
-        by_name[hn.name] = hn
-    infos = node_infos(nodes, nodes_source) if nodes is not None else None
-    resolver = _Resolver(by_name, infos)
-
+def _read_members(by_name: dict[str, _HyperNode], resolver: _Resolver) -> None:
+    """Fill each HyperNode's `nodes` (tier 1) and `children` from its members' selectors; a node in two
+    tier-1 HyperNodes, a Node member above tier 1 or an unknown member type is an error."""
     node_leaf: dict[str, str] = {}
-    parent_of: dict[str, str] = {}
+    known = resolver.by_name if resolver.nodes is not None else None
     for hn in by_name.values():
-        for member in hn.origin.key("spec").key("members").items():
+        members = hn.origin.key("spec").key("members")
+        if type(members.value) is not list:
+            list(members.items())  # raises: not a list
+        for position, fast in enumerate(members.value):
+            # `{selector: {exactMatch: {name: N}}, type: Node}`, the common case, read without Fields
+            if hn.tier == 1 and type(fast) is dict and fast.get("type") == "Node":
+                selector = fast.get("selector")
+                exact = selector.get("exactMatch") if type(selector) is dict and len(selector) == 1 else None
+                node = exact.get("name") if type(exact) is dict else None
+                if (
+                    type(node) is str
+                    and node
+                    and not node[0].isspace()
+                    and not node[-1].isspace()
+                    and (known is None or node in known)
+                ):
+                    other = node_leaf.get(node)
+                    if other is None:
+                        node_leaf[node] = hn.name
+                        hn.nodes.append(node)
+                        continue
+                    if other == hn.name:
+                        continue
+            member = members.child(position, fast)
             kind = member.key("type").text()
             how, match = _selector(member)
             if kind == "Node":
@@ -232,10 +234,10 @@ def topology_from_hypernodes(
                     f"unknown member type {kind!r}", fix="use Node or HyperNode"
                 )
 
-    cycle = _find_cycle(by_name)
-    if cycle is not None:
-        names, member = cycle
-        raise member.error(f"HyperNode membership forms a cycle: {' -> '.join(names)}")
+
+def _parents(by_name: dict[str, _HyperNode]) -> dict[str, str]:
+    """{HyperNode: its parent}, each child exactly one tier below its one parent."""
+    parent_of: dict[str, str] = {}
     for hn in by_name.values():
         for child, member in hn.children:
             below = by_name[child]
@@ -248,7 +250,39 @@ def topology_from_hypernodes(
             if other is not None and other != hn.name:
                 raise member.error(f"HyperNode {child!r} is a member of both {other!r} and {hn.name!r}")
             parent_of[child] = hn.name
+    return parent_of
 
+
+def topology_from_hypernodes(
+    hypernodes: list[dict[str, Any]],
+    nodes: list[dict[str, Any]] | None = None,
+    source: str = "hypernodes",
+    paths: list[str] | None = None,
+    nodes_source: str = "nodes",
+) -> Topology:
+    """Build the tree from HyperNode objects (dicts) and, when given, the cluster's Node objects.
+
+    ``paths`` names each object's place in its file for error messages (default ``items[i]``);
+    ``nodes_source`` names the node list in them.
+    """
+    items = [Field(obj, paths[i] if paths else f"items[{i}]", source) for i, obj in enumerate(hypernodes)]
+    if not items:
+        raise Field(hypernodes, "", source).error("contains no HyperNode")
+    by_name: dict[str, _HyperNode] = {}
+    for item in items:
+        hn = _read_hypernode(item)
+        if hn.name in by_name:
+            raise item.key("metadata").child("name", hn.name).error(f"HyperNode {hn.name!r} is defined twice")
+        by_name[hn.name] = hn
+    infos = node_infos(nodes, nodes_source) if nodes is not None else None
+    resolver = _Resolver(by_name, infos)
+
+    _read_members(by_name, resolver)
+    cycle = _find_cycle(by_name)
+    if cycle is not None:
+        names, member = cycle
+        raise member.error(f"HyperNode membership forms a cycle: {' -> '.join(names)}")
+    parent_of = _parents(by_name)
     topo = Topology(source=source, warnings=list(resolver.warnings))
     for hn in sorted(by_name.values(), key=lambda h: (-h.tier, h.name)):
         topo.switches[hn.name] = Switch(

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ranktable.errors import InputError
-from ranktable.topology._fields import location, parse_document
-from ranktable.topology.k8s_nodes import node_infos, node_items
+from ranktable.topology._fields import Field, location, parse_document
+from ranktable.topology.k8s_nodes import NodeInfo, node_infos, node_items
 from ranktable.topology.model import Switch, Topology
 
 NVIDIA_LABEL_KEYS = (
@@ -60,7 +60,6 @@ def topology_from_node_labels(
     for node in infos:
         if not node.labels.get(keys[0]):
             continue
-        path = node.field.key("metadata").key("labels")
         chain: list[str] = []
         for key in keys:
             value = node.labels.get(key, "")
@@ -69,33 +68,47 @@ def topology_from_node_labels(
             chain.append(value)
         for key in keys[len(chain) :]:
             if node.labels.get(key):
-                raise path.child(key, node.labels[key]).error(
-                    f"names a tier-{keys.index(key) + 1} switch but the label of a lower tier is missing",
-                    fix=f"label node {node.name!r} with {keys[len(chain)]}",
+                raise (
+                    _labels_field(node)
+                    .child(key, node.labels[key])
+                    .error(
+                        f"names a tier-{keys.index(key) + 1} switch but the label of a lower tier is missing",
+                        fix=f"label node {node.name!r} with {keys[len(chain)]}",
+                    )
                 )
-        here = location(path.source, path.path)
         for tier, switch in enumerate(chain, start=1):
             parent = chain[tier] if tier < len(chain) else None
             existing = topo.switches.get(switch)
             if existing is not None and existing.tier != tier:
-                raise path.child(keys[tier - 1], switch).error(
-                    f"switch {switch!r} is tier {tier} here but tier {existing.tier} on other nodes",
-                    fix="switch names must be unique across tiers",
+                raise (
+                    _labels_field(node)
+                    .child(keys[tier - 1], switch)
+                    .error(
+                        f"switch {switch!r} is tier {tier} here but tier {existing.tier} on other nodes",
+                        fix="switch names must be unique across tiers",
+                    )
                 )
             if existing is not None and existing.parent != parent:
                 if existing.parent is not None and parent is not None:
-                    raise path.child(keys[tier], parent).error(
-                        f"puts {switch!r} under {parent!r}, but {declared_by[switch]} puts it under "
-                        f"{existing.parent!r}",
-                        fix="a switch has one parent; fix the labels",
+                    raise (
+                        _labels_field(node)
+                        .child(keys[tier], parent)
+                        .error(
+                            f"puts {switch!r} under {parent!r}, but {declared_by[switch]} puts it under "
+                            f"{existing.parent!r}",
+                            fix="a switch has one parent; fix the labels",
+                        )
                     )
                 parent = parent or existing.parent
             if existing is None or existing.parent != parent:
                 topo.switches[switch] = Switch(switch, tier, parent)
-                declared_by[switch] = here or source
+                declared_by[switch] = _where(node) or source
         topo.attach_server(node.name, chain[0])
         for alias in node.addresses:
-            topo.register_alias(alias, node.name, where=here)
+            try:
+                topo.register_alias(alias, node.name)
+            except InputError as err:  # its place, written only now (8,192 nodes)
+                raise InputError(err.reason, where=_where(node), fix=err.fix) from None
     if not topo.server_leaf:
         raise InputError(
             f"no node carries the tier-1 label {keys[0]!r}",
@@ -106,6 +119,15 @@ def topology_from_node_labels(
         del topo.tier_names[tier]
     topo.validate()
     return topo
+
+
+def _labels_field(node: NodeInfo) -> Field:
+    return node.field.key("metadata").key("labels")
+
+
+def _where(node: NodeInfo) -> str | None:
+    path = _labels_field(node)
+    return location(path.source, path.path)
 
 
 def load_labels_text(text: str, source: str = "", label_keys: Sequence[str] | None = None) -> Topology:

@@ -27,7 +27,8 @@ FORMATS: dict[str, str] = {
 }
 MAX_TOPOLOGY_BYTES = MAX_FILE_BYTES
 
-_KIND = re.compile(r"""(?m)^[\s\-{,]*["']?kind["']?\s*:\s*["']?([A-Za-z]+)""")
+_KIND = re.compile(r"""kind["']?\s*:\s*["']?([A-Za-z]+)""")  # where the line before it is _KIND_PREFIX
+_KIND_PREFIX = re.compile(r"""[\s\-{,]*["']?""")
 _SLURM = re.compile(r"(?im)^[ \t]*switchname[ \t]*=")
 _BASE64_TEXT = re.compile(r"^[A-Za-z0-9+/=\s]+$")
 
@@ -84,9 +85,9 @@ def _detect(text: str) -> tuple[str, list[Any] | None]:
         found = _classify(docs[0]) if docs else None
         if found is not None:
             return found, docs
-    if _SLURM.search(text):
+    if "switchname" in text.casefold() and _SLURM.search(text):  # (a C scan first: 664 KB in 0.5 ms)
         return "slurm", None
-    kinds = set(_KIND.findall(text))
+    kinds = _kinds(text)
     if YAML_KIND in kinds:
         return "yaml", None
     if kinds & {"HyperNode", "HyperNodeList"}:
@@ -107,6 +108,22 @@ def _detect(text: str) -> tuple[str, list[Any] | None]:
             fix=f"pass --format, one of: {_format_list()}",
         )
     return found, docs
+
+
+def _kinds(text: str) -> set[str]:
+    """The values of `kind:` keys that start a line (after indentation, `- `, `{`, a quote): found by
+    the word, then the line's start checked (a pattern anchored at every line start took ~8 ms of a
+    HyperNode file's 37,000 lines)."""
+    found: set[str] = set()
+    line_start = searched = 0
+    for match in _KIND.finditer(text):
+        newline = text.rfind("\n", searched, match.start())
+        if newline >= 0:
+            line_start = newline + 1
+        searched = match.start()
+        if _KIND_PREFIX.fullmatch(text, line_start, match.start()):
+            found.add(match.group(1))
+    return found
 
 
 def _read(path: str | os.PathLike[str], source: str) -> tuple[str, bytes]:
@@ -200,10 +217,11 @@ def _read_format(
         doc = single_document(present, source) if present is not None else parse_document(text, source)
         return load_labels_document(doc, source, label_keys)
     if fmt == "tor-file":
-        from ranktable.topology.tor_file import decode_tor_file, topology_from_tor_file
+        from ranktable.topology.tor_file import load_tor_file, topology_from_tor_file
 
-        found = present[0] if present and isinstance(present[0], dict) else decode_tor_file(raw, source)
-        return topology_from_tor_file(found, source)
+        if present and isinstance(present[0], dict):
+            return topology_from_tor_file(present[0], source)
+        return load_tor_file(raw, source)
     from ranktable.topology.yaml_format import load_yaml_topology
 
     return load_yaml_topology(text, source)

@@ -28,10 +28,15 @@ _BASE64 = re.compile(rb"^[A-Za-z0-9+/=\s]+$")
 
 def decode_tor_file(data: str | bytes, source: str = "ranktable_tor.json") -> Any:
     """The JSON inside a tor file: base64 of gzip, raw gzip, or plain JSON."""
+    return parse_json(decode_utf8(tor_json_bytes(data, source), source, what="tor file"), source)
+
+
+def tor_json_bytes(data: str | bytes, source: str = "ranktable_tor.json") -> bytes:
+    """The JSON text inside a tor file (base64 of gzip, raw gzip, or plain JSON), not yet parsed."""
     raw = data.encode("utf-8") if isinstance(data, str) else data
     stripped = raw.strip()
     if stripped.startswith((b"{", b"[")):
-        return parse_json(decode_utf8(stripped, source, what="tor file"), source)
+        return stripped
     if not stripped.startswith(GZIP_MAGIC):
         if not _BASE64.match(stripped):
             raise InputError(
@@ -45,7 +50,76 @@ def decode_tor_file(data: str | bytes, source: str = "ranktable_tor.json") -> An
             raise InputError(
                 "base64 content is not gzip data", where=source, fix="expected gzip + base64 JSON"
             )
-    return parse_json(decode_utf8(gunzip(stripped, source), source, what="tor file"), source)
+    return gunzip(stripped, source)
+
+
+def load_tor_file(data: str | bytes, source: str = "ranktable_tor.json") -> Topology:
+    """The topology of a tor file as the platform writes it: read with msgspec's typed decoder when it
+    is exactly in the platform's form (strings, well-formed, no duplicate), else with the careful reader
+    (`topology_from_tor_file`), which says what is wrong. 65,536 devices: ~0.11 s -> ~0.03 s (issue 28)."""
+    text = tor_json_bytes(data, source)
+    fast = _fast_tor_topology(text, source)
+    if fast is not None:
+        return fast
+    return topology_from_tor_file(parse_json(decode_utf8(text, source, what="tor file"), source), source)
+
+
+def _plain_device_ids(ids: str, count: int) -> bool:
+    """`count` distinct device ids in plain decimal (no sign, no leading zero), space-separated."""
+    parts = ids.split(" ")
+    return (
+        len(parts) == count > 0
+        and all(p.isascii() and p.isdecimal() and (p == "0" or p[0] != "0") for p in parts)
+        and len(set(parts)) == count
+    )
+
+
+def _fast_tor_topology(text: bytes, source: str) -> Topology | None:
+    """The topology when every field is in the platform's form, else None (the careful reader runs)."""
+    try:
+        from ranktable.topology._tor_schema import decode_tor_json
+    except ImportError:  # pragma: no cover - msgspec is a core dependency
+        return None
+    doc = decode_tor_json(text)
+    if doc is None:
+        return None
+    servers = doc.server_list
+    count = doc.server_count
+    if type(count) is str and count.isascii() and count.isdecimal():
+        count = int(count)  # the platform writes numbers as strings
+    if not servers or (count is not None and (type(count) is not int or count != len(servers))):
+        return None
+    topo = Topology(source=source, tier_names={1: "tor"})
+    switches, pods = topo.switches, {}
+    plain: dict[str, bool] = {}  # the servers' device-id lists ("0 1 2 ... 7": most are alike), checked
+    for server in servers:
+        server_id, devices = server.server_id, server.device
+        ids = " ".join([d.device_id for d in devices])
+        ok = plain.get(ids)
+        if ok is None:
+            ok = plain[ids] = _plain_device_ids(ids, len(devices))
+        tors = {d.tor_ip for d in devices}
+        if not ok or not server_id or server_id != server_id.strip() or server_id in topo.server_leaf:
+            return None
+        for tor in tors if len(tors) == 1 else [d.tor_ip for d in devices]:  # as listed: switch order
+            if tor not in switches:
+                if not tor or tor != tor.strip():
+                    return None
+                switches[tor] = Switch(tor, 1)
+        if len(tors) == 1:
+            topo.attach_server(server_id, devices[0].tor_ip)
+        else:
+            for device_id, tor in sorted((int(d.device_id), d.tor_ip) for d in devices):
+                topo.attach_device(server_id, device_id, tor)
+        pod = server.pod_name
+        if pod is not None:
+            if not pod or pod != pod.strip() or pod in pods:
+                return None
+            pods[pod] = server_id
+    for pod_name, server_id in pods.items():
+        topo.register_alias(pod_name, server_id, where=location(source, "server_list"))
+    topo.validate()
+    return topo
 
 
 def encode_tor_file(data: dict[str, Any]) -> str:

@@ -1,26 +1,26 @@
 """Job use cases, one per user task: compose, submit, list, describe, stop, resubmit, rank table, layout.
 
 The CLI, the magics and the server extension call these; they hold no HTTP, argparse or display code.
-Cluster modules (and so the kubernetes package) are imported on first use, so composing works on a
+Cluster modules (and so urllib3) are imported on first use, so composing works on a
 core-only install and loading the server extension stays fast.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ranktable.compose.manifests import RANK_TABLE_KEY, compose, configmap_name, dump_manifests
-from ranktable.compose.spec import JobSpec
-from ranktable.compose.validate import Issue, has_errors
+from ranktable.compose.names import RANK_TABLE_KEY, configmap_name
 from ranktable.errors import InputError, RanktableError
 from ranktable.limits import KEEP_LOGS_S
 
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
     from ranktable.compose.flavours import Flavour
+    from ranktable.compose.spec import JobSpec
+    from ranktable.compose.validate import Issue
     from ranktable.usecases.logs import LogLines
     from ranktable.usecases.observe import Observation
 
@@ -39,6 +39,20 @@ class ClusterSettings:
     extra_flavours_source: str = "flavours"
     state_dir: str | None = None  # where run logs are archived (None: RANKTABLE_HOME)
     keep_logs_s: float = KEEP_LOGS_S  # a stop's wait for the run's logs to reach the archive (0: keep none)
+    owner: str | None = None  # who submits (the Hub user, else the kubeconfig's): the jobs' owner label
+
+
+def team_settings(
+    namespace_setting: str, hub_user: str | None, kubeconfig: str | None, context: str | None
+) -> tuple[str | None, str]:
+    """(owner, namespace) for a user of a shared pool: the owner is the JupyterHub user, else the
+    kubeconfig context's user; the namespace follows `namespace_setting` (`compose.tenancy`)."""
+    from ranktable.cluster.access import kubeconfig_identity
+    from ranktable.compose.tenancy import resolve_namespace
+
+    identity = kubeconfig_identity(kubeconfig, context)
+    owner = hub_user or identity.user
+    return owner, resolve_namespace(namespace_setting, owner, identity.namespace)
 
 
 class Jobs:
@@ -48,7 +62,8 @@ class Jobs:
         self.settings = settings
         self._clients: dict[str, ClusterClient] = {}
         self._lock = threading.Lock()
-        self._kubeconfig_stamp: tuple[int, int] | None = None
+        self._kubeconfig_stamp: tuple[Any, ...] | None = None
+        self._kubeconfig_files: tuple[str | None, tuple[int, int, int] | None, list[str]] = (None, None, [])
 
     def flavours(self) -> dict[str, Flavour]:
         from ranktable.compose.flavours import load_flavours, parse_flavours
@@ -65,8 +80,9 @@ class Jobs:
 
         ns = namespace or self.settings.namespace
         with self._lock:
-            # a cluster that came back with a new kubeconfig (address, CA, token) gets new clients
-            stamp = _file_stamp(self.settings.kubeconfig)
+            # a cluster that came back with a new kubeconfig (address, CA, token), or whose CA, client
+            # certificate or token file changed, gets new clients (#26.6)
+            stamp = self._cluster_stamp()
             if stamp != self._kubeconfig_stamp:
                 self._clients.clear()
                 self._kubeconfig_stamp = stamp
@@ -79,8 +95,21 @@ class Jobs:
                 )
             return self._clients[ns]
 
+    def _cluster_stamp(self) -> tuple[Any, ...]:
+        """The kubeconfig in force (explicit, $KUBECONFIG or ~/.kube/config) and the files it names, each
+        as (inode, mtime, size): a few stats per call; the kubeconfig is read again only when it changed."""
+        path = configured_kubeconfig(self.settings.kubeconfig)
+        own = _file_stamp(path)
+        known_path, known_stamp, named = self._kubeconfig_files
+        if path != known_path or own != known_stamp:
+            named = kubeconfig_named_files(path)
+            self._kubeconfig_files = (path, own, named)
+        return (path, own, *(_file_stamp(f) for f in named))
+
     def spec(self, raw: Mapping[str, Any]) -> JobSpec:
         """A JobSpec from JSON, in the default namespace unless it names one."""
+        from ranktable.compose.spec import JobSpec  # here: listing jobs never composes one (#28)
+
         return JobSpec.from_dict({"namespace": self.settings.namespace, **raw})
 
     # -- compose / submit -----------------------------------------------------------------------------
@@ -90,6 +119,8 @@ class Jobs:
             spec = self.spec(raw)
         except InputError as exc:
             return {"issues": [exc_issue(exc)], "yaml": "", "spec": None}
+        from ranktable.compose.manifests import compose, dump_manifests
+
         spec, found = self.placed(spec)
         issues = [i.to_json() for i in found]
         return {"issues": issues, "yaml": dump_manifests(compose(spec)), "spec": spec.to_dict()}
@@ -103,11 +134,14 @@ class Jobs:
 
     def submit(self, spec: JobSpec) -> dict[str, Any]:
         """Validate, then create the ConfigMap and the Volcano Job; the first error is raised."""
+        from ranktable.compose.manifests import compose
+        from ranktable.compose.validate import has_errors
+
         spec, issues = self.placed(spec)
         if has_errors(issues):
             first = next(i for i in issues if i.severity == "error")
             raise InputError(first.message, where=first.field, fix=first.fix or None)
-        return self.client(spec.namespace).submit(compose(spec)).to_json()
+        return self.submit_manifests(compose(spec), spec.namespace).to_json()
 
     def submit_yaml(self, text: str, where: str = "yaml") -> dict[str, Any]:
         from ranktable.compose.manifests import load_manifests, spec_from_manifests
@@ -131,6 +165,7 @@ class Jobs:
         """Archive the run's logs (so they outlive its pods), then delete the job and its ConfigMap."""
         from ranktable.usecases.runs import stop_job
 
+        self.check_owner(namespace, name, "stop")
         deleted, kept = stop_job(
             self.client(namespace),
             name,
@@ -144,6 +179,7 @@ class Jobs:
         cluster is stopped first, its logs archived. A stopped run's spec comes from its record."""
         from ranktable.usecases.runs import resubmit_run
 
+        self.check_owner(namespace, name, "resubmit")
         return resubmit_run(
             self.client(namespace),
             name,
@@ -158,6 +194,7 @@ class Jobs:
         was blamed on, as the next run of its lineage (`ranktable.usecases.resume`)."""
         from ranktable.usecases.resume import resume
 
+        self.check_owner(namespace, name, "resume")
         return resume(
             self.client(namespace),
             name,
@@ -166,6 +203,13 @@ class Jobs:
             keep_logs_s=self.settings.keep_logs_s,
             timeout=float(self.settings.request_timeout),
         )
+
+    def lineage(self, namespace: str | None, name: str) -> dict[str, Any]:
+        """The job's runs as one lineage, the cost of each fault and the goodput (`usecases.lineage`)."""
+        from ranktable.usecases.lineage import job_lineage
+
+        client = self.client(namespace)
+        return job_lineage(client.namespace, name, client=client, state_dir=self.settings.state_dir)
 
     def rank_table(self, namespace: str | None, name: str) -> dict[str, Any]:
         """The job's rank table (as the platform filled it) with its validation report."""
@@ -215,8 +259,68 @@ class Jobs:
         return job_pending(self.client(namespace), name)
 
     def submit_manifests(self, docs: list[dict[str, Any]], namespace: str | None = None) -> Any:
-        """Create already composed (and checked) manifests: the ConfigMap and the Volcano Job."""
-        return self.client(namespace).submit(docs)
+        """Create already composed (and checked) manifests: the ConfigMap and the Volcano Job, both
+        labelled with their owner, in a namespace created first when it is missing (and RBAC allows)."""
+        from ranktable.cluster.access import ensure_namespace
+        from ranktable.compose.tenancy import OWNER_LABEL, owner_value
+
+        client = self.client(namespace)
+        if self.settings.owner:
+            for doc in docs:
+                labels = doc.setdefault("metadata", {}).setdefault("labels", {})
+                labels[OWNER_LABEL] = owner_value(self.settings.owner)
+        ensure_namespace(client.kube, client.namespace)
+        return client.submit(docs)
+
+    # -- a shared pool ------------------------------------------------------------------------------------
+    def check_owner(self, namespace: str | None, name: str, action: str = "stop") -> None:
+        """Refuse to act on another user's job unless RBAC grants `stop-others` on Volcano jobs there.
+
+        A job without an owner label (submitted by another tool) is left to the API server's RBAC."""
+        from ranktable.cluster.access import can_i
+        from ranktable.compose.tenancy import STOP_OTHERS_VERB, owner_of, owner_value
+        from ranktable.errors import NotFoundError, PermissionDenied
+
+        if not self.settings.owner:
+            return
+        client = self.client(namespace)
+        try:
+            job = client.get_job(name)
+        except NotFoundError:
+            return  # the action itself says what is missing (or finds a stopped run's record)
+        owner = owner_of((job.get("metadata") or {}).get("labels"))
+        if owner is None or owner == owner_value(self.settings.owner):
+            return
+        if can_i(client.kube, STOP_OTHERS_VERB, "batch.volcano.sh", "jobs", client.namespace):
+            return
+        raise PermissionDenied(
+            f"job {name} in {client.namespace} belongs to {owner}; you ({self.settings.owner}) may not "
+            f"{action} it",
+            fix=f"ask {owner} to {action} it, or ask the pool's admin for the `{STOP_OTHERS_VERB}` verb on "
+            "jobs.batch.volcano.sh",
+        )
+
+    def permissions(self, namespace: str | None = None) -> dict[str, Any]:
+        """What this user may do in their namespace, as the API server's RBAC answers it."""
+        from ranktable.cluster.access import permissions
+        from ranktable.compose.tenancy import owner_value
+
+        client = self.client(namespace)
+        owner = self.settings.owner
+        return {
+            "user": owner,
+            "owner": owner_value(owner) if owner else None,
+            "namespace": client.namespace,
+            "allowed": permissions(client.kube, client.namespace),
+        }
+
+    def team(self, namespace: str | None = None) -> dict[str, Any]:
+        """The team's jobs (owner, phase, NPUs), queued jobs and free NPUs per leaf and queue: read-only."""
+        from ranktable.cluster.team import team_view
+        from ranktable.compose.tenancy import owner_value
+
+        me = owner_value(self.settings.owner) if self.settings.owner else None
+        return {"user": self.settings.owner, **team_view(self.client(namespace), me)}
 
     def wait_rank_table(self, namespace: str | None, name: str, timeout: float, progress: Any = None) -> Any:
         return self.client(namespace).wait_rank_table(name, timeout=timeout, progress=progress)
@@ -249,13 +353,26 @@ class Jobs:
         client = self.client(namespace)
         return observe_run(client, name, run=run, state_dir=self.settings.state_dir, settings=settings)
 
+    def compare(
+        self, namespace: str | None, name: str, runs: Sequence[str] | None = None, settings: Any = None
+    ) -> dict[str, Any]:
+        """Two runs of the job side by side (the newest and the one before, or ``runs``: A then B)."""
+        from ranktable.usecases.observe import compare_runs, observe_run
+
+        client = self.client(namespace)
+        state_dir = self.settings.state_dir
+
+        def observe(run: str | None) -> Observation:
+            return observe_run(client, name, run=run, state_dir=state_dir, settings=settings)
+
+        return compare_runs(client.namespace, name, observe, runs, state_dir)
+
 
 def preload_cluster_client() -> None:
-    """Import the cluster client (and the kubernetes package) now, on the caller's thread: that package
-    imports itself circularly, so two threads importing it at once fail."""
-    from ranktable.cluster.preload import preload_kubernetes
+    """Import the cluster client now, on the caller's thread, before requests arrive together."""
+    from ranktable.cluster.preload import preload_cluster
 
-    preload_kubernetes()
+    preload_cluster()
 
 
 def configured_kubeconfig(path: str | None) -> str | None:
@@ -270,8 +387,41 @@ def exc_issue(exc: InputError) -> dict[str, Any]:
     return {"field": exc.where, "severity": "error", "message": exc.reason, "fix": exc.fix or ""}
 
 
-def _file_stamp(path: str | None) -> tuple[int, int] | None:
-    """(mtime, size) of a file, or None: cheap to compare before every cluster call."""
+KUBECONFIG_FILE_KEYS = ("certificate-authority", "client-certificate", "client-key", "tokenFile")
+
+
+def kubeconfig_named_files(path: str | None) -> list[str]:
+    """The files a kubeconfig names (CA, client certificate and key, token file), relative paths taken
+    from its folder as kubectl does; [] when it cannot be read (the client's own error says why)."""
+    import os
+
+    import yaml
+
+    if not path:
+        return []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = yaml.safe_load(fh)
+    except (OSError, ValueError, yaml.YAMLError):
+        return []
+    found: list[str] = []
+    if not isinstance(doc, dict):
+        return found
+    for section, inner in (("clusters", "cluster"), ("users", "user")):
+        for entry in doc.get(section) or []:
+            body = entry.get(inner) if isinstance(entry, dict) else None
+            if not isinstance(body, dict):
+                continue
+            for key in KUBECONFIG_FILE_KEYS:
+                value = body.get(key)
+                if isinstance(value, str) and value:
+                    found.append(os.path.join(os.path.dirname(path), os.path.expanduser(value)))
+    return found
+
+
+def _file_stamp(path: str | None) -> tuple[int, int, int] | None:
+    """(inode, mtime, size) of a file, or None: cheap to compare before every cluster call (a file
+    replaced by a rename has a new inode even within the mtime's granularity)."""
     import os
 
     if not path:
@@ -280,7 +430,7 @@ def _file_stamp(path: str | None) -> tuple[int, int] | None:
         st = os.stat(path)
     except OSError:
         return None
-    return (st.st_mtime_ns, st.st_size)
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def job_row(client: ClusterClient, summary: Any) -> dict[str, Any]:
@@ -318,12 +468,8 @@ class JobLayout:
     placement: dict[str, Any] | None = None  # the actual nodes beside the preview's forecast
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "topology_source": self.topology_source,
-            "report": self.report,
-            "placement": self.placement,
-        }
+        """The JSON answer: the name, where the topology came from, the report and the placement."""
+        return {name: getattr(self, name) for name in ("name", "topology_source", "report", "placement")}
 
 
 def job_layout(

@@ -166,6 +166,7 @@ def placement_forecast(
 ) -> tuple[Any, list[str]]:
     """The scheduler's expected node choice for `spec` on the pool's free nodes (plan/forecast.py), and
     notes; `released` (node -> NPUs) counts as free (a running job's own pods, to replay its preview)."""
+    from ranktable.compose.network_topology import parse_network_topology
     from ranktable.plan.forecast import forecast_placement
 
     matching = matching_nodes(nodes, spec)
@@ -178,12 +179,20 @@ def placement_forecast(
         resolved = topology.resolve(name, _internal_ip(node))
         leaf_of[name] = topology.server_leaf.get(resolved or "", "") or ""
     policy = client.scheduler_node_choice()
+    parsed = parse_network_topology(getattr(spec, "network_topology", "") or "")
+    confine = (parsed.mode, parsed.highest_tier) if parsed else None
     notes: list[str] = []
     try:
-        forecast = forecast_placement(free, leaf_of, spec.nodes, spec.npus_per_node, policy)
+        forecast = forecast_placement(free, leaf_of, spec.nodes, spec.npus_per_node, policy, confine)
     except ValueError as exc:
         notes.append(f"placement: {exc} now, so the gang waits for nodes to free up; shown for an idle pool")
-        forecast = forecast_placement(allocatable, leaf_of, spec.nodes, spec.npus_per_node, policy)
+        try:
+            forecast = forecast_placement(
+                allocatable, leaf_of, spec.nodes, spec.npus_per_node, policy, confine
+            )
+        except ValueError as never:  # even an idle pool cannot hold it under one leaf
+            notes.append(f"placement: {never} even on an idle pool: the job would never start")
+            forecast = forecast_placement(allocatable, leaf_of, spec.nodes, spec.npus_per_node, policy)
     return forecast, notes
 
 
@@ -359,6 +368,8 @@ def message_bytes_of(body: dict[str, Any]) -> int | None:
     value = body.get("message_bytes")
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():  # JSON Schema's integer: 1024.0 is one
+        value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise InputError(f"must be a positive integer, not {value!r}", where="message_bytes")
     return value

@@ -8,15 +8,16 @@ own tags. The lines go through the same ``RunObserver`` as a live job, with kube
 
 from __future__ import annotations
 
+import io
 import re
 import tarfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ranktable.errors import InputError, MissingFileError
-from ranktable.limits import MAX_LOG_BYTES, MAX_LOG_FILES
+from ranktable.limits import MAX_LOG_BYTES, MAX_LOG_FILES, MAX_UPLOAD_BYTES, size_text
 from ranktable.observe import ObserveSettings, RankLayout, RankPlace, RunObserver
 
 DEFAULT_RANK_FROM = r"(?i)(?:rank|worker)[_-]?(\d+)"
@@ -53,55 +54,98 @@ def _rank_of(name: str, pattern: re.Pattern[str]) -> int | None:
     return int(group) if group and group.isdigit() else None
 
 
-def _files(paths: Sequence[str], pattern: re.Pattern[str]) -> Iterator[LogFile]:
-    total = 0
-    count = 0
+class _Counter:
+    """Makes each read file a `LogFile`, refusing more than MAX_LOG_FILES files or `max_bytes` in all;
+    `room` refuses a file by its size before it is read (a 10 GiB file is never loaded to be refused)."""
 
-    def counted(name: str, data: bytes) -> LogFile:
-        nonlocal total, count
-        total += len(data)
-        count += 1
-        if count > MAX_LOG_FILES:
+    def __init__(self, pattern: re.Pattern[str], max_bytes: int, limit_names: str) -> None:
+        self.pattern, self.max_bytes, self.limit_names = pattern, max_bytes, limit_names
+        self.total = 0
+        self.count = 0
+
+    def room(self, name: str, size: int) -> None:
+        if self.count + 1 > MAX_LOG_FILES:
             raise InputError(
-                f"more than {MAX_LOG_FILES} log files", where=name, fix="pass fewer files or folders"
+                f"more than {MAX_LOG_FILES} log files ({self.limit_names})",
+                where=name,
+                fix="pass fewer files or folders",
             )
-        if total > MAX_LOG_BYTES:
+        if self.total + size > self.max_bytes:
             raise InputError(
-                f"more than {MAX_LOG_BYTES // 2**30} GiB of logs",
+                f"more than {size_text(self.max_bytes)} of logs ({self.limit_names})",
                 where=name,
                 fix="pass fewer or shorter logs",
             )
-        return LogFile(name, _rank_of(name, pattern), data)
+
+    def __call__(self, name: str, data: bytes) -> LogFile:
+        self.room(name, len(data))
+        self.total += len(data)
+        self.count += 1
+        return LogFile(name, _rank_of(name, self.pattern), data)
+
+    def read(self, path: Path, name: str) -> LogFile:
+        self.room(name, path.stat().st_size)
+        return self(name, path.read_bytes())
+
+
+def _is_tar(name: str) -> bool:
+    return name.endswith(_TARS)
+
+
+def _hidden(parts: Sequence[str]) -> bool:
+    return any(part.startswith(".") for part in parts)
+
+
+def _files(
+    paths: Sequence[str],
+    pattern: re.Pattern[str],
+    *,
+    root: Path | None = None,
+    shown: Callable[[Path], str] = str,
+    max_bytes: int = MAX_LOG_BYTES,
+    limit_names: str = "MAX_LOG_FILES / MAX_LOG_BYTES",
+) -> Iterator[LogFile]:
+    """The files at `paths`; with a `root`, every file (symlinks resolved) must lie inside it."""
+    counted = _Counter(pattern, max_bytes, limit_names)
+
+    def inside(path: Path) -> bool:
+        if root is None:
+            return not path.is_symlink()
+        real = path.resolve()
+        return real == root or root in real.parents
 
     for given in paths:
         path = Path(given)
         if not path.exists():
-            raise MissingFileError("no such file or folder", where=given, fix="check the path")
+            raise MissingFileError("no such file or folder", where=shown(path), fix="check the path")
         if path.is_dir():
-            for child in sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()):
-                if any(part.startswith(".") for part in child.relative_to(path).parts):
+            for child in sorted(p for p in path.rglob("*") if p.is_file() and inside(p)):
+                if _hidden(child.relative_to(path).parts):
                     continue
-                if child.name.endswith(_TARS):
-                    yield from _tar(child, counted)
+                if _is_tar(child.name):
+                    yield from _tar(child, shown(child), counted)
                 else:
-                    yield counted(str(child), child.read_bytes())
-        elif path.name.endswith(_TARS):
-            yield from _tar(path, counted)
+                    yield counted.read(child, shown(child))
+        elif _is_tar(path.name):
+            yield from _tar(path, shown(path), counted)
         else:
-            yield counted(given, path.read_bytes())
+            yield counted.read(path, shown(path))
 
 
-def _tar(path: Path, counted: Any) -> Iterator[LogFile]:
+def _tar(source: Path | bytes, name: str, counted: _Counter) -> Iterator[LogFile]:
+    """The regular files of a tar (gzip or not), read in memory: nothing is extracted."""
     try:
-        with tarfile.open(path) as archive:
+        fileobj = None if isinstance(source, Path) else io.BytesIO(source)
+        with tarfile.open(source if fileobj is None else None, fileobj=fileobj) as archive:
             for member in archive:
-                if not member.isfile() or any(part.startswith(".") for part in Path(member.name).parts):
+                if not member.isfile() or _hidden(Path(member.name).parts):
                     continue
+                counted.room(f"{name}:{member.name}", member.size)
                 handle = archive.extractfile(member)
                 if handle is not None:
-                    yield counted(f"{path}:{member.name}", handle.read())
+                    yield counted(f"{name}:{member.name}", handle.read())
     except tarfile.TarError as exc:
-        raise InputError(f"not a readable tar archive: {exc}", where=str(path)) from None
+        raise InputError(f"not a readable tar archive: {exc}", where=name) from None
 
 
 def _lines(data: bytes) -> list[tuple[str, str]]:
@@ -134,15 +178,61 @@ class LogFilesObservation:
 
 
 def observe_log_files(
-    paths: Sequence[str], rank_from: str | None = None, settings: ObserveSettings | None = None
+    paths: Sequence[str],
+    rank_from: str | None = None,
+    settings: ObserveSettings | None = None,
+    *,
+    root: str | Path | None = None,
 ) -> LogFilesObservation:
-    """Read the logs at `paths` (files, folders, tars) as one run; each file is one pod of the run."""
+    """Read the logs at `paths` (files, folders, tars) as one run; each file is one pod of the run.
+
+    With a `root` (the Jupyter root), `paths` are relative to it, shown relative to it, and no path nor
+    file under a folder (symlinks resolved) may lead outside it."""
     if not paths:
         raise InputError("no log files given", where="--logs", fix="pass files, folders or a .tar export")
     pattern = _rank_pattern(rank_from)
-    files = list(_files(paths, pattern))
+    if root is None:
+        files = list(_files(paths, pattern))
+    else:
+        base = Path(root).resolve()
+        files = list(  # the server holds them in memory: the upload's limit, not the CLI's
+            _files(
+                paths,
+                pattern,
+                root=base,
+                shown=lambda p: str(p.resolve().relative_to(base)),
+                max_bytes=MAX_UPLOAD_BYTES,
+                limit_names="MAX_LOG_FILES / MAX_UPLOAD_BYTES",
+            )
+        )
     if not files:
         raise InputError("no log files found", where=", ".join(paths), fix="pass files, folders or a .tar")
+    return _observe(files, settings)
+
+
+def observe_uploaded_logs(
+    uploads: Sequence[tuple[str, bytes]],
+    rank_from: str | None = None,
+    settings: ObserveSettings | None = None,
+) -> LogFilesObservation:
+    """The same for files sent in a request: (name, content) pairs, a tar expanded in memory; at most
+    MAX_LOG_FILES files and MAX_UPLOAD_BYTES together."""
+    if not uploads:
+        raise InputError("no log files sent", where="files", fix="send one or more log files or a .tar")
+    pattern = _rank_pattern(rank_from)
+    counted = _Counter(pattern, MAX_UPLOAD_BYTES, "MAX_LOG_FILES / MAX_UPLOAD_BYTES")
+    files: list[LogFile] = []
+    for name, data in uploads:
+        if _is_tar(name):
+            files.extend(_tar(data, name, counted))
+        else:
+            files.append(counted(name, data))
+    if not files:
+        raise InputError("no log files in what was sent", where="files", fix="send log files or a .tar")
+    return _observe(files, settings)
+
+
+def _observe(files: list[LogFile], settings: ObserveSettings | None) -> LogFilesObservation:
     layout = RankLayout(
         RankPlace(f.rank, index, f.name) for index, f in enumerate(files) if f.rank is not None
     )

@@ -8,16 +8,18 @@ about for ``IDLE_STOP_S``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ranktable.errors import NotFoundError, RanktableError
+from ranktable.errors import InputError, NotFoundError, RanktableError
 from ranktable.limits import KEEP_LOGS_S
-from ranktable.observe import ObserveSettings, RunObserver, catalogue
+from ranktable.observe import ObserveSettings, RunObserver
 from ranktable.observe.archive import RunInfo, find_run, list_runs, read_run
+from ranktable.observe.catalogue import catalogue
 
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
@@ -138,6 +140,10 @@ def keep_run_logs(
         return "no logs kept: the job is not on the cluster"
     except RanktableError as exc:
         return f"no logs kept: {exc.message}"
+    where = f"`ranktable job logs {name} --run {follower.uid[:8]}`"
+    if not follower.archive.writer:  # e.g. the Jupyter server archives the run while it runs
+        follower.archive.close()
+        return f"logs of run {follower.uid[:8]} are archived by the process following them ({where})"
     reader = threading.Thread(target=follower.run, name=f"keep-logs-{name}", daemon=True)
     reader.start()
     reader.join(timeout)
@@ -146,7 +152,6 @@ def keep_run_logs(
         follower.stop()
     else:
         follower.archive.close()
-    where = f"`ranktable job logs {name} --run {follower.uid[:8]}`"
     if follower.error and not follower.taken:
         return f"no new logs kept ({follower.error}); what was archived before: {where}"
     kept = f"{follower.taken:,} new log lines of run {follower.uid[:8]} archived ({where})"
@@ -219,6 +224,57 @@ def archived_lines(
             return
 
 
+def compare_runs(
+    namespace: str,
+    name: str,
+    observe: Callable[[str | None], Observation],
+    runs: Sequence[str | None] | None = None,
+    state_dir: str | Path | None = None,
+) -> dict[str, Any]:
+    """Two runs of the job side by side (`observe.compare`): ``runs`` (uids or prefixes, A then B; either
+    None for its default), else the newest run as B and the one before it as A. ``observe(uid)`` reads one
+    run (the CLI and magics read the logs once, the server asks its live followers), so each surface
+    compares runs the way it reads one."""
+    from ranktable.cluster.observing import archive_root
+    from ranktable.observe.compare import compare_summaries, run_summary
+
+    if runs is not None and len(runs) != 2:
+        raise InputError(
+            f"{len(runs)} run(s) given", where="runs", fix="name two runs: A B (`--runs` lists them)"
+        )
+    if runs is None or runs[0] is None:  # A defaults to the run before B, B to the newest run
+        later = observe(runs[1] if runs is not None else None)  # None: the current or newest archived run
+        uids = [r.uid for r in job_runs(namespace, name, state_dir)]
+        after = uids.index(later.uid) + 1 if later.uid in uids else 0  # newest first: what follows is older
+        earlier = [u for u in uids[after:] if u != later.uid]
+        if not earlier:
+            raise NotFoundError(
+                f"job {name} has only one run ({later.uid}) so far: nothing to compare it with"
+                if runs is None
+                else f"job {name} has no run before {later.uid}: nothing to compare it with",
+                where="runs",
+                fix="run the job again (resubmit), then compare",
+            )
+        pair = [observe(earlier[0]), later]
+    else:
+        pair = [observe(uid) for uid in runs]  # B None: the current or newest archived run
+    if pair[0].uid == pair[1].uid:
+        raise InputError(f"both runs are {pair[0].uid}", where="runs", fix="name two different runs")
+    records = {r.uid: r for r in list_runs(archive_root(state_dir), namespace, name)}
+    summaries = []
+    for observation in pair:
+        record = records.get(observation.uid)
+        summaries.append(
+            run_summary(
+                observation.metrics(),
+                observation.diagnosis(),
+                created=record.created if record else None,
+                ended=record.ended if record else None,
+            )
+        )
+    return {"job": name, "namespace": namespace, **compare_summaries(summaries[0], summaries[1])}
+
+
 class LiveRuns:
     """One log follower per running job (server side): answers metrics/diagnosis without re-reading logs."""
 
@@ -282,12 +338,23 @@ class LiveRuns:
 
     def release(self, namespace: str, name: str) -> None:
         """Stop following the job's runs (before a stop archives the rest: one writer per archive)."""
+        self._stop_followers(namespace, name)
+        self.logs.release(namespace, name)
+
+    @contextlib.contextmanager
+    def stopping(self, namespace: str, name: str) -> Iterator[None]:
+        """`release`, and the server's archiver starts no stream of the job until the block ends (the
+        stop, resubmit or resume in it archives the run's rest itself)."""
+        self._stop_followers(namespace, name)
+        with self.logs.stopping(namespace, name):
+            yield
+
+    def _stop_followers(self, namespace: str, name: str) -> None:
         with self._lock:
             keys = [k for k in self._followers if k[:2] == (namespace, name)]
             followers = [self._followers.pop(k)[0] for k in keys]
         for follower in followers:
             follower.stop()
-        self.logs.release(namespace, name)
 
     def use_settings(self, settings: ObserveSettings) -> None:
         """New settings: forget what was read with the old ones, so every run is read again."""

@@ -64,7 +64,12 @@ class Remote:
         """The profiles, and the stored ones that no longer validate (listed, never fatal)."""
         invalid = self.profiles.invalid_profiles()
         return {
-            "profiles": [p.to_json() for p in self.profiles.list_profiles()],
+            # `working_dir`: where sync and uploads go (the shared folder unless a remote_dir was given);
+            # `connected`: a live transport now (a test, sync or kernel connected it)
+            "profiles": [
+                {**p.to_json(), "working_dir": p.working_dir, "connected": self.manager.connected(p.name)}
+                for p in self.profiles.list_profiles()
+            ],
             "invalid": [{"name": n, **exc.to_json()} for n, exc in sorted(invalid.items())],
         }
 

@@ -89,10 +89,7 @@ export function put<P extends PathsWith<'put'>>(
   params: Params<Operation<P, 'put'>>,
   body: Body<Operation<P, 'put'>>
 ): Promise<Answer<Operation<P, 'put'>>> {
-  return requestAPI(endpoint(path, params as object), {
-    method: 'PUT',
-    body: JSON.stringify(body)
-  });
+  return sendJSON('PUT', endpoint(path, params as object), body);
 }
 
 export function patch<P extends PathsWith<'patch'>>(
@@ -100,10 +97,15 @@ export function patch<P extends PathsWith<'patch'>>(
   params: Params<Operation<P, 'patch'>>,
   body: Body<Operation<P, 'patch'>>
 ): Promise<Answer<Operation<P, 'patch'>>> {
-  return requestAPI(endpoint(path, params as object), {
-    method: 'PATCH',
-    body: JSON.stringify(body)
-  });
+  return sendJSON('PATCH', endpoint(path, params as object), body);
+}
+
+function sendJSON<T>(
+  method: 'PUT' | 'PATCH',
+  url: string,
+  body: unknown
+): Promise<T> {
+  return requestAPI(url, { method, body: JSON.stringify(body) });
 }
 
 export function del<P extends PathsWith<'delete'>>(

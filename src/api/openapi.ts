@@ -145,7 +145,7 @@ export interface paths {
         content: {
           'application/json': {
             spec: components['schemas']['JobSpec'];
-            topology_path?: string;
+            topology_path?: components['schemas']['RootPath'];
           };
         };
       };
@@ -188,7 +188,10 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
-            spec: components['schemas']['JobSpec'];
+            /** @description A draft JobSpec (components/schemas/JobSpec): whatever does not read as one (an unknown field, a wrong type) is an issue of the answer, with 200. */
+            spec: {
+              [key: string]: unknown;
+            };
           };
         };
       };
@@ -205,6 +208,80 @@ export interface paths {
         default: components['responses']['Error'];
       };
     };
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/ranktable/permissions': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** What this user may do (Jupyter read/write/execute; the pool's RBAC in their namespace). */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description OK */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['Permissions'];
+          };
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/ranktable/team': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The team's jobs on the shared pool (owner, phase, NPUs), queued jobs, free NPUs per leaf and queue; read-only. */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description OK */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['Team'];
+          };
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    put?: never;
+    post?: never;
     delete?: never;
     options?: never;
     head?: never;
@@ -469,7 +546,7 @@ export interface paths {
     parameters: {
       query?: {
         /** @description The run to submit again (job uid or a unique prefix): the current run by default, or a stopped run from its record. */
-        run?: string;
+        run?: components['schemas']['RunId'];
       };
       header?: never;
       path: {
@@ -485,7 +562,7 @@ export interface paths {
       parameters: {
         query?: {
           /** @description The run to submit again (job uid or a unique prefix): the current run by default, or a stopped run from its record. */
-          run?: string;
+          run?: components['schemas']['RunId'];
         };
         header?: never;
         path: {
@@ -563,6 +640,9 @@ export interface paths {
               avoided: string[];
               resumed_from: string;
               lineage: string;
+              /** @enum {string} */
+              by?: 'hand' | 'auto';
+              fault?: components['schemas']['FaultRecord'];
             };
           };
         };
@@ -575,11 +655,97 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  '/ranktable/jobs/{namespace}/{name}/lineage': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        namespace: components['parameters']['namespace'];
+        name: components['parameters']['name'];
+      };
+      cookie?: never;
+    };
+    /** The job's runs as one lineage (each resuming the one before), what each fault cost (detection, restart, replayed steps) and the goodput. */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          namespace: components['parameters']['namespace'];
+          name: components['parameters']['name'];
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Lineage */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['Lineage'];
+          };
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/ranktable/recovery': {
+    parameters: {
+      query?: {
+        /** @description Only decisions taken after this time (seconds since the epoch: the `at` of the last one received). */
+        since?: number;
+      };
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** The auto-resume policy (c.Ranktable.auto_resume) and its recent decisions, resumed or not and why. */
+    get: {
+      parameters: {
+        query?: {
+          /** @description Only decisions taken after this time (seconds since the epoch: the `at` of the last one received). */
+          since?: number;
+        };
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Policy state */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['Recovery'];
+          };
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   '/ranktable/jobs/{namespace}/{name}/metrics': {
     parameters: {
       query?: {
         /** @description An archived run (job uid or a unique prefix); default the current run. */
-        run?: string;
+        run?: components['parameters']['run'];
         format?: 'json' | 'csv';
       };
       header?: never;
@@ -594,7 +760,7 @@ export interface paths {
       parameters: {
         query?: {
           /** @description An archived run (job uid or a unique prefix); default the current run. */
-          run?: string;
+          run?: components['parameters']['run'];
           format?: 'json' | 'csv';
         };
         header?: never;
@@ -631,7 +797,7 @@ export interface paths {
     parameters: {
       query?: {
         /** @description An archived run (job uid or a unique prefix). */
-        run?: string;
+        run?: components['schemas']['RunId'];
       };
       header?: never;
       path: {
@@ -645,7 +811,7 @@ export interface paths {
       parameters: {
         query?: {
           /** @description An archived run (job uid or a unique prefix). */
-          run?: string;
+          run?: components['schemas']['RunId'];
         };
         header?: never;
         path: {
@@ -663,6 +829,59 @@ export interface paths {
           };
           content: {
             'application/json': components['schemas']['Diagnosis'];
+          };
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/ranktable/jobs/{namespace}/{name}/compare': {
+    parameters: {
+      query?: {
+        /** @description The earlier run (job uid or a unique prefix). Default: the run before b (or before the newest). */
+        a?: components['schemas']['RunId'];
+        /** @description The later run. Default: the newest run. */
+        b?: components['schemas']['RunId'];
+      };
+      header?: never;
+      path: {
+        namespace: components['parameters']['namespace'];
+        name: components['parameters']['name'];
+      };
+      cookie?: never;
+    };
+    /** Two runs of the job side by side (outcome, duration, steps reached, final loss, step time, throughput, diagnosis) and what changed from A to B. */
+    get: {
+      parameters: {
+        query?: {
+          /** @description The earlier run (job uid or a unique prefix). Default: the run before b (or before the newest). */
+          a?: components['schemas']['RunId'];
+          /** @description The later run. Default: the newest run. */
+          b?: components['schemas']['RunId'];
+        };
+        header?: never;
+        path: {
+          namespace: components['parameters']['namespace'];
+          name: components['parameters']['name'];
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description Comparison */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['RunComparison'];
           };
         };
         default: components['responses']['Error'];
@@ -733,7 +952,7 @@ export interface paths {
       path: {
         namespace: components['parameters']['namespace'];
         name: components['parameters']['name'];
-        run: string;
+        run: components['schemas']['RunId'];
       };
       cookie?: never;
     };
@@ -750,7 +969,7 @@ export interface paths {
         path: {
           namespace: components['parameters']['namespace'];
           name: components['parameters']['name'];
-          run: string;
+          run: components['schemas']['RunId'];
         };
         cookie?: never;
       };
@@ -779,6 +998,61 @@ export interface paths {
     };
     put?: never;
     post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/ranktable/logs': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /**
+     * Diagnosis and metrics of logs from anywhere (a download, a colleague's files, a log export), no live job needed.
+     * @description Each file is one pod's or rank's log; its rank comes from its name (`rank_from`, a regex with one
+     *     group; default `rank_3`, `rank-3`, `worker_3.log`, `rank3`) or from the lines' own tags. A `.tar`,
+     *     `.tar.gz` or `.tgz` is expanded in memory. Multipart `files` parts carry at most MAX_UPLOAD_BYTES
+     *     (256 MiB) together, a JSON body at most 32 MiB; at most MAX_LOG_FILES (4096) files. `paths` name
+     *     files and folders of the Jupyter root instead (confined, symlinks included; needs contents:read).
+     */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path?: never;
+        cookie?: never;
+      };
+      requestBody: {
+        content: {
+          'multipart/form-data': {
+            files?: string[];
+            rank_from?: string;
+          };
+          'application/json': components['schemas']['LogsInput'];
+        };
+      };
+      responses: {
+        /** @description Diagnosis and metrics */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content: {
+            'application/json': components['schemas']['LogsResult'];
+          };
+        };
+        400: components['responses']['Error'];
+        403: components['responses']['Error'];
+        404: components['responses']['Error'];
+        default: components['responses']['Error'];
+      };
+    };
     delete?: never;
     options?: never;
     head?: never;
@@ -927,7 +1201,7 @@ export interface paths {
       query?: never;
       header?: never;
       path: {
-        name: components['parameters']['name'];
+        name: components['parameters']['profile'];
       };
       cookie?: never;
     };
@@ -940,7 +1214,7 @@ export interface paths {
         query?: never;
         header?: never;
         path: {
-          name: components['parameters']['name'];
+          name: components['parameters']['profile'];
         };
         cookie?: never;
       };
@@ -968,15 +1242,28 @@ export interface paths {
         query?: never;
         header?: never;
         path: {
-          name: components['parameters']['name'];
+          name: components['parameters']['profile'];
         };
         cookie?: never;
       };
       requestBody?: {
         content: {
           'application/json': {
+            host?: string;
+            /** @description null: back to 22 or ~/.ssh/config */
+            port?: number | null;
+            /** @description null: back to ~/.ssh/config or the login name */
+            user?: components['schemas']['SshUser'] | null;
+            /** @description null: no key file (agent or ~/.ssh/config) */
+            key_file?: components['schemas']['ProfileText'] | null;
+            /** @description null: no jump host */
+            jump?: components['schemas']['ProfileName'] | null;
+            remote_dir?: components['schemas']['ProfileText'];
+            max_channels?: number;
             sync?: components['schemas']['ProfileSync'];
-            local_dir?: string;
+            shared?: components['schemas']['SharedStorage'];
+            /** @description null or absent: unchanged */
+            local_dir?: string | null;
           };
         };
       };
@@ -1000,7 +1287,7 @@ export interface paths {
       query?: never;
       header?: never;
       path: {
-        name: components['parameters']['name'];
+        name: components['parameters']['profile'];
       };
       cookie?: never;
     };
@@ -1012,19 +1299,18 @@ export interface paths {
         query?: never;
         header?: never;
         path: {
-          name: components['parameters']['name'];
+          name: components['parameters']['profile'];
         };
         cookie?: never;
       };
       requestBody?: {
         content: {
           'application/json': {
-            /** @description The fingerprint the user checked and accepts. */
-            accept_host_key?: string;
+            accept_host_key?: components['schemas']['Fingerprint'] | null;
             /** @description The instance was recreated: the NEW fingerprint, typed or pasted by the user; replaces the recorded key only if the server presents exactly it. */
-            replace_host_key?: string;
-            /** @description Key passphrase */
-            passphrase?: string;
+            replace_host_key?: string | null;
+            /** @description Key passphrase, kept in server memory only; null or absent: none. */
+            passphrase?: string | null;
           };
         };
       };
@@ -1052,7 +1338,7 @@ export interface paths {
       query?: never;
       header?: never;
       path: {
-        profile: string;
+        profile: components['schemas']['ProfileName'];
       };
       cookie?: never;
     };
@@ -1064,7 +1350,7 @@ export interface paths {
         query?: never;
         header?: never;
         path: {
-          profile: string;
+          profile: components['schemas']['ProfileName'];
         };
         cookie?: never;
       };
@@ -1261,7 +1547,7 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
-            profile: string;
+            profile: components['schemas']['ProfileName'];
             remote_port: number;
             /** @description 0 or omitted for a free port */
             local_port?: number;
@@ -1348,10 +1634,12 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
-            profile: string;
-            local_dir?: string;
+            profile: components['schemas']['ProfileName'];
+            /** @description null or absent: the Jupyter root */
+            local_dir?: string | null;
             force?: boolean | string[];
-            delete?: boolean;
+            /** @description null or absent: the profile's delete_remote */
+            delete?: boolean | null;
             dry_run?: boolean;
           };
         };
@@ -1391,10 +1679,12 @@ export interface paths {
         content: {
           'application/json':
             | {
-                profile: string;
-                remote_path?: string;
-                local_path?: string;
-                local_dir?: string;
+                profile: components['schemas']['ProfileName'];
+                remote_path?: components['schemas']['NonBlank'];
+                /** @description null or absent: remote_path */
+                local_path?: string | null;
+                /** @description null or absent: the Jupyter root */
+                local_dir?: string | null;
                 conflict?: string;
               }
             | unknown
@@ -1432,8 +1722,8 @@ export interface paths {
       requestBody: {
         content: {
           'application/json': {
-            profile: string;
-            command: string;
+            profile: components['schemas']['ProfileName'];
+            command: components['schemas']['NonBlank'];
           };
         };
       };
@@ -1534,7 +1824,13 @@ export interface paths {
     get: {
       parameters: {
         query?: never;
-        header?: never;
+        header: {
+          Upgrade: 'websocket';
+          Connection: 'Upgrade';
+          'Sec-WebSocket-Version': '13';
+          /** @description 16 random bytes in base64 */
+          'Sec-WebSocket-Key': string;
+        };
         path?: never;
         cookie?: never;
       };
@@ -1547,7 +1843,9 @@ export interface paths {
           };
           content?: never;
         };
+        400: components['responses']['Error'];
         403: components['responses']['Error'];
+        426: components['responses']['Error'];
       };
     };
     put?: never;
@@ -1562,6 +1860,24 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
   schemas: {
+    /** @description A Kubernetes namespace (DNS-1123 label). */
+    Namespace: string;
+    /** @description A job name as `job list` shows it (DNS-1123 subdomain). */
+    JobName: string;
+    /** @description A run: its job uid or a unique prefix of it. */
+    RunId: string;
+    /** @description An SSH profile name. */
+    ProfileName: string;
+    /** @description A host key fingerprint as ssh-keygen -lf prints it (SHA256:, 43 base64 characters). */
+    Fingerprint: string;
+    /** @description The login user on the instance. */
+    SshUser: string;
+    /** @description Text without control characters. */
+    ProfileText: string;
+    /** @description Text with at least one character that is not white space (as Python's str.isspace has it). */
+    NonBlank: string;
+    /** @description A file or folder relative to the Jupyter root (confined to it, symlinks included). */
+    RootPath: string;
     /**
      * JobSpec
      * @description A ranktable job: what runs, on how many NPUs, with what environment, storage and fault policy.
@@ -1752,6 +2068,13 @@ export interface components {
        */
       resume_args: string;
       /**
+       * Network topology
+       * @description Volcano networkTopology as MODE:TIER: hard:1 keeps every pod under one leaf switch (tier-1 HyperNode) or waits, soft:1 prefers that; TIER is the highest HyperNode tier the gang may span (empty: none)
+       * @default
+       * @example hard:1
+       */
+      network_topology: string;
+      /**
        * Nodes to avoid
        * @description node names the job must not run on (resume adds the nodes a fault was blamed on)
        * @default []
@@ -1863,11 +2186,34 @@ export interface components {
         [key: string]: unknown;
       };
     };
+    LogsInput: {
+      files?: {
+        /** @description The file name (it gives the rank, e.g. rank_3.log). */
+        name: components['schemas']['NonBlank'];
+        text: string;
+      }[];
+      /** @description Files or folders relative to the Jupyter root. */
+      paths?: components['schemas']['RootPath'][];
+      /** @description Regex with one group (or a group named rank) giving each file's rank. */
+      rank_from?: string;
+    };
+    LogsResult: {
+      source: string;
+      files: {
+        name: string;
+        rank: number | null;
+        bytes: number;
+      }[];
+      diagnosis: components['schemas']['Diagnosis'];
+      metrics: components['schemas']['Metrics'];
+    };
     Metrics: {
-      job: string;
-      run: string;
-      /** @enum {string} */
-      source: 'live' | 'archive';
+      /** @description null for logs read from files */
+      job: string | null;
+      /** @description null for logs read from files */
+      run: string | null;
+      /** @description live, archive, or the log files read (POST /ranktable/logs) */
+      source: string;
       /** @description Rank id (as trained, after route-plan renumbering) -> aligned series; null where a record lacks a value; loss may be "nan"/"inf". */
       ranks: {
         [key: string]: components['schemas']['RankSeries'];
@@ -1930,10 +2276,12 @@ export interface components {
       threshold_s?: number;
     };
     Diagnosis: {
-      job: string;
-      run: string;
-      /** @enum {string} */
-      source: 'live' | 'archive';
+      /** @description null for logs read from files */
+      job: string | null;
+      /** @description null for logs read from files */
+      run: string | null;
+      /** @description live, archive, or the log files read (POST /ranktable/logs) */
+      source: string;
       phase: string;
       /** @description One line for notifications. */
       summary: string;
@@ -1959,6 +2307,57 @@ export interface components {
       nodes_fit?: number;
     } & {
       [key: string]: unknown;
+    };
+    RunSummary: {
+      run: string;
+      /** @description The run's phase (its final one once ended). */
+      outcome: string | null;
+      created: number | null;
+      ended: number | null;
+      /** @description ended - created; null while it runs */
+      duration_s: number | null;
+      ranks: number;
+      /** @description The furthest step any rank logged. */
+      last_step: number | null;
+      /** @description The last step of the rank that got least far. */
+      least_step: number | null;
+      /** @description Mean over ranks of each rank's last loss. */
+      loss: number | null;
+      /** @description Median step time over every rank's steps. */
+      step_time_s: number | null;
+      /** @description Median throughput over every rank's steps. */
+      throughput: number | null;
+      throughput_unit: string | null;
+      /** @description The diagnosis' one line. */
+      diagnosis: string | null;
+      first_failure: {
+        rank?: number | null;
+        node_rank?: number | null;
+        pod?: string | null;
+        code?: string | null;
+        title?: string | null;
+        line?: string | null;
+      } | null;
+      errors: number;
+    };
+    RunChange: {
+      a: number | null;
+      b: number | null;
+      /** @description B - A */
+      delta: number | null;
+      /** @description B / A */
+      ratio: number | null;
+    };
+    RunComparison: {
+      job: string;
+      namespace: string;
+      a: components['schemas']['RunSummary'];
+      b: components['schemas']['RunSummary'];
+      changes: {
+        [key: string]: components['schemas']['RunChange'];
+      };
+      /** @description One line per difference worth saying. */
+      notes: string[];
     };
     Run: {
       namespace: string;
@@ -1998,17 +2397,69 @@ export interface components {
       /** @enum {unknown} */
       sync_mode: 'always' | 'explicit' | 'never';
       topology?: boolean;
+      /** @description The JupyterHub user this server belongs to (null outside a Hub) */
+      user?: string | null;
+    };
+    Permissions: {
+      /** @description Who submits (Hub user, else kubeconfig user) */
+      user?: string | null;
+      /** @description That user as the jobs' owner label (a row's `owner`) */
+      owner?: string | null;
+      /** @description The user's namespace (c.Ranktable.namespace resolved) */
+      namespace: string;
+      /** @description The pool's RBAC in that namespace (SelfSubjectAccessReview); absent with `error` */
+      allowed?: {
+        list?: boolean;
+        submit?: boolean;
+        stop?: boolean;
+        /** @description the stop-others verb on jobs.batch.volcano.sh */
+        stop_others?: boolean;
+        logs?: boolean;
+        exec?: boolean;
+      } & {
+        [key: string]: boolean;
+      };
+      error?: components['schemas']['Error'];
+      /** @description The Jupyter server's authorizer on the ranktable resource (JupyterHub's granular scopes) */
+      jupyter: {
+        read: boolean;
+        write: boolean;
+        execute: boolean;
+      };
+    };
+    Team: {
+      user?: string | null;
+      /**
+       * @description cluster: every namespace; namespace: only the user's (no cluster-wide list)
+       * @enum {unknown}
+       */
+      scope: 'cluster' | 'namespace';
+      jobs: (components['schemas']['JobSummary'] & {
+        npus?: number;
+        mine?: boolean;
+      })[];
+      free_per_leaf?: {
+        [key: string]: number;
+      } | null;
+      free_npus?: number | null;
+      queues: {
+        name: string;
+        state?: string;
+        used_npus: number;
+        queued_jobs: number;
+        capability_npus?: number | null;
+        free_npus?: number | null;
+      }[];
     };
     /** @description The rank table inline (`ranktable`) or as a file in the Jupyter root (`ranktable_path`), not both. */
     RankTableInput: {
       ranktable?: Record<string, never> | string;
-      /** @description A file relative to the Jupyter root. */
-      ranktable_path?: string;
+      ranktable_path?: components['schemas']['RootPath'];
     } & (unknown | unknown);
     PlanInput: components['schemas']['RankTableInput'] & {
       /** @description Topology file content (any supported format). */
       topology?: string;
-      topology_path?: string;
+      topology_path?: components['schemas']['RootPath'];
       /** @enum {unknown} */
       topology_format?:
         'tor-json' | 'hypernode' | 'slurm' | 'labels' | 'tor-file' | 'yaml';
@@ -2133,6 +2584,10 @@ export interface components {
       rank_table?: string;
       /** @description The run: a same-name resubmit is a new uid */
       uid?: string;
+      /** @description The first container's image (a new job spec starts from the newest) */
+      image?: string;
+      /** @description Who submitted it (label ranktable.io/owner); empty when unlabelled */
+      owner?: string;
       /** @description Pod health over the job's pods (empty when unknown) */
       health?: {
         restarts?: number;
@@ -2146,6 +2601,99 @@ export interface components {
         /** @description Why the run is failing (CrashLoopBackOff, OOMKilled, exit code N); null when it is not */
         failing?: string | null;
       };
+      /** @description The run this one resumed, from its labels; null for a first run */
+      resumed?: {
+        /** @description uid of the run it resumed */
+        from: string;
+        /** @description auto (the server policy) or hand */
+        by: string;
+        /** @description the checkpoint step it started from */
+        step: number | null;
+        /** @description uid of the lineage's first run */
+        lineage: string;
+      } | null;
+    };
+    /** @description What the lineage keeps of a run's fault */
+    FaultRecord: {
+      node?: string | null;
+      device?: string | number | null;
+      rank?: number | null;
+      code?: string | null;
+      time?: number | null;
+      /** @description the step the failing rank had reached */
+      step?: number | null;
+    };
+    LineageRun: {
+      number: number;
+      uid: string;
+      phase: string | null;
+      created?: number;
+      ended?: number | null;
+      first_step: number | null;
+      last_step: number | null;
+      /** @description checkpoint step it started from (null: from scratch) */
+      from_step: number | null;
+      resumed_from: string | null;
+      resumed_by: string | null;
+      last_checkpoint?: number | null;
+      fault?: components['schemas']['FaultRecord'] | null;
+    };
+    LineageFault: {
+      run: string;
+      next_run: string;
+      at_step: number | null;
+      node?: string | null;
+      device?: string | number | null;
+      code?: string | null;
+      from_step?: number | null;
+      resumed_by?: string | null;
+      /** @description the fault to the run seen ended */
+      detection_s: number | null;
+      /** @description the run's end to the next run's first step */
+      restart_s: number | null;
+      fault_to_first_step_s?: number | null;
+      /** @description steps trained again after the checkpoint */
+      replayed_steps: number | null;
+      replay_s?: number | null;
+      lost_s: number | null;
+      text: string;
+    };
+    Lineage: {
+      job: string;
+      namespace: string;
+      runs: components['schemas']['LineageRun'][];
+      faults: components['schemas']['LineageFault'][];
+      goodput: {
+        steps_kept: number;
+        wall_s: number;
+        steps_per_s: number;
+        /** @description the kept rate over the fault-free rate (1: nothing lost) */
+        share: number | null;
+        step_time_s?: number | null;
+        lost_s: number;
+      } | null;
+      /** @description run 1 -> fault on NODE NPU N at step S -> run 2 from checkpoint C ...; goodput */
+      text: string;
+    };
+    RecoveryDecision: {
+      namespace: string;
+      job: string;
+      run: string;
+      /** @enum {string} */
+      action: 'resumed' | 'skipped' | 'budget';
+      message: string;
+      at: number;
+      new_run?: string | null;
+      checkpoint?: {
+        step: number;
+        path: string;
+      } | null;
+      avoided?: string[] | null;
+    };
+    Recovery: {
+      enabled: boolean;
+      budget: number;
+      events: components['schemas']['RecoveryDecision'][];
     };
     Submitted: {
       name: string;
@@ -2187,25 +2735,30 @@ export interface components {
       capacity?: Record<string, never> | null;
     };
     ProfileInput: {
-      name: string;
+      name: components['schemas']['ProfileName'];
+      /** @description A host name, an IP address or a ~/.ssh/config Host alias. */
       host: string;
-      port?: number;
-      user?: string;
-      key_file?: string;
-      jump?: string;
-      remote_dir?: string;
-      sync?: {
-        /** @enum {unknown} */
-        upload?: 'always' | 'explicit' | 'never';
-        delete_remote?: boolean;
-      };
+      /** @description null: 22 or ~/.ssh/config */
+      port?: number | null;
+      user?: components['schemas']['SshUser'] | null;
+      key_file?: components['schemas']['ProfileText'] | null;
+      jump?: components['schemas']['ProfileName'] | null;
+      /** @description null or absent: the shared folder, else ~/work */
+      remote_dir?: components['schemas']['ProfileText'] | null;
+      /** @description null or absent: 8 */
+      max_channels?: number | null;
+      /** @description null or absent: the server's defaults */
+      sync?: components['schemas']['ProfileSync'] | null;
       shared?: components['schemas']['SharedStorage'];
     };
     /** @description The instance folder on storage the jobs' pods mount too (SFS Turbo, OBS, a PVC); sync, runs and remote kernels default to it, and job scripts under it run at the volume's mount path. */
     SharedStorage: {
       /** @description absolute path on the instance */
       instance_path: string;
-      volume: components['schemas']['VolumeSpec'];
+      volume: components['schemas']['VolumeSpec'] & {
+        /** @description absolute path in the pods */
+        mount_path?: string;
+      };
     } | null;
     Profile: {
       name: string;
@@ -2217,6 +2770,10 @@ export interface components {
       remote_dir?: string;
       sync?: components['schemas']['ProfileSync'];
       shared?: components['schemas']['SharedStorage'];
+      /** @description a live SSH connection to the profile now (listings only) */
+      connected?: boolean;
+      /** @description where sync, automatic upload, runs and remote kernels work: remote_dir when given, else the shared folder, else ~/work (listings only) */
+      working_dir?: string;
       /** @description the folder last synced to this profile (where saves are uploaded from), relative to the Jupyter root; null when none yet (listings only) */
       local_dir?: string | null;
     };
@@ -2230,7 +2787,7 @@ export interface components {
       /** @description delete remote files we uploaded once they are deleted locally */
       delete_remote?: boolean;
       /** @description extra gitignore-style patterns */
-      ignore?: string[];
+      ignore?: components['schemas']['ProfileText'][];
     };
     /** @description A remote (SSH) kernel recorded on this machine, attached to this server or left by a previous one. */
     RemoteKernel: {
@@ -2349,6 +2906,29 @@ export interface components {
           result: unknown;
           error: null | components['schemas']['Error'];
         };
+    /** @description A finished upload's `done` result (POST /ranktable/sync): the counts, conflicts and summary. */
+    SyncResult: {
+      uploaded: number;
+      deleted: number;
+      unchanged: number;
+      bytes: number;
+      seconds: number;
+      method: string;
+      dry_run: boolean;
+      conflicts: {
+        path: string;
+        reason: string;
+      }[];
+      remote_changed: string[];
+      summary: string;
+    };
+    /** @description A finished download's `done` result (POST /ranktable/download); `conflict` when it resolved one. */
+    DownloadResult: {
+      files: number;
+      /** @description relative to the Jupyter root */
+      local_path: string;
+      conflict?: string;
+    };
     Forward: {
       id: string;
       profile: string;
@@ -2422,8 +3002,11 @@ export interface components {
     };
   };
   parameters: {
-    namespace: string;
-    name: string;
+    namespace: components['schemas']['Namespace'];
+    name: components['schemas']['JobName'];
+    profile: components['schemas']['ProfileName'];
+    /** @description An archived run (job uid or a unique prefix); default the current run. */
+    run: components['schemas']['RunId'];
   };
   requestBodies: never;
   headers: never;

@@ -226,3 +226,29 @@ describe('StreamClient reconnect', () => {
     stream.dispose();
   });
 });
+
+describe('StreamClient state', () => {
+  beforeEach(() => {
+    FakeSocket.all = [];
+    jest.useFakeTimers();
+  });
+  afterEach(() => jest.useRealTimers());
+
+  it('is blocked when the socket closes without ever opening (a proxy refusing upgrades), open once it does', () => {
+    const stream = new StreamClient(settings);
+    const states: string[] = [];
+    stream.stateChanged.connect((_, s) => states.push(s));
+    stream.subscribe('jobs', {}, { onData: () => undefined });
+    FakeSocket.last().drop(); // refused before opening
+    expect(stream.state).toBe('blocked');
+    jest.advanceTimersByTime(500);
+    FakeSocket.last().drop(); // still refused: no second signal
+    jest.advanceTimersByTime(1000);
+    FakeSocket.last().open(); // the proxy lets it through now
+    expect(states).toEqual(['blocked', 'open']);
+    expect(FakeSocket.last().subscriptions().jobs).toBeDefined();
+    FakeSocket.last().drop(); // an open socket that drops is a reconnect, not a block
+    expect(stream.state).toBe('idle');
+    stream.dispose();
+  });
+});

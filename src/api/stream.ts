@@ -1,6 +1,7 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 import { IDisposable } from '@lumino/disposable';
+import { ISignal, Signal } from '@lumino/signaling';
 
 import type { components } from './openapi';
 
@@ -17,6 +18,12 @@ export interface ISubscriptionHandlers<T = unknown> {
   /** Called when the connection dropped and the subscription is about to be renewed. */
   onReconnect?: () => void;
 }
+
+/**
+ * The websocket's state: `open`; `blocked` when it could not be opened at all (a proxy that does not
+ * pass WebSocket upgrades, while REST works); `idle` before the first try and between reconnects.
+ */
+export type StreamState = 'idle' | 'open' | 'blocked';
 
 /** `WebSocket.OPEN`, without needing the global (the socket class comes from the settings). */
 const OPEN = 1;
@@ -39,6 +46,8 @@ export class StreamClient implements IDisposable {
   private _disposed = false;
   private _timer: ReturnType<typeof setTimeout> | null = null;
   private _opened = false;
+  private _state: StreamState = 'idle';
+  private _stateChanged = new Signal<this, StreamState>(this);
 
   constructor(
     private _settings: ServerConnection.ISettings = ServerConnection.makeSettings()
@@ -46,6 +55,15 @@ export class StreamClient implements IDisposable {
 
   get isDisposed(): boolean {
     return this._disposed;
+  }
+
+  get state(): StreamState {
+    return this._state;
+  }
+
+  /** The websocket opened, or could not be opened (then the models poll REST instead). */
+  get stateChanged(): ISignal<this, StreamState> {
+    return this._stateChanged;
   }
 
   get connected(): boolean {
@@ -98,7 +116,10 @@ export class StreamClient implements IDisposable {
     }
     const socket = new this._settings.WebSocket(url);
     this._socket = socket;
+    let opened = false;
     socket.onopen = () => {
+      opened = true;
+      this._setState('open');
       this._delay = 500;
       const reopened = this._opened;
       this._opened = true;
@@ -112,12 +133,20 @@ export class StreamClient implements IDisposable {
     socket.onmessage = event => this._onMessage(String(event.data));
     socket.onclose = () => {
       this._socket = null;
+      this._setState(opened ? 'idle' : 'blocked');
       if (this._disposed || this._subs.size === 0) {
         return;
       }
       this._timer = setTimeout(() => this._ensure(), this._delay);
       this._delay = Math.min(this._delay * 2, 10_000);
     };
+  }
+
+  private _setState(state: StreamState): void {
+    if (state !== this._state && !this._disposed) {
+      this._state = state;
+      this._stateChanged.emit(state);
+    }
   }
 
   private _sendSubscribe(id: string): void {

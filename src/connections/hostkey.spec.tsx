@@ -9,11 +9,7 @@ import { HostKeyChanged } from './hostkeyview';
 import { postJSON } from '../api/request';
 import { trans, type } from '../testing/fakes';
 
-jest.mock('../api/request', () => ({
-  requestAPI: jest.fn(),
-  postJSON: jest.fn(),
-  RanktableAPIError: class extends Error {}
-}));
+jest.mock('../api/request', () => jest.requireActual('../testing/requestmock'));
 
 (globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
 

@@ -17,24 +17,6 @@ export function HostKeyChanged(props: {
 }): JSX.Element {
   const { profile, result, trans } = props;
   const [open, setOpen] = React.useState(false);
-  const [typed, setTyped] = React.useState('');
-  const [busy, setBusy] = React.useState(false);
-  const [error, setError] = React.useState('');
-  const presented = result.presented ?? '';
-  const matches = fingerprintMatches(typed, presented);
-
-  const trust = async (): Promise<void> => {
-    setBusy(true);
-    setError('');
-    try {
-      props.onTrusted(await trustNewHostKey(profile, typed, result));
-    } catch (e) {
-      setError(errorText(e));
-    } finally {
-      setBusy(false);
-    }
-  };
-
   return (
     <div
       className="jp-Ranktable-hostKeyChanged"
@@ -55,67 +37,97 @@ export function HostKeyChanged(props: {
         <dt>{trans.__('Presented now')}</dt>
         <dd className="jp-Ranktable-fingerprint" data-fingerprint="presented">
           {result.key_type ? `${result.key_type} ` : ''}
-          {presented}
+          {result.presented ?? ''}
         </dd>
       </dl>
-      {!open && (
+      {open ? (
+        <TrustNewKey {...props} onCancel={() => setOpen(false)} />
+      ) : (
         <button className="jp-mod-styled" onClick={() => setOpen(true)}>
           {trans.__('The instance was recreated: trust the new key…')}
         </button>
       )}
-      {open && (
-        <form
-          className="jp-Ranktable-form"
-          aria-label={trans.__('Trust the new host key')}
-          onSubmit={e => {
-            e.preventDefault();
-            if (matches) {
-              void trust();
-            }
-          }}
-        >
-          <Field
-            name={`replace-host-key-${profile}`}
-            label={trans.__(
-              'Check the new fingerprint with the instance’s owner or console, then type or paste it'
-            )}
-            message={
-              typed.trim() && !matches
-                ? trans.__('does not match the fingerprint presented now')
-                : undefined
-            }
-          >
-            <input
-              className="jp-mod-styled jp-Ranktable-fingerprint"
-              value={typed}
-              placeholder="SHA256:…"
-              autoComplete="off"
-              spellCheck={false}
-              onChange={e => setTyped(e.target.value)}
-            />
-          </Field>
-          <ErrorLine error={error} />
-          <div className="jp-Ranktable-actions">
-            <button
-              type="submit"
-              className="jp-mod-styled jp-mod-warn"
-              disabled={!matches || busy}
-            >
-              {trans.__('Trust the new key')}
-            </button>
-            <button
-              type="button"
-              className="jp-mod-styled"
-              onClick={() => {
-                setOpen(false);
-                setTyped('');
-              }}
-            >
-              {trans.__('Cancel')}
-            </button>
-          </div>
-        </form>
-      )}
     </div>
+  );
+}
+
+/**
+ * The "instance was recreated" step: the new fingerprint typed or pasted, checked against the one
+ * presented now before the key can be trusted.
+ */
+function TrustNewKey(props: {
+  profile: string;
+  result: ITestResult;
+  trans: TranslationBundle;
+  onTrusted: (result: ITestResult) => void;
+  onCancel: () => void;
+}): JSX.Element {
+  const { profile, result, trans } = props;
+  const [typed, setTyped] = React.useState('');
+  const [busy, setBusy] = React.useState(false);
+  const [error, setError] = React.useState('');
+  const matches = fingerprintMatches(typed, result.presented ?? '');
+
+  const trust = async (): Promise<void> => {
+    setBusy(true);
+    setError('');
+    try {
+      props.onTrusted(await trustNewHostKey(profile, typed, result));
+    } catch (e) {
+      setError(errorText(e));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form
+      className="jp-Ranktable-form"
+      aria-label={trans.__('Trust the new host key')}
+      onSubmit={e => {
+        e.preventDefault();
+        if (matches) {
+          void trust();
+        }
+      }}
+    >
+      <Field
+        name={`replace-host-key-${profile}`}
+        label={trans.__(
+          'Check the new fingerprint with the instance’s owner or console, then type or paste it'
+        )}
+        message={
+          typed.trim() && !matches
+            ? trans.__('does not match the fingerprint presented now')
+            : undefined
+        }
+      >
+        <input
+          className="jp-mod-styled jp-Ranktable-fingerprint"
+          value={typed}
+          placeholder="SHA256:…"
+          autoComplete="off"
+          spellCheck={false}
+          onChange={e => setTyped(e.target.value)}
+        />
+      </Field>
+      <ErrorLine error={error} />
+      <div className="jp-Ranktable-actions">
+        <button
+          type="submit"
+          className="jp-mod-styled jp-mod-warn"
+          disabled={!matches || busy}
+        >
+          {trans.__('Trust the new key')}
+        </button>
+        <button
+          type="button"
+          className="jp-mod-styled"
+          onClick={props.onCancel}
+        >
+          {trans.__('Cancel')}
+        </button>
+      </div>
+    </form>
   );
 }

@@ -5,6 +5,7 @@ import { Widget } from '@lumino/widgets';
 import { INewProfile, IProfile } from './model';
 import { ITestRequest, ITestResult } from './hostkey';
 import { HostKeyChanged } from './hostkeyview';
+import { MiddleEllipsis } from '../ui/ellipsis';
 import {
   Badge,
   ErrorLine,
@@ -14,6 +15,7 @@ import {
   errorText,
   useModel
 } from '../ui/common';
+import { useWhyNot } from '../permissions/view';
 
 const EMPTY = {
   name: '',
@@ -30,6 +32,7 @@ type Translate = ISectionProps['trans'];
 
 export function ConnectionsSection(props: ISectionProps): JSX.Element {
   const { model, trans } = props;
+  const readOnly = useWhyNot('write');
   useModel(model);
   const [adding, setAdding] = React.useState(false);
   const [error, setError] = React.useState('');
@@ -83,7 +86,12 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
         ))}
       </ul>
       {!adding && (
-        <button className="jp-mod-styled" onClick={() => setAdding(true)}>
+        <button
+          className="jp-mod-styled"
+          onClick={() => setAdding(true)}
+          disabled={!!readOnly}
+          title={readOnly || undefined}
+        >
           {trans.__('Add profile…')}
         </button>
       )}
@@ -233,7 +241,10 @@ function ProfileRow(
   }
 ): JSX.Element {
   const { model, trans, profile: p, tester } = props;
-  const status = model.profileStatus[p.name] ?? 'unknown';
+  const readOnly = useWhyNot('write');
+  // a profile nobody tested here yet is "connected" when the server holds a live connection to it
+  const status =
+    model.profileStatus[p.name] ?? (p.connected ? 'ok' : 'unknown');
   const statusLabel: Record<string, string> = {
     ok: trans.__('connected'),
     error: trans.__('failed'),
@@ -247,11 +258,11 @@ function ProfileRow(
     <li className="jp-Ranktable-profile" data-profile={p.name}>
       <div className="jp-Ranktable-profileMain">
         <strong>{p.name}</strong>{' '}
-        <span className="jp-Ranktable-muted">
-          {p.user ? `${p.user}@` : ''}
-          {p.host}
-          {p.port ? `:${p.port}` : ''}
-        </span>{' '}
+        <MiddleEllipsis
+          className="jp-Ranktable-muted"
+          text={`${p.user ? `${p.user}@` : ''}${p.host}${p.port ? `:${p.port}` : ''}`}
+          tail={10}
+        />{' '}
         <Badge status={status} label={statusLabel[status] ?? status} />
       </div>
       {model.profileMessages[p.name] && status === 'error' && (
@@ -270,7 +281,8 @@ function ProfileRow(
       <div className="jp-Ranktable-actions">
         <button
           className="jp-mod-styled jp-mod-accept"
-          disabled={tester.busy === p.name}
+          disabled={tester.busy === p.name || !!readOnly}
+          title={readOnly || undefined}
           onClick={() => void tester.test(p)}
         >
           {trans.__('Test')}
@@ -278,6 +290,8 @@ function ProfileRow(
         <button
           className="jp-mod-styled jp-mod-reject"
           onClick={props.onRemove}
+          disabled={!!readOnly}
+          title={readOnly || undefined}
         >
           {trans.__('Remove')}
         </button>

@@ -1,14 +1,7 @@
 import { ForwardsModel, parsePort } from './model';
 import { RanktableAPIError, postJSON, requestAPI } from '../api/request';
 
-jest.mock('../api/request', () => {
-  const actual = jest.requireActual('../api/request');
-  return {
-    RanktableAPIError: actual.RanktableAPIError,
-    requestAPI: jest.fn(),
-    postJSON: jest.fn()
-  };
-});
+jest.mock('../api/request', () => jest.requireActual('../testing/requestmock'));
 
 const request = requestAPI as jest.Mock;
 const post = postJSON as jest.Mock;

@@ -11,11 +11,7 @@ import { ForwardsModel } from './model';
 import { requestAPI } from '../api/request';
 import { FakeStream, trans } from '../testing/fakes';
 
-jest.mock('../api/request', () => ({
-  requestAPI: jest.fn(),
-  postJSON: jest.fn(),
-  RanktableAPIError: class extends Error {}
-}));
+jest.mock('../api/request', () => jest.requireActual('../testing/requestmock'));
 
 (globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
 

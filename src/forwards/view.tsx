@@ -12,6 +12,7 @@ import {
 } from '../ui/common';
 import type { ISectionProps } from '../ui/common';
 import { useListModel } from '../ui/uselist';
+import { useWhyNot } from '../permissions/view';
 
 export const FORWARDS_REFRESH_MS = 5000;
 
@@ -94,6 +95,7 @@ function ForwardRow(props: {
   onClose: () => void;
 }): JSX.Element {
   const { forward: f, trans } = props;
+  const readOnly = useWhyNot('write');
   return (
     <li key={f.id} className="jp-Ranktable-forward" data-forward={f.id}>
       <div className="jp-Ranktable-forwardMain">
@@ -122,7 +124,8 @@ function ForwardRow(props: {
         </a>
         <button
           className="jp-mod-styled jp-mod-reject"
-          disabled={props.busy}
+          disabled={props.busy || !!readOnly}
+          title={readOnly || undefined}
           onClick={props.onClose}
         >
           {trans.__('Close')}
@@ -146,6 +149,7 @@ function ForwardForm(
 ): JSX.Element {
   const { model, trans, forwards, profile, setProfile, port, setPort, error } =
     props;
+  const noExecute = useWhyNot('execute');
   return (
     <form
       className="jp-Ranktable-form"
@@ -184,7 +188,8 @@ function ForwardForm(
       <button
         type="submit"
         className="jp-mod-styled jp-mod-accept"
-        disabled={forwards.busy === 'open' || !profile}
+        disabled={forwards.busy === 'open' || !profile || !!noExecute}
+        title={noExecute || undefined}
       >
         {trans.__('Forward to 127.0.0.1')}
       </button>

@@ -1,15 +1,11 @@
 import { JobsModel, healthIssue, ageSeconds } from './model';
-import { LogsModel } from '../logs/model';
 import { ComposeModel } from '../spec/model';
 import { RunModel } from '../jobview/model';
 import { requestAPI, requestChanged, postJSON } from '../api/request';
 import { FakeStream, logMessage } from '../testing/fakes';
+import { followedLogs } from '../testing/logs';
 
-jest.mock('../api/request', () => ({
-  requestAPI: jest.fn(),
-  requestChanged: jest.fn(),
-  postJSON: jest.fn()
-}));
+jest.mock('../api/request', () => jest.requireActual('../testing/requestmock'));
 
 const row = (name: string, phase: string, extra: object = {}) => ({
   name,
@@ -67,9 +63,9 @@ describe('JobsModel', () => {
   });
 
   it('Refresh refetches even while the live list is up', async () => {
-    (requestAPI as jest.Mock).mockResolvedValueOnce({
-      jobs: [row('fresh', 'Running')]
-    });
+    (requestAPI as jest.Mock).mockImplementation(async (endPoint: string) =>
+      endPoint === 'jobs' ? { jobs: [row('fresh', 'Running')] } : {}
+    );
     const stream = new FakeStream();
     const jobs = new JobsModel(stream as any);
     jobs.watch();
@@ -77,6 +73,7 @@ describe('JobsModel', () => {
     await jobs.refresh();
     expect(requestAPI).toHaveBeenCalledWith('jobs');
     expect(jobs.jobs.map(j => j.name)).toEqual(['fresh']);
+    (requestAPI as jest.Mock).mockReset();
   });
 
   it('names the health problem: CrashLoopBackOff, exit code, restarts', () => {
@@ -112,12 +109,7 @@ describe('LogsModel', () => {
   afterEach(() => jest.useRealTimers());
 
   it('subscribes for its run and filters by rank id and by node rank separately', () => {
-    const stream = new FakeStream();
-    const logs = new LogsModel(
-      { namespace: 'default', name: 'bert', uid: 'u1' },
-      stream as any
-    );
-    logs.start();
+    const { stream, logs } = followedLogs();
     expect(stream.last().params).toMatchObject({ job: 'bert', uid: 'u1' });
     const repaints: number[] = [];
     logs.changed.connect(() => repaints.push(1));

@@ -3,11 +3,16 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { StreamClient, del, get, post, subscribe } from '../api/client';
 import type { components, paths } from '../api/openapi';
 import { Model } from '../ui/model';
+import { PermissionsModel } from '../permissions/model';
+import { TeamModel } from '../team/model';
 
 /** One job as the `jobs` channel and `GET /ranktable/jobs` describe it (generated from openapi.yaml). */
 export type IJobRow = components['schemas']['JobSummary'];
 export type IStopped =
   paths['/ranktable/jobs/{namespace}/{name}']['delete']['responses']['200']['content']['application/json'];
+
+export type IResumed =
+  paths['/ranktable/jobs/{namespace}/{name}/resume']['post']['responses']['201']['content']['application/json'];
 
 /** Pod health over a job's pods (the server's `observe.health.job_health`). */
 export type IJobHealth = NonNullable<IJobRow['health']>;
@@ -55,11 +60,18 @@ export function failing(job: IJobRow): string {
   return job.health?.failing ?? '';
 }
 
-const ENDED = ['Completed', 'Failed', 'Aborted', 'Terminated'];
+/** Phases of a run that ended (a stopped run's record says Stopped). */
+export const ENDED_PHASES = [
+  'Completed',
+  'Failed',
+  'Aborted',
+  'Terminated',
+  'Stopped'
+];
 
 /** Whether a job of this name is running now, so a resubmit would stop it first. */
 export function isLive(job: IJobRow | undefined): job is IJobRow {
-  return !!job && !ENDED.includes(job.phase);
+  return !!job && !ENDED_PHASES.includes(job.phase);
 }
 
 /** Pods ready of the pods the job asks for (`2/4`), from pod health when the server sent it. */
@@ -82,6 +94,8 @@ export function ageSeconds(job: IJobRow, now = Date.now()): number | null {
 
 const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 5000;
+/** How often the list is read over REST while the websocket cannot be opened. */
+export const POLL_MS = 5000;
 
 /**
  * The live job list: one `jobs` subscription for the whole UI, renewed with a short back-off when the
@@ -105,9 +119,47 @@ export class JobsModel extends Model {
   private _failingSeen = new Set<string>();
   private _delay = RETRY_MIN_MS;
   private _first = true;
+  /** What the user may do (read once; the views disable the rest, with the reason). */
+  readonly permissions = new PermissionsModel();
+  /** The team's jobs on a shared pool (read only while its view is unfolded). */
+  readonly team = new TeamModel();
+  /** True while the websocket cannot be opened and the list is polled instead. */
+  polling = false;
 
   constructor(readonly stream: StreamClient) {
     super();
+    stream.stateChanged.connect(this._onStream, this);
+    this.permissions.changed.connect(() => {
+      if (this.permissions.noRead) {
+        this.release('watch');
+        this.cancel('retry');
+        this.cancel('poll');
+        this.polling = false;
+        this.banner = null;
+      }
+      this.emit();
+    }, this);
+  }
+
+  dispose(): void {
+    this.permissions.dispose();
+    this.team.dispose();
+    super.dispose();
+  }
+
+  private _onStream(_: StreamClient, state: string): void {
+    if (state === 'blocked' && !this.permissions.noRead) {
+      // REST may still work (a proxy that refuses websocket upgrades): list the jobs that way
+      if (!this.polling) {
+        this.polling = true;
+        void this.refresh();
+        this.every('poll', () => void this.refresh(), POLL_MS);
+      }
+    } else if (state === 'open' && this.polling) {
+      this.polling = false;
+      this.cancel('poll');
+      this.emit();
+    }
   }
 
   /** A job moved to another phase (not emitted for the first snapshot). */
@@ -142,7 +194,8 @@ export class JobsModel extends Model {
   }
 
   watch(): void {
-    if (this.holds('watch') || this.isDisposed) {
+    void this.permissions.load();
+    if (this.holds('watch') || this.isDisposed || this.permissions.noRead) {
       return;
     }
     const sub = subscribe(
@@ -211,6 +264,20 @@ export class JobsModel extends Model {
     return next;
   }
 
+  /** The next run of `run`'s lineage from its last checkpoint, the node a fault was blamed on avoided. */
+  async resume(run: IRunRef, fromScratch = false): Promise<IResumed> {
+    const next = await post(
+      '/ranktable/jobs/{namespace}/{name}/resume',
+      {
+        path: { namespace: run.namespace, name: run.name },
+        query: { from_scratch: fromScratch ? 'true' : 'false' }
+      },
+      {}
+    );
+    await this.refresh();
+    return next;
+  }
+
   async submit(spec: Record<string, unknown>): Promise<IRunRef> {
     const run = await post('/ranktable/jobs', {}, { spec });
     await this.refresh();
@@ -258,7 +325,7 @@ export class JobsModel extends Model {
   }
 
   private _retry(): void {
-    if (this.isDisposed || this.pending('retry')) {
+    if (this.isDisposed || this.pending('retry') || this.permissions.noRead) {
       return;
     }
     if (this.banner) {

@@ -9,11 +9,7 @@ import { JobsList } from './view';
 import { JobsModel } from './model';
 import { FakeStream, trans } from '../testing/fakes';
 
-jest.mock('../api/request', () => ({
-  requestAPI: jest.fn(),
-  postJSON: jest.fn(),
-  RanktableAPIError: class extends Error {}
-}));
+jest.mock('../api/request', () => jest.requireActual('../testing/requestmock'));
 
 (globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
 

@@ -3,10 +3,13 @@ import { TranslationBundle } from '@jupyterlab/translation';
 
 import { formatSeconds } from '../ui/common';
 import { useSignal } from '../ui/usesignal';
+import { MiddleEllipsis } from '../ui/ellipsis';
+import { TeamView } from '../team/view';
 import {
   IJobRow,
   IRunRef,
   JobsModel,
+  POLL_MS,
   ageSeconds,
   failing,
   healthIssue,
@@ -47,12 +50,34 @@ export function Banner(props: {
   );
 }
 
+/** The websocket could not be opened (a proxy refusing upgrades): the list is polled, and why. */
+export function PollingNotice(props: {
+  jobs: JobsModel;
+  trans: TranslationBundle;
+}): JSX.Element | null {
+  const { jobs, trans } = props;
+  if (!jobs.polling) {
+    return null;
+  }
+  return (
+    <div className="jp-Ranktable-notice" role="status" data-notice="polling">
+      <strong>{trans.__('Live updates unavailable')}</strong>{' '}
+      {trans.__(
+        'The websocket to this server could not be opened (a proxy in front of Jupyter must pass WebSocket upgrades: Upgrade and Connection headers). Jobs are read every %1 s instead.',
+        POLL_MS / 1000
+      )}
+    </div>
+  );
+}
+
 function JobRow(props: {
   job: IJobRow;
+  me: string | null;
   trans: TranslationBundle;
   onOpen: (run: IRunRef) => void;
 }): JSX.Element {
   const { job, trans } = props;
+  const other = !!job.owner && !!props.me && job.owner !== props.me;
   const issue = healthIssue(job);
   const why = failing(job);
   // a crash loop's pods are Running and ready between restarts: the row says Failing, with why
@@ -70,8 +95,10 @@ function JobRow(props: {
       data-uid={job.uid ?? ''}
       data-phase={job.phase}
       data-failing={why || undefined}
+      data-owner={job.owner || undefined}
       title={trans.__(
-        '%1/%2 · %3 · pods ready %4 · rank table %5 · age %6%7',
+        '%1%2/%3 · %4 · pods ready %5 · rank table %6 · age %7%8',
+        job.owner ? trans.__('owner %1 · ', job.owner) : '',
         job.namespace,
         job.name,
         why ? trans.__('%1, failing: %2', job.phase, why) : job.phase,
@@ -96,7 +123,12 @@ function JobRow(props: {
       >
         {issue ? '!' : ''}
       </span>
-      <span className="jp-Ranktable-jobName">{job.name}</span>
+      <MiddleEllipsis
+        className="jp-Ranktable-jobName"
+        text={job.name}
+        tail={8}
+      />
+      {other && <span className="jp-Ranktable-owner">{job.owner}</span>}
       <span className={`jp-Ranktable-phase jp-Ranktable-phase-${phase}`}>
         {phase}
       </span>
@@ -120,12 +152,23 @@ export function JobsList(props: {
   useJobs(jobs);
   const [search, setSearch] = React.useState('');
   React.useEffect(() => jobs.watch(), [jobs]);
+  if (jobs.permissions.noRead) {
+    return (
+      <div className="jp-Ranktable-sectionBody" data-section="jobs">
+        <div className="jp-Ranktable-notice" role="alert" data-notice="no-read">
+          {jobs.permissions.noRead}
+        </div>
+      </div>
+    );
+  }
+  const me = jobs.permissions.permissions?.owner ?? null;
   const rows = jobs.jobs.filter(
     j => !search || j.name.toLowerCase().includes(search.toLowerCase())
   );
   return (
     <div className="jp-Ranktable-sectionBody" data-section="jobs">
       <Banner jobs={jobs} trans={trans} />
+      <PollingNotice jobs={jobs} trans={trans} />
       <input
         className="jp-mod-styled jp-Ranktable-jobSearch"
         type="search"
@@ -156,11 +199,18 @@ export function JobsList(props: {
           <JobRow
             key={jobKey(job)}
             job={job}
+            me={me}
             trans={trans}
             onOpen={props.onOpen}
           />
         ))}
       </ul>
+      <TeamView
+        team={jobs.team}
+        me={me}
+        rights={jobs.permissions.permissions}
+        trans={trans}
+      />
     </div>
   );
 }

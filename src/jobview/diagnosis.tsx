@@ -30,6 +30,72 @@ function where(entry: {
 }
 
 /** The diagnosis, failing rank first: code, line, why, fix; then advice, stragglers, hangs, the timeline. */
+/** The first failure: its rank and place, time, code, line, why and the fix. */
+function FirstFailure(props: {
+  first: NonNullable<IDiagnosis['first_failure']>;
+}): JSX.Element {
+  const { first } = props;
+  return (
+    <div className="jp-ranktable-first-failure" role="alert">
+      <div>
+        <b>First failure: rank {first.rank ?? '?'}</b> ({where(first)}) at{' '}
+        {first.time ?? '?'}
+      </div>
+      <div>
+        <code>{first.code}</code> {first.title}
+      </div>
+      <pre>{first.line}</pre>
+      <div>
+        <b>Why:</b> {first.explanation}
+      </div>
+      <div>
+        <b>Fix:</b> {first.fix}
+      </div>
+    </div>
+  );
+}
+
+/** Each rank's first error (the first 200), the first failure's row marked. */
+function ErrorsPerRank(props: {
+  errors: IDiagnosis['errors'];
+  firstRank?: number | null;
+}): JSX.Element {
+  return (
+    <details>
+      <summary>First error per rank ({props.errors.length})</summary>
+      <table className="jp-ranktable-errors">
+        <thead>
+          <tr>
+            <th>Rank</th>
+            <th>Node rank</th>
+            <th>Leaf</th>
+            <th>Time</th>
+            <th>Code</th>
+          </tr>
+        </thead>
+        <tbody>
+          {props.errors.slice(0, 200).map(e => (
+            <tr
+              key={`${e.rank}-${e.node_rank}`}
+              className={
+                props.firstRank !== undefined && e.rank === props.firstRank
+                  ? 'jp-mod-first'
+                  : ''
+              }
+            >
+              <td>{e.rank ?? '-'}</td>
+              <td>{e.node_rank}</td>
+              <td>{e.leaf ?? '-'}</td>
+              <td>{e.time ?? '-'}</td>
+              <td title={e.line}>{e.code}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </details>
+  );
+}
+
 export function DiagnosisView(props: { diagnosis: IDiagnosis }): JSX.Element {
   const d = props.diagnosis;
   const first = d.first_failure;
@@ -41,24 +107,7 @@ export function DiagnosisView(props: { diagnosis: IDiagnosis }): JSX.Element {
   return (
     <div className="jp-ranktable-diagnosis">
       <div className="jp-ranktable-diagnosis-summary">{d.summary}</div>
-      {first && (
-        <div className="jp-ranktable-first-failure" role="alert">
-          <div>
-            <b>First failure: rank {first.rank ?? '?'}</b> ({where(first)}) at{' '}
-            {first.time ?? '?'}
-          </div>
-          <div>
-            <code>{first.code}</code> {first.title}
-          </div>
-          <pre>{first.line}</pre>
-          <div>
-            <b>Why:</b> {first.explanation}
-          </div>
-          <div>
-            <b>Fix:</b> {first.fix}
-          </div>
-        </div>
-      )}
+      {first && <FirstFailure first={first} />}
       {(d.advice ?? []).map(a => (
         <div key={a} className="jp-ranktable-advice">
           ► {a}
@@ -84,36 +133,7 @@ export function DiagnosisView(props: { diagnosis: IDiagnosis }): JSX.Element {
         <div className="jp-ranktable-pending">Pending: {d.pending.reason}</div>
       )}
       {d.errors.length > 0 && (
-        <details>
-          <summary>First error per rank ({d.errors.length})</summary>
-          <table className="jp-ranktable-errors">
-            <thead>
-              <tr>
-                <th>Rank</th>
-                <th>Node rank</th>
-                <th>Leaf</th>
-                <th>Time</th>
-                <th>Code</th>
-              </tr>
-            </thead>
-            <tbody>
-              {d.errors.slice(0, 200).map(e => (
-                <tr
-                  key={`${e.rank}-${e.node_rank}`}
-                  className={
-                    first && e.rank === first.rank ? 'jp-mod-first' : ''
-                  }
-                >
-                  <td>{e.rank ?? '-'}</td>
-                  <td>{e.node_rank}</td>
-                  <td>{e.leaf ?? '-'}</td>
-                  <td>{e.time ?? '-'}</td>
-                  <td title={e.line}>{e.code}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </details>
+        <ErrorsPerRank errors={d.errors} firstRank={first?.rank} />
       )}
     </div>
   );

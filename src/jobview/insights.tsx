@@ -22,19 +22,26 @@ import {
   noticeText
 } from './observe';
 
-/** Diagnosis over plots; the stragglers it finds are drawn in red. */
-export function JobInsights(props: { job: IJobRunRef }): JSX.Element {
-  const [stragglers, setStragglers] = React.useState<number[]>([]);
+/** Diagnosis over plots; the stragglers it finds are drawn and named apart from the band. */
+export function JobInsights(props: {
+  job: IJobRunRef;
+  /** false once the run has ended: its metrics are no longer "live" */
+  live?: boolean;
+}): JSX.Element {
+  type Outlier = { rank: number; server?: string | null };
+  const [stragglers, setStragglers] = React.useState<Outlier[]>([]);
   const onLoad = React.useCallback((d: IDiagnosis) => {
     setStragglers(previous => {
-      const next = d.stragglers.map(s => s.rank);
-      return next.join(',') === previous.join(',') ? previous : next;
+      const next = d.stragglers.map(s => ({ rank: s.rank, server: s.server }));
+      return JSON.stringify(next) === JSON.stringify(previous)
+        ? previous
+        : next;
     });
   }, []);
   return (
     <div className="jp-ranktable-insights">
       <DiagnosisPanel job={props.job} onLoad={onLoad} />
-      <MetricsPanel job={props.job} stragglers={stragglers} />
+      <MetricsPanel job={props.job} stragglers={stragglers} live={props.live} />
     </div>
   );
 }

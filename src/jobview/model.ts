@@ -2,7 +2,7 @@ import { get, getChanged } from '../api/client';
 import type { components } from '../api/openapi';
 import { ILayoutResult } from '../layout/figure';
 import { Model } from '../ui/model';
-import { IRunRef } from '../jobs/model';
+import { ENDED_PHASES, IJobRow, IRunRef, failing } from '../jobs/model';
 
 /** `GET /ranktable/jobs/{namespace}/{name}` (generated from openapi.yaml). */
 export type IDescription = components['schemas']['Describe'];
@@ -13,6 +13,38 @@ export type IEventRow = IDescription['events'][number];
 export type IRunRecord = components['schemas']['Run'];
 
 export const DESCRIBE_EVERY_MS = 2000;
+
+/** What the Job view's header says of a run. */
+export interface IRunHeader {
+  phase: string;
+  /** The phase as shown: "Failing" for a running run whose pods crash, fail or restart. */
+  label: string;
+  /** Ended (finished, failed, stopped or replaced): nothing to stop, no "pods ready". */
+  ended: boolean;
+  /** Why it is failing (the server's `health.failing`), or ''. */
+  failingWhy: string;
+}
+
+/**
+ * The header of a run's view: the job list's row while it is the current run; once it ended (another run
+ * took the name, or the job is gone) its record's final phase (Stopped, Completed...), not the last one
+ * its description saw. A crash loop's pods are Running and ready between restarts: the header says Failing
+ * with why, as the sidebar's row does, never "pods ready".
+ */
+export function runHeader(
+  row: IJobRow | undefined,
+  endedWhy: string,
+  recordPhase: string | null | undefined,
+  describedPhase: string | undefined
+): IRunHeader {
+  const phase =
+    row?.phase ??
+    (endedWhy ? (recordPhase ?? 'ended') : (describedPhase ?? '…'));
+  const ended = !!endedWhy || ENDED_PHASES.includes(phase);
+  const failingWhy = row && !ended ? failing(row) : '';
+  const label = failingWhy && phase === 'Running' ? 'Failing' : phase;
+  return { phase, label, ended, failingWhy };
+}
 
 /**
  * What one run's Job view shows besides logs: its description (pods, events), polled while the view is

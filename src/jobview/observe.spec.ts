@@ -1,7 +1,10 @@
 import {
   IDiagnosis,
   IMetrics,
+  bandPoints,
   meanPoints,
+  nearest,
+  quantile,
   metricsCsv,
   niceTicks,
   noticeText,
@@ -28,6 +31,34 @@ const metrics: IMetrics = {
     '1': { step: [1, 2, 3], time: [10, 11, 12], loss: [2.7, 2.4, 2.3] }
   }
 };
+
+describe('per-rank series as a band (#31.4)', () => {
+  it('is the median and p10-p90 of the ranks at each step', () => {
+    // 10 ranks at steps 1 and 2: ranks 0..8 near 1 s, rank 9 the straggler at 5 s
+    const ranks = Array.from({ length: 10 }, (_, r) => [
+      [1, r === 9 ? 5 : 1 + r / 100],
+      [2, r === 9 ? 5 : 1 + r / 100]
+    ]) as [number, number][][];
+    const band = bandPoints(ranks);
+    expect(band.map(b => b.x)).toEqual([1, 2]);
+    expect(band[0].n).toBe(10);
+    expect(band[0].p50).toBeCloseTo(1.045);
+    expect(band[0].p10).toBeCloseTo(1.009);
+    // the straggler lies above the band: it does not drag the band up to it
+    expect(band[0].p90).toBeLessThan(1.5);
+    expect(band[0].p90).toBeGreaterThan(band[0].p50);
+    expect(bandPoints([])).toEqual([]);
+  });
+
+  it('quantiles interpolate; the nearest point is found by x', () => {
+    expect(quantile([1, 2, 3, 4, 5], 0.5)).toBe(3);
+    expect(quantile([1, 2], 0.5)).toBe(1.5);
+    expect(quantile([7], 0.9)).toBe(7);
+    expect(quantile([], 0.5)).toBeNaN();
+    expect(nearest([1, 5, 9], 6.2, v => v)).toBe(5);
+    expect(nearest([], 1, (v: number) => v)).toBeNull();
+  });
+});
 
 describe('chart geometry', () => {
   it('ticks are round and cover the range', () => {

@@ -2,7 +2,7 @@
  * Observability model: a job run's metrics and diagnosis from the server (`/ranktable/jobs/{ns}/{name}/
  * metrics|diagnosis|runs`), plus the pure chart geometry and CSV rows the views render.
  */
-import { get, put } from '../api/client';
+import { get, post, put } from '../api/client';
 import type { components } from '../api/openapi';
 import { toCsv } from '../ui/csv';
 
@@ -43,6 +43,41 @@ export function fetchDiagnosis(ref: IJobRunRef): Promise<IDiagnosis> {
   return get('/ranktable/jobs/{namespace}/{name}/diagnosis', runParams(ref));
 }
 
+/** POST /ranktable/logs (`components/schemas/LogsResult`): log files read as one run. */
+export type ILogsRun = Schemas['LogsResult'];
+
+/** Diagnosis and metrics of log files and folders of the Jupyter root (each file a rank's or pod's log). */
+export function fetchLogsRun(paths: string[]): Promise<ILogsRun> {
+  return post('/ranktable/logs', {}, { paths });
+}
+
+/** GET /ranktable/jobs/{ns}/{name}/compare (`components/schemas/RunComparison`). */
+export type IRunComparison = Schemas['RunComparison'];
+/** One run of a comparison (`components/schemas/RunSummary`). */
+export type IRunSummary = Schemas['RunSummary'];
+/** An archived run's record (`components/schemas/Run`). */
+export type IArchivedRun = Schemas['Run'];
+
+/** Two runs of the job side by side: `a` and `b` (uids or prefixes), or the two newest runs. */
+export function fetchComparison(
+  ref: IJobRunRef,
+  a?: string,
+  b?: string
+): Promise<IRunComparison> {
+  return get('/ranktable/jobs/{namespace}/{name}/compare', {
+    path: { namespace: ref.namespace, name: ref.name },
+    query: a && b ? { a, b } : {}
+  });
+}
+
+/** The job's archived runs, newest first. */
+export async function fetchRuns(ref: IJobRunRef): Promise<IArchivedRun[]> {
+  const { runs } = await get('/ranktable/jobs/{namespace}/{name}/runs', {
+    path: { namespace: ref.namespace, name: ref.name }
+  });
+  return runs;
+}
+
 /** The user's metrics and triage settings (`components/schemas/ObserveSettings`). */
 export type IObserveSettings = Schemas['ObserveSettings'];
 /** GET/PUT /ranktable/observe/settings (`components/schemas/ObserveSettingsState`). */
@@ -53,6 +88,31 @@ export function putObserveSettings(
   settings: IObserveSettings
 ): Promise<IObserveSettingsState> {
   return put('/ranktable/observe/settings', {}, { settings });
+}
+
+/** JSON with sorted keys: two settings objects compare equal whatever their key order. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_, v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.entries(v).sort(([a], [b]) => a.localeCompare(b))
+        )
+      : v
+  );
+}
+
+/**
+ * At page load, send the settings only when the server holds other ones: loading the page writes
+ * nothing (a read-only viewer would get a refusal on every load). A change the user makes is sent.
+ */
+export async function loadObserveSettings(
+  settings: IObserveSettings
+): Promise<IObserveSettingsState | null> {
+  const state = await get('/ranktable/observe/settings');
+  if (canonical(state.user ?? {}) === canonical(settings ?? {})) {
+    return null;
+  }
+  return putObserveSettings(settings);
 }
 
 export const TERMINAL_PHASES = ['Completed', 'Failed', 'Aborted', 'Terminated'];
@@ -99,30 +159,98 @@ export function rankPoints(
   return out;
 }
 
-/** The mean over ranks, binned by step (ranks may keep different steps after thinning). */
-export function meanPoints(perRank: Point[][], bins = 200): Point[] {
+/**
+ * Every rank's points in at most `bins` equal bins by step, each bin's points in the ranks' order, with
+ * where the bins start (`low`) and their `width` (ranks may keep different steps after thinning).
+ */
+function stepBins(
+  perRank: Point[][],
+  bins: number
+): { low: number; width: number; binned: Point[][] } {
   const all = perRank.flat();
   if (!all.length) {
-    return [];
+    return { low: 0, width: 1, binned: [] };
   }
   const low = Math.min(...all.map(p => p[0]));
   const high = Math.max(...all.map(p => p[0]));
   const n = Math.max(1, Math.min(bins, Math.floor(high - low) + 1));
   const width = (high - low) / n || 1;
-  const sums = new Array<number>(n).fill(0);
-  const counts = new Array<number>(n).fill(0);
-  for (const [x, y] of all) {
-    const i = Math.min(n - 1, Math.floor((x - low) / width));
-    sums[i] += y;
-    counts[i] += 1;
+  const binned: Point[][] = Array.from({ length: n }, () => []);
+  for (const point of all) {
+    binned[Math.min(n - 1, Math.floor((point[0] - low) / width))].push(point);
   }
+  return { low, width, binned };
+}
+
+/** The mean over ranks, binned by step (ranks may keep different steps after thinning). */
+export function meanPoints(perRank: Point[][], bins = 200): Point[] {
+  const { low, width, binned } = stepBins(perRank, bins);
   const out: Point[] = [];
-  for (let i = 0; i < n; i++) {
-    if (counts[i]) {
-      out.push([low + (i + 0.5) * width, sums[i] / counts[i]]);
+  binned.forEach((points, i) => {
+    if (points.length) {
+      const sum = points.reduce((total, [, y]) => total + y, 0);
+      out.push([low + (i + 0.5) * width, sum / points.length]);
+    }
+  });
+  return out;
+}
+
+/** The job's spread at one step: the median rank and the p10-p90 band around it. */
+export interface IBandPoint {
+  x: number;
+  p10: number;
+  p50: number;
+  p90: number;
+  /** ranks with a value in this bin */
+  n: number;
+}
+
+/** The `q` quantile of sorted values (linear between neighbours). */
+export function quantile(sorted: number[], q: number): number {
+  if (!sorted.length) {
+    return NaN;
+  }
+  const at = (sorted.length - 1) * q;
+  const lo = Math.floor(at);
+  const hi = Math.min(sorted.length - 1, lo + 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - lo);
+}
+
+/**
+ * Per-rank series as the job's median and p10-p90 band, binned by step as `meanPoints` is: 32 lines on
+ * top of each other become one line and a band, so a rank outside the band stands out.
+ */
+export function bandPoints(perRank: Point[][], bins = 200): IBandPoint[] {
+  const out: IBandPoint[] = [];
+  for (const points of stepBins(perRank, bins).binned) {
+    if (points.length) {
+      const v = points.map(p => p[1]).sort((a, b) => a - b);
+      const xs = points.reduce((total, [x]) => total + x, 0);
+      out.push({
+        x: xs / v.length, // where the steps of the bin are (a whole step when bins are steps)
+        p10: quantile(v, 0.1),
+        p50: quantile(v, 0.5),
+        p90: quantile(v, 0.9),
+        n: v.length
+      });
     }
   }
   return out;
+}
+
+/** The point of `points` whose x is nearest `x` (null when there is none). */
+export function nearest<T>(
+  points: T[],
+  x: number,
+  xOf: (p: T) => number
+): T | null {
+  let best: T | null = null;
+  for (const p of points) {
+    if (best === null || Math.abs(xOf(p) - x) < Math.abs(xOf(best) - x)) {
+      best = p;
+    }
+  }
+  return best;
 }
 
 export interface IScale {

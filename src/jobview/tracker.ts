@@ -26,9 +26,15 @@ export function trackJobViews(
       return;
     }
     const widget = createJobView(run, jobs, stream, trans, openRun);
-    void tracker.add(widget);
-    app.shell.add(widget, 'main');
-    app.shell.activateById(widget.id);
+    // into the shell only once tracked: the shell's layout is saved as the widget enters it, and the
+    // restorer names (and so saves) only the widgets its trackers announced; added first, a reload
+    // before the next layout change would lose the view
+    void tracker.add(widget).then(() => {
+      if (!widget.isDisposed) {
+        app.shell.add(widget, 'main');
+        app.shell.activateById(widget.id);
+      }
+    });
   };
   return { tracker, openRun };
 }

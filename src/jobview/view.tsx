@@ -2,15 +2,19 @@ import * as React from 'react';
 import { MainAreaWidget, Notification } from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget } from '@jupyterlab/ui-components';
+import { stoppedNotice } from '../jobs/settle';
 
 import { ErrorLine, errorText, formatSeconds } from '../ui/common';
 import { useSignal } from '../ui/usesignal';
+import { ComparePanel } from './compare';
 import { DiagnosisPanel } from './diagnosis';
 import { JobInsights } from './insights';
+import { TERMINAL_PHASES } from './observe';
 import { LayoutResult, PlacementLine, TopologyInput } from '../layout/figure';
 import { LogView } from '../logs/view';
-import { ranktableIcon } from '../ui/icon';
+import { jobViewIcon } from '../ui/icon';
 import {
+  IJobRow,
   IRunRef,
   JobsModel,
   ageSeconds,
@@ -20,10 +24,13 @@ import {
 } from '../jobs/model';
 import { confirmResubmit, confirmStop } from '../jobs/confirm';
 import { LogsModel } from '../logs/model';
-import { IPodRow, RunModel } from './model';
+import { IPodRow, IRunHeader, RunModel, runHeader } from './model';
+import { LineageModel } from './lineage';
+import { LineageSection } from './lineageview';
 import type { StreamClient } from '../api/client';
 
-export type JobViewTab = 'overview' | 'logs' | 'metrics' | 'layout' | 'events';
+export type JobViewTab =
+  'overview' | 'logs' | 'metrics' | 'compare' | 'layout' | 'events';
 
 /** A Job view opened on its logs reads its overview once the first lines came, or after this long. */
 export const FIRST_LINES_FIRST_MS = 1000;
@@ -88,49 +95,62 @@ function Overview(props: {
           </p>
         )}
       </section>
-      <section aria-label={trans.__('Pods')}>
-        <h3>{trans.__('Pods')}</h3>
-        <div className="jp-Ranktable-tableWrap">
-          <table className="jp-Ranktable-table jp-Ranktable-pods">
-            <thead>
-              <tr>
-                <th>{trans.__('Pod')}</th>
-                <th>{trans.__('Node')}</th>
-                <th>{trans.__('Leaf')}</th>
-                <th>{trans.__('IP')}</th>
-                <th>{trans.__('Phase')}</th>
-                <th>{trans.__('Restarts')}</th>
-                <th>{trans.__('Last state')}</th>
-                <th>{trans.__('Exit code')}</th>
-              </tr>
-            </thead>
-            <tbody>
-              {(d?.pods ?? []).length === 0 && (
-                <tr>
-                  <td colSpan={8} className="jp-Ranktable-empty">
-                    {d ? trans.__('No pods yet.') : trans.__('Loading…')}
-                  </td>
-                </tr>
-              )}
-              {(d?.pods ?? []).map(p => (
-                <tr key={p.name} data-pod={p.name}>
-                  <td>{p.name}</td>
-                  <td>{p.node ?? '–'}</td>
-                  <td>{p.leaf ?? '–'}</td>
-                  <td>{p.host_ip ?? '–'}</td>
-                  <td className={`jp-Ranktable-phase-${p.phase}`}>{p.phase}</td>
-                  <td>{p.restarts}</td>
-                  <td className={podIssue(p) ? 'jp-Ranktable-healthText' : ''}>
-                    {p.reason ?? p.last_reason ?? p.state ?? '–'}
-                  </td>
-                  <td>{p.exit_code ?? p.last_exit_code ?? '–'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
-      </section>
+      <PodsSection pods={d?.pods} loaded={!!d} trans={trans} />
     </div>
+  );
+}
+
+/** The run's pods, one row each: where it runs, its phase, restarts, last state and exit code. */
+function PodsSection(props: {
+  pods: IPodRow[] | undefined;
+  loaded: boolean;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { loaded, trans } = props;
+  const rows = props.pods ?? [];
+  return (
+    <section aria-label={trans.__('Pods')}>
+      <h3>{trans.__('Pods')}</h3>
+      <div className="jp-Ranktable-tableWrap">
+        <table className="jp-Ranktable-table jp-Ranktable-pods">
+          <thead>
+            <tr>
+              <th>{trans.__('Pod')}</th>
+              <th>{trans.__('Node')}</th>
+              <th>{trans.__('Leaf')}</th>
+              <th>{trans.__('IP')}</th>
+              <th>{trans.__('Phase')}</th>
+              <th>{trans.__('Restarts')}</th>
+              <th>{trans.__('Last state')}</th>
+              <th>{trans.__('Exit code')}</th>
+            </tr>
+          </thead>
+          <tbody>
+            {rows.length === 0 && (
+              <tr>
+                <td colSpan={8} className="jp-Ranktable-empty">
+                  {loaded ? trans.__('No pods yet.') : trans.__('Loading…')}
+                </td>
+              </tr>
+            )}
+            {rows.map(p => (
+              <tr key={p.name} data-pod={p.name}>
+                <td>{p.name}</td>
+                <td>{p.node ?? '–'}</td>
+                <td>{p.leaf ?? '–'}</td>
+                <td>{p.host_ip ?? '–'}</td>
+                <td className={`jp-Ranktable-phase-${p.phase}`}>{p.phase}</td>
+                <td>{p.restarts}</td>
+                <td className={podIssue(p) ? 'jp-Ranktable-healthText' : ''}>
+                  {p.reason ?? p.last_reason ?? p.state ?? '–'}
+                </td>
+                <td>{p.exit_code ?? p.last_exit_code ?? '–'}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </section>
   );
 }
 
@@ -182,22 +202,24 @@ function LayoutTab(props: { run: RunModel; trans: TranslationBundle }) {
 }
 
 /** The body of a Job view: header with actions, then tabs for overview, logs, layout and events. */
-function JobViewBody(props: {
+interface IJobViewProps {
   jobs: JobsModel;
   run: RunModel;
+  lineage: LineageModel;
   logs: LogsModel;
   trans: TranslationBundle;
   tab: JobViewTab;
   onTab: (tab: JobViewTab) => void;
   openRun: (run: IRunRef) => void;
-}): JSX.Element {
-  const { jobs, run, logs, trans, tab } = props;
+}
+
+function JobViewBody(props: IJobViewProps): JSX.Element {
+  const { jobs, run, trans, tab } = props;
   useSignal(jobs.changed);
   useSignal(run.changed);
-  const [error, setError] = React.useState('');
-  const [busy, setBusy] = React.useState(false);
   const row = jobs.findRun(run.run.uid);
   const current = jobs.find(run.run.namespace, run.run.name);
+  const { act, busy, error } = useRunActions(props, current);
   const insightsRef = React.useMemo(
     () => ({
       namespace: run.run.namespace,
@@ -206,30 +228,113 @@ function JobViewBody(props: {
     }),
     [run]
   );
-  // an ended run's last description still says what the job was doing: once it ended, its record's
-  // final phase (Stopped, Completed...) says what became of it
-  const phase =
-    row?.phase ??
-    (run.ended
-      ? (run.record?.phase ?? 'ended')
-      : (run.description?.job.phase ?? '…'));
-  const act = async (what: 'stop' | 'resubmit') => {
+  const header = runHeader(
+    row,
+    run.ended,
+    run.record?.phase,
+    run.description?.job.phase
+  );
+  return (
+    <div className="jp-Ranktable-jobView" data-uid={run.run.uid}>
+      <header className="jp-Ranktable-jobHeader">
+        <RunStatus run={run} row={row} header={header} trans={trans} />
+        <span className="jp-Ranktable-spacer" />
+        <RunActions
+          {...props}
+          row={row}
+          current={current}
+          header={header}
+          busy={busy}
+          act={act}
+        />
+      </header>
+      {run.ended && (
+        <EndedNotice
+          run={run}
+          current={current}
+          trans={trans}
+          openRun={props.openRun}
+        />
+      )}
+      <ErrorLine error={error || run.error} />
+      <TabBar tab={tab} onTab={props.onTab} trans={trans} />
+      <div className="jp-Ranktable-tabBody" role="tabpanel">
+        {tab === 'overview' && (
+          <>
+            <DiagnosisPanel job={insightsRef} />
+            <LineageSection model={props.lineage} trans={trans} />
+            <Overview jobs={jobs} run={run} trans={trans} />
+          </>
+        )}
+        {tab === 'metrics' && (
+          <JobInsights
+            job={insightsRef}
+            live={!run.ended && !TERMINAL_PHASES.includes(header.phase)}
+          />
+        )}
+        {tab === 'compare' && <ComparePanel job={insightsRef} trans={trans} />}
+        {/* logs stay mounted so switching tabs never blanks or restarts them */}
+        <div
+          className="jp-Ranktable-logsTab"
+          style={{ display: tab === 'logs' ? 'flex' : 'none' }}
+        >
+          <LogView model={props.logs} trans={trans} />
+        </div>
+        {tab === 'layout' && <LayoutTab run={run} trans={trans} />}
+        {tab === 'events' && <Events run={run} trans={trans} />}
+      </div>
+    </div>
+  );
+}
+
+type RunAction = 'stop' | 'resubmit' | 'resume';
+
+/** Stop, resubmit or resume the run (after the user confirms); `busy` while it runs, `error` if it failed. */
+function useRunActions(props: IJobViewProps, current: IJobRow | undefined) {
+  const { jobs, run, trans } = props;
+  const [error, setError] = React.useState('');
+  const [busy, setBusy] = React.useState(false);
+  const resume = async () => {
+    const resumed = await jobs.resume(run.run);
+    const next = {
+      namespace: resumed.namespace,
+      name: resumed.name,
+      uid: resumed.uid
+    };
+    Notification.success(resumed.message, {
+      autoClose: 10000,
+      actions: [
+        { label: trans.__('Open'), callback: () => props.openRun(next) }
+      ]
+    });
+    void props.lineage.load();
+    props.openRun(next);
+  };
+  const stop = async () => {
+    const stopped = await jobs.stop(run.run);
+    await run.refresh(); // the job is gone: the view says so now, not at the next poll
+    const notice = stoppedNotice(stopped.logs);
+    if (notice) {
+      Notification.info(notice, { autoClose: 8000 });
+    }
+  };
+  const act = async (what: RunAction) => {
     setError('');
     const go =
       what === 'stop'
         ? await confirmStop(trans, run.run)
-        : await confirmResubmit(trans, run.run, current);
+        : what === 'resume'
+          ? true // resume is the failed run's next step: it stops nothing that still trains well
+          : await confirmResubmit(trans, run.run, current);
     if (!go) {
       return;
     }
     setBusy(true);
     try {
-      if (what === 'stop') {
-        const stopped = await jobs.stop(run.run);
-        await run.refresh(); // the job is gone: the view says so now, not at the next poll
-        if (stopped.logs) {
-          Notification.info(stopped.logs, { autoClose: 8000 });
-        }
+      if (what === 'resume') {
+        await resume();
+      } else if (what === 'stop') {
+        await stop();
       } else {
         props.openRun(await jobs.resubmit(run.run));
       }
@@ -239,117 +344,205 @@ function JobViewBody(props: {
       setBusy(false);
     }
   };
+  return { act, busy, error };
+}
+
+/** The header's left: the job's name, its phase (or Failing), the run, why it fails or its pods ready. */
+function RunStatus(props: {
+  run: RunModel;
+  row: IJobRow | undefined;
+  header: IRunHeader;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { run, row, trans } = props;
+  const { phase, label, ended, failingWhy } = props.header;
+  return (
+    <>
+      <h2 title={`${run.run.namespace}/${run.run.name}`}>{run.run.name}</h2>
+      <span
+        className={
+          `jp-Ranktable-phase jp-Ranktable-phase-${phase}` +
+          (failingWhy ? ' jp-Ranktable-phase-failing' : '')
+        }
+      >
+        {trans.__(label)}
+      </span>
+      <span className="jp-Ranktable-muted" title={run.run.uid}>
+        {trans.__('run %1', run.run.uid.slice(0, 8))}
+      </span>
+      {row && failingWhy && (
+        <span className="jp-Ranktable-healthText" role="status">
+          {trans.__('failing: %1', failingWhy)}
+        </span>
+      )}
+      {row && !failingWhy && !ended && (
+        <span className="jp-Ranktable-muted">
+          {trans.__('pods %1 ready', podsReady(row))}
+        </span>
+      )}
+    </>
+  );
+}
+
+/** Why the user may not stop or resubmit the run (their rights over its owner's job), and whether it may
+ * be resumed (it failed or was stopped). */
+function actionRules(props: {
+  jobs: JobsModel;
+  run: RunModel;
+  row: IJobRow | undefined;
+  current: IJobRow | undefined;
+  header: IRunHeader;
+}): { cannotStop: string; cannotResubmit: string; canResume: boolean } {
+  const { jobs, run, row, current } = props;
+  const owned = {
+    namespace: run.run.namespace,
+    owner: row?.owner || run.description?.job.owner || current?.owner
+  };
+  return {
+    cannotStop: jobs.permissions.whyNot('stop', owned),
+    cannotResubmit: jobs.permissions.whyNot('resubmit', owned),
+    canResume:
+      ['Failed', 'Aborted', 'Terminated', 'Stopped'].includes(
+        props.header.phase
+      ) ||
+      (!!run.ended && run.record?.phase !== 'Completed')
+  };
+}
+
+/** Refresh, Resume, Resubmit and Stop, each disabled with the reason when it does not apply. */
+function RunActions(
+  props: IJobViewProps & {
+    row: IJobRow | undefined;
+    current: IJobRow | undefined;
+    header: IRunHeader;
+    busy: boolean;
+    act: (what: RunAction) => Promise<void>;
+  }
+): JSX.Element {
+  const { run, trans, current, busy, act } = props;
+  const { phase, ended } = props.header;
+  const { cannotStop, cannotResubmit, canResume } = actionRules(props);
+  return (
+    <>
+      <button
+        className="jp-mod-styled"
+        onClick={() => {
+          void run.refresh();
+          void props.lineage.load();
+        }}
+        disabled={busy}
+      >
+        {trans.__('Refresh')}
+      </button>
+      <button
+        className="jp-mod-styled jp-Ranktable-resume"
+        onClick={() => void act('resume')}
+        disabled={busy || !canResume}
+        title={
+          canResume
+            ? trans.__(
+                'Submit the next run of this lineage from the last checkpoint, without the node the fault was blamed on'
+              )
+            : trans.__('Only a failed or stopped run can be resumed')
+        }
+      >
+        {trans.__('Resume')}
+      </button>
+      <button
+        className="jp-mod-styled"
+        onClick={() => void act('resubmit')}
+        disabled={busy || !!cannotResubmit}
+        data-why-not={cannotResubmit || undefined}
+        title={
+          cannotResubmit ||
+          (isLive(current)
+            ? trans.__(
+                'Stop the running run %1, then submit this run’s spec as a new run',
+                (current.uid ?? '').slice(0, 8)
+              )
+            : trans.__('Submit this run’s spec again as a new run'))
+        }
+      >
+        {trans.__('Resubmit')}
+      </button>
+      <button
+        className="jp-mod-styled jp-mod-warn"
+        onClick={() => void act('stop')}
+        disabled={busy || ended || !!cannotStop}
+        data-why-not={cannotStop || undefined}
+        title={
+          ended
+            ? trans.__(
+                'This run has ended (%1): there is nothing to stop',
+                phase
+              )
+            : cannotStop ||
+              trans.__('Archive this run’s logs, then delete its job')
+        }
+      >
+        {trans.__('Stop')}
+      </button>
+    </>
+  );
+}
+
+/** An ended run says so, with a way to the job's current run when there is a newer one. */
+function EndedNotice(props: {
+  run: RunModel;
+  current: IJobRow | undefined;
+  trans: TranslationBundle;
+  openRun: (run: IRunRef) => void;
+}): JSX.Element {
+  const { run, current, trans } = props;
+  return (
+    <div className="jp-Ranktable-notice" role="status">
+      {trans.__('This run has ended: %1.', run.ended)}{' '}
+      {current?.uid && current.uid !== run.run.uid && (
+        <button
+          className="jp-mod-styled"
+          onClick={() =>
+            props.openRun({
+              namespace: current.namespace,
+              name: current.name,
+              uid: current.uid!
+            })
+          }
+        >
+          {trans.__('Open the current run')}
+        </button>
+      )}
+    </div>
+  );
+}
+
+/** The Job view's tabs. */
+function TabBar(props: {
+  tab: JobViewTab;
+  onTab: (tab: JobViewTab) => void;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { tab, trans } = props;
   const tabs: [JobViewTab, string][] = [
     ['overview', trans.__('Overview')],
     ['logs', trans.__('Logs')],
     ['metrics', trans.__('Metrics')],
+    ['compare', trans.__('Compare')],
     ['layout', trans.__('Layout')],
     ['events', trans.__('Events')]
   ];
   return (
-    <div className="jp-Ranktable-jobView" data-uid={run.run.uid}>
-      <header className="jp-Ranktable-jobHeader">
-        <h2 title={`${run.run.namespace}/${run.run.name}`}>{run.run.name}</h2>
-        <span className={`jp-Ranktable-phase jp-Ranktable-phase-${phase}`}>
-          {phase}
-        </span>
-        <span className="jp-Ranktable-muted" title={run.run.uid}>
-          {trans.__('run %1', run.run.uid.slice(0, 8))}
-        </span>
-        {row && (
-          <span className="jp-Ranktable-muted">
-            {trans.__('pods %1 ready', podsReady(row))}
-          </span>
-        )}
-        <span className="jp-Ranktable-spacer" />
+    <div className="jp-Ranktable-tabs" role="tablist">
+      {tabs.map(([id, label]) => (
         <button
-          className="jp-mod-styled"
-          onClick={() => void run.refresh()}
-          disabled={busy}
+          key={id}
+          role="tab"
+          aria-selected={tab === id}
+          className={'jp-Ranktable-tab' + (tab === id ? ' jp-mod-active' : '')}
+          onClick={() => props.onTab(id)}
         >
-          {trans.__('Refresh')}
+          {label}
         </button>
-        <button
-          className="jp-mod-styled"
-          onClick={() => void act('resubmit')}
-          disabled={busy}
-          title={
-            isLive(current)
-              ? trans.__(
-                  'Stop the running run %1, then submit this run’s spec as a new run',
-                  (current.uid ?? '').slice(0, 8)
-                )
-              : trans.__('Submit this run’s spec again as a new run')
-          }
-        >
-          {trans.__('Resubmit')}
-        </button>
-        <button
-          className="jp-mod-styled jp-mod-warn"
-          onClick={() => void act('stop')}
-          disabled={busy || !!run.ended}
-          title={
-            run.ended
-              ? trans.__('This run has ended: there is nothing to stop')
-              : trans.__('Archive this run’s logs, then delete its job')
-          }
-        >
-          {trans.__('Stop')}
-        </button>
-      </header>
-      {run.ended && (
-        <div className="jp-Ranktable-notice" role="status">
-          {trans.__('This run has ended: %1.', run.ended)}{' '}
-          {current?.uid && current.uid !== run.run.uid && (
-            <button
-              className="jp-mod-styled"
-              onClick={() =>
-                props.openRun({
-                  namespace: current.namespace,
-                  name: current.name,
-                  uid: current.uid!
-                })
-              }
-            >
-              {trans.__('Open the current run')}
-            </button>
-          )}
-        </div>
-      )}
-      <ErrorLine error={error || run.error} />
-      <div className="jp-Ranktable-tabs" role="tablist">
-        {tabs.map(([id, label]) => (
-          <button
-            key={id}
-            role="tab"
-            aria-selected={tab === id}
-            className={
-              'jp-Ranktable-tab' + (tab === id ? ' jp-mod-active' : '')
-            }
-            onClick={() => props.onTab(id)}
-          >
-            {label}
-          </button>
-        ))}
-      </div>
-      <div className="jp-Ranktable-tabBody" role="tabpanel">
-        {tab === 'overview' && (
-          <>
-            <DiagnosisPanel job={insightsRef} />
-            <Overview jobs={jobs} run={run} trans={trans} />
-          </>
-        )}
-        {tab === 'metrics' && <JobInsights job={insightsRef} />}
-        {/* logs stay mounted so switching tabs never blanks or restarts them */}
-        <div
-          className="jp-Ranktable-logsTab"
-          style={{ display: tab === 'logs' ? 'flex' : 'none' }}
-        >
-          <LogView model={logs} trans={trans} />
-        </div>
-        {tab === 'layout' && <LayoutTab run={run} trans={trans} />}
-        {tab === 'events' && <Events run={run} trans={trans} />}
-      </div>
+      ))}
     </div>
   );
 }
@@ -357,6 +550,7 @@ function JobViewBody(props: {
 /** A Job view's content widget: owns the run's models for as long as the view is open. */
 export class JobViewContent extends ReactWidget {
   readonly runModel: RunModel;
+  readonly lineage: LineageModel;
   readonly logs: LogsModel;
   tab: JobViewTab;
 
@@ -372,6 +566,7 @@ export class JobViewContent extends ReactWidget {
     this.addClass('jp-Ranktable-jobViewContent');
     this.tab = tab;
     this.runModel = new RunModel(run);
+    this.lineage = new LineageModel(run);
     this.logs = new LogsModel(run, stream);
     this.logs.start(); // first lines first: the subscribe leaves before any other request
     if (tab === 'logs') {
@@ -391,6 +586,7 @@ export class JobViewContent extends ReactWidget {
       }, FIRST_LINES_FIRST_MS);
     } else {
       this.runModel.start();
+      void this.lineage.load();
     }
   }
 
@@ -399,6 +595,7 @@ export class JobViewContent extends ReactWidget {
   dispose(): void {
     clearTimeout(this._runTimer);
     this.runModel.dispose();
+    this.lineage.dispose();
     this.logs.dispose();
     super.dispose();
   }
@@ -408,12 +605,16 @@ export class JobViewContent extends ReactWidget {
       <JobViewBody
         jobs={this._jobs}
         run={this.runModel}
+        lineage={this.lineage}
         logs={this.logs}
         trans={this._trans}
         tab={this.tab}
         onTab={tab => {
           this.tab = tab;
           this.runModel.start(); // no-op once started
+          if (tab === 'overview') {
+            void this.lineage.load();
+          }
           this.update();
         }}
         openRun={this._openRun}
@@ -444,7 +645,7 @@ export function createJobView(
     run.name,
     run.uid
   );
-  widget.title.icon = ranktableIcon;
+  widget.title.icon = jobViewIcon;
   widget.title.closable = true;
   return widget;
 }

@@ -6,14 +6,7 @@ import {
 } from '../connections/hostkey';
 import { postJSON, requestAPI } from '../api/request';
 
-jest.mock('../api/request', () => {
-  const actual = jest.requireActual('../api/request');
-  return {
-    RanktableAPIError: actual.RanktableAPIError,
-    requestAPI: jest.fn(),
-    postJSON: jest.fn()
-  };
-});
+jest.mock('../api/request', () => jest.requireActual('../testing/requestmock'));
 
 const request = requestAPI as jest.Mock;
 const post = postJSON as jest.Mock;

@@ -10,6 +10,7 @@ import {
 import type { ISectionProps } from '../ui/common';
 import { RemoteKernelsModel, addRemoteKernelSpec } from './model';
 import { RemoteKernelsList } from './list';
+import { useWhyNot } from '../permissions/view';
 
 export interface IKernelsProps extends ISectionProps {
   openNotebook: (kernelName: string) => Promise<void>;
@@ -18,6 +19,7 @@ export interface IKernelsProps extends ISectionProps {
 
 export function KernelsSection(props: IKernelsProps): JSX.Element {
   const { model, trans } = props;
+  const readOnly = useWhyNot('write');
   useModel(model);
   const [busy, setBusy] = React.useState('');
   const [error, setError] = React.useState('');
@@ -56,8 +58,8 @@ export function KernelsSection(props: IKernelsProps): JSX.Element {
           <li key={p.name}>
             <button
               className="jp-mod-styled"
-              disabled={busy === p.name}
-              title={trans.__('Open a notebook on %1', p.name)}
+              disabled={busy === p.name || !!readOnly}
+              title={readOnly || trans.__('Open a notebook on %1', p.name)}
               onClick={() => void open(p.name)}
             >
               {trans.__('Open a notebook on %1', p.name)}

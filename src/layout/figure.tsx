@@ -78,6 +78,71 @@ export function PlacementLine(props: {
   return <p className="jp-Ranktable-placement">{summary}</p>;
 }
 
+/** One figure of the given order beside the planned one's (`group`: a parallel group's row). */
+interface IFigure {
+  label: string;
+  given: React.ReactNode;
+  planned: React.ReactNode;
+  group?: string;
+}
+
+type Report = NonNullable<ILayoutResult['report']>;
+
+/** The comparison's rows: crossings per tier and of SuperPoDs, the busiest uplink, the collective's
+ * estimate and each parallel group's. */
+function figures(
+  r: Report,
+  given: NonNullable<Report['given']>,
+  planned: NonNullable<Report['planned']>,
+  trans: TranslationBundle
+): IFigure[] {
+  const tiers = Math.max(
+    given.crossings_per_tier.length,
+    planned.crossings_per_tier.length
+  );
+  const flows = (v: number | number[]) =>
+    Array.isArray(v) ? v.join(' / ') : String(v);
+  const operation = OPERATIONS[r.operation ?? 'allreduce'] ?? r.operation;
+  const superpods = planned.superpods ?? 0;
+  const rows: IFigure[] = Array.from({ length: tiers }, (_, t) => ({
+    label: trans.__('tier-%1 crossings', t + 1),
+    given: given.crossings_per_tier[t] ?? 0,
+    planned: planned.crossings_per_tier[t] ?? 0
+  }));
+  if (superpods > 0) {
+    rows.push({
+      label: trans.__('SuperPoD crossings (%1)', superpods),
+      given: given.crossings_superpods ?? 0,
+      planned: planned.crossings_superpods ?? 0
+    });
+  }
+  rows.push(
+    {
+      label: trans.__('most flows on an uplink'),
+      given: flows(given.max_uplink_flows),
+      planned: flows(planned.max_uplink_flows)
+    },
+    {
+      label: trans.__('%1 (est.)', operation),
+      given: formatDuration(given.allreduce_seconds),
+      planned: formatDuration(planned.allreduce_seconds)
+    }
+  );
+  for (const g of r.groups ?? []) {
+    const how =
+      g.operation === g.algorithm
+        ? g.operation
+        : `${g.operation}, ${g.algorithm}`;
+    rows.push({
+      label: trans.__('%1 groups (%2 × %3, %4)', g.kind, g.count, g.size, how),
+      given: formatDuration(g.given_seconds),
+      planned: formatDuration(g.planned_seconds),
+      group: g.kind
+    });
+  }
+  return rows;
+}
+
 export function LayoutFigures(props: {
   result: ILayoutResult;
   trans: TranslationBundle;
@@ -87,14 +152,6 @@ export function LayoutFigures(props: {
   if (!r?.given || !r?.planned) {
     return null;
   }
-  const tiers = Math.max(
-    r.given.crossings_per_tier.length,
-    r.planned.crossings_per_tier.length
-  );
-  const flows = (v: number | number[]) =>
-    Array.isArray(v) ? v.join(' / ') : String(v);
-  const operation = OPERATIONS[r.operation ?? 'allreduce'] ?? r.operation;
-  const superpods = r.planned.superpods ?? 0;
   return (
     <>
       <table
@@ -121,45 +178,11 @@ export function LayoutFigures(props: {
               </td>
             </tr>
           )}
-          {Array.from({ length: tiers }, (_, t) => (
-            <tr key={t}>
-              <th>{trans.__('tier-%1 crossings', t + 1)}</th>
-              <td>{r.given.crossings_per_tier[t] ?? 0}</td>
-              <td>{r.planned.crossings_per_tier[t] ?? 0}</td>
-            </tr>
-          ))}
-          {superpods > 0 && (
-            <tr>
-              <th>{trans.__('SuperPoD crossings (%1)', superpods)}</th>
-              <td>{r.given.crossings_superpods ?? 0}</td>
-              <td>{r.planned.crossings_superpods ?? 0}</td>
-            </tr>
-          )}
-          <tr>
-            <th>{trans.__('most flows on an uplink')}</th>
-            <td>{flows(r.given.max_uplink_flows)}</td>
-            <td>{flows(r.planned.max_uplink_flows)}</td>
-          </tr>
-          <tr>
-            <th>{trans.__('%1 (est.)', operation)}</th>
-            <td>{formatDuration(r.given.allreduce_seconds)}</td>
-            <td>{formatDuration(r.planned.allreduce_seconds)}</td>
-          </tr>
-          {(r.groups ?? []).map(g => (
-            <tr key={g.kind} data-group={g.kind}>
-              <th>
-                {trans.__(
-                  '%1 groups (%2 × %3, %4)',
-                  g.kind,
-                  g.count,
-                  g.size,
-                  g.operation === g.algorithm
-                    ? g.operation
-                    : `${g.operation}, ${g.algorithm}`
-                )}
-              </th>
-              <td>{formatDuration(g.given_seconds)}</td>
-              <td>{formatDuration(g.planned_seconds)}</td>
+          {figures(r, r.given, r.planned, trans).map(f => (
+            <tr key={f.label} data-group={f.group}>
+              <th>{f.label}</th>
+              <td>{f.given}</td>
+              <td>{f.planned}</td>
             </tr>
           ))}
           <tr>
@@ -180,26 +203,58 @@ interface IView {
   zoom: number;
 }
 
-/**
- * The layout picture at full width with pan (drag) and zoom (wheel, +/−, fit), and a tooltip that
- * follows the cursor naming the server, ranks, pod, node and leaf under it.
- */
-export function LayoutFigure(props: {
-  result: ILayoutResult;
-  trans: TranslationBundle;
-}): JSX.Element {
-  const { result, trans } = props;
-  const host = React.useRef<HTMLDivElement>(null);
-  const frame = React.useRef<HTMLDivElement>(null);
+/** Pan (drag) and zoom (wheel, or by a factor about the corner) of what is inside `frame`. */
+function usePanZoom(frame: React.RefObject<HTMLDivElement>) {
   const [view, setView] = React.useState<IView>({ x: 0, y: 0, zoom: 1 });
-  const [tip, setTip] = React.useState<{ x: number; y: number; text: string }>({
-    x: 0,
-    y: 0,
-    text: ''
-  });
-  const [error, setError] = React.useState('');
   const drag = React.useRef<{ x: number; y: number; view: IView } | null>(null);
+  const zoomAt = (factor: number, cx: number, cy: number) =>
+    setView(v => {
+      const zoom = Math.min(20, Math.max(0.2, v.zoom * factor));
+      const k = zoom / v.zoom;
+      return { zoom, x: cx - (cx - v.x) * k, y: cy - (cy - v.y) * k };
+    });
+  /** The pointer's place inside the frame. */
+  const local = (e: React.MouseEvent | React.WheelEvent) => {
+    const box = frame.current!.getBoundingClientRect();
+    return { x: e.clientX - box.left, y: e.clientY - box.top };
+  };
+  return {
+    view,
+    local,
+    fit: () => setView({ x: 0, y: 0, zoom: 1 }),
+    zoomBy: (factor: number) => zoomAt(factor, 0, 0),
+    onWheel: (e: React.WheelEvent) => {
+      const p = local(e);
+      zoomAt(e.deltaY < 0 ? 1.15 : 1 / 1.15, p.x, p.y);
+    },
+    onMouseDown: (e: React.MouseEvent) => {
+      drag.current = { x: e.clientX, y: e.clientY, view };
+    },
+    endDrag: () => {
+      drag.current = null;
+    },
+    /** Pans while the button is held. */
+    onMouseMove: (e: React.MouseEvent) => {
+      const d = drag.current;
+      if (d) {
+        setView({
+          ...d.view,
+          x: d.view.x + e.clientX - d.x,
+          y: d.view.y + e.clientY - d.y
+        });
+      }
+    }
+  };
+}
 
+/** The sanitized SVG shown inside `host`; the error when the server's picture is not valid SVG. */
+function useSvgIn(
+  host: React.RefObject<HTMLDivElement>,
+  text: string,
+  trans: TranslationBundle,
+  onShown: () => void
+): string {
+  const [error, setError] = React.useState('');
   React.useEffect(() => {
     const el = host.current;
     if (!el) {
@@ -207,7 +262,7 @@ export function LayoutFigure(props: {
     }
     el.replaceChildren();
     setError('');
-    const svg = sanitizeSvg(result.svg);
+    const svg = sanitizeSvg(text);
     if (!svg) {
       setError(
         trans.__('The server sent a layout picture that is not valid SVG.')
@@ -219,50 +274,76 @@ export function LayoutFigure(props: {
     svg.removeAttribute('height');
     svg.setAttribute('width', '100%');
     el.appendChild(svg);
-    setView({ x: 0, y: 0, zoom: 1 });
-  }, [result.svg]);
+    onShown();
+  }, [text]);
+  return error;
+}
 
-  const zoomAt = (factor: number, cx: number, cy: number) =>
-    setView(v => {
-      const zoom = Math.min(20, Math.max(0.2, v.zoom * factor));
-      const k = zoom / v.zoom;
-      return { zoom, x: cx - (cx - v.x) * k, y: cy - (cy - v.y) * k };
-    });
-  const local = (e: React.MouseEvent | React.WheelEvent) => {
-    const box = frame.current!.getBoundingClientRect();
-    return { x: e.clientX - box.left, y: e.clientY - box.top };
-  };
+/** Zoom in, out and fit, with how to pan and the zoom level. */
+function ZoomBar(props: {
+  trans: TranslationBundle;
+  zoom: number;
+  zoomBy: (factor: number) => void;
+  fit: () => void;
+}): JSX.Element {
+  const { trans } = props;
+  return (
+    <div className="jp-Ranktable-toolbar">
+      <button
+        className="jp-mod-styled"
+        aria-label={trans.__('Zoom in')}
+        onClick={() => props.zoomBy(1.25)}
+      >
+        +
+      </button>
+      <button
+        className="jp-mod-styled"
+        aria-label={trans.__('Zoom out')}
+        onClick={() => props.zoomBy(0.8)}
+      >
+        −
+      </button>
+      <button className="jp-mod-styled" onClick={props.fit}>
+        {trans.__('Fit')}
+      </button>
+      <span className="jp-Ranktable-muted">
+        {trans.__(
+          'Drag to pan, wheel to zoom (%1%)',
+          Math.round(props.zoom * 100)
+        )}
+      </span>
+    </div>
+  );
+}
+
+/**
+ * The layout picture at full width with pan (drag) and zoom (wheel, +/−, fit), and a tooltip that
+ * follows the cursor naming the server, ranks, pod, node and leaf under it.
+ */
+export function LayoutFigure(props: {
+  result: ILayoutResult;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { result, trans } = props;
+  const host = React.useRef<HTMLDivElement>(null);
+  const frame = React.useRef<HTMLDivElement>(null);
+  const pan = usePanZoom(frame);
+  const error = useSvgIn(host, result.svg, trans, pan.fit);
+  const [tip, setTip] = React.useState<{ x: number; y: number; text: string }>({
+    x: 0,
+    y: 0,
+    text: ''
+  });
+  const { view } = pan;
 
   return (
     <div className="jp-Ranktable-layoutFigure">
-      <div className="jp-Ranktable-toolbar">
-        <button
-          className="jp-mod-styled"
-          aria-label={trans.__('Zoom in')}
-          onClick={() => zoomAt(1.25, 0, 0)}
-        >
-          +
-        </button>
-        <button
-          className="jp-mod-styled"
-          aria-label={trans.__('Zoom out')}
-          onClick={() => zoomAt(0.8, 0, 0)}
-        >
-          −
-        </button>
-        <button
-          className="jp-mod-styled"
-          onClick={() => setView({ x: 0, y: 0, zoom: 1 })}
-        >
-          {trans.__('Fit')}
-        </button>
-        <span className="jp-Ranktable-muted">
-          {trans.__(
-            'Drag to pan, wheel to zoom (%1%)',
-            Math.round(view.zoom * 100)
-          )}
-        </span>
-      </div>
+      <ZoomBar
+        trans={trans}
+        zoom={view.zoom}
+        zoomBy={pan.zoomBy}
+        fit={pan.fit}
+      />
       {error && (
         <div className="jp-Ranktable-error" role="alert">
           {error}
@@ -271,28 +352,16 @@ export function LayoutFigure(props: {
       <div
         ref={frame}
         className="jp-Ranktable-panZoom"
-        onWheel={e => {
-          const p = local(e);
-          zoomAt(e.deltaY < 0 ? 1.15 : 1 / 1.15, p.x, p.y);
-        }}
-        onMouseDown={e => {
-          drag.current = { x: e.clientX, y: e.clientY, view };
-        }}
-        onMouseUp={() => (drag.current = null)}
+        onWheel={pan.onWheel}
+        onMouseDown={pan.onMouseDown}
+        onMouseUp={pan.endDrag}
         onMouseLeave={() => {
-          drag.current = null;
+          pan.endDrag();
           setTip(t => ({ ...t, text: '' }));
         }}
         onMouseMove={e => {
-          const d = drag.current;
-          if (d) {
-            setView({
-              ...d.view,
-              x: d.view.x + e.clientX - d.x,
-              y: d.view.y + e.clientY - d.y
-            });
-          }
-          const p = local(e);
+          pan.onMouseMove(e);
+          const p = pan.local(e);
           setTip({ x: p.x, y: p.y, text: describeTarget(e.target as Element) });
         }}
       >

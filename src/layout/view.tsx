@@ -9,7 +9,7 @@ import { ReactWidget } from '@jupyterlab/ui-components';
 
 import { ErrorLine, errorText } from '../ui/common';
 import { ILayoutResult, LayoutResult, TopologyInput } from './figure';
-import { ranktableIcon } from '../ui/icon';
+import { rankLayoutIcon } from '../ui/icon';
 import { planLayout } from './model';
 
 export const LAYOUT_FACTORY = 'Rank layout';
@@ -114,7 +114,7 @@ export class LayoutDocFactory extends ABCWidgetFactory<
     );
     content.addClass('jp-Ranktable-layoutDocWidget');
     const widget = new DocumentWidget({ content, context });
-    widget.title.icon = ranktableIcon;
+    widget.title.icon = rankLayoutIcon;
     return widget;
   }
 }

@@ -25,6 +25,11 @@ export const REPAINT_MS = 100;
  * One run's log stream: a bounded buffer, an incrementally maintained filtered view, gap-free resume
  * after a reconnect, and throttled change notifications. Views render it and call its setters.
  */
+/** What a live log says while the websocket cannot be opened. */
+export const BLOCKED_MESSAGE =
+  'Live logs need the websocket to this server, which could not be opened (a proxy in front of Jupyter ' +
+  'must pass WebSocket upgrades: Upgrade and Connection headers). The lines appear once it opens.';
+
 export class LogsModel extends Model {
   readonly buffer = new RingBuffer<ILogLine>(LOG_CAPACITY);
   readonly pods = new Set<string>();
@@ -91,6 +96,35 @@ export class LogsModel extends Model {
       }
     );
     this.hold('logs', sub);
+    this._watchTransport(); // after the hold: a socket already known blocked is said at once
+  }
+
+  /**
+   * A websocket that cannot be opened (a proxy refusing upgrades) leaves a live log nothing to read: the
+   * view says so and why, instead of "connecting…" for ever; the lines come once the socket opens.
+   */
+  private _watchTransport(): void {
+    if (this.holds('transport')) {
+      return;
+    }
+    const onState = (_: unknown, state: string) => {
+      if (state === 'blocked' && this.holds('logs')) {
+        this.error = BLOCKED_MESSAGE;
+      } else if (state === 'open' && this.error === BLOCKED_MESSAGE) {
+        this.error = '';
+      } else {
+        return;
+      }
+      this._emitSoon();
+    };
+    this._stream.stateChanged.connect(onState);
+    this.hold('transport', {
+      isDisposed: false,
+      dispose: () => void this._stream.stateChanged.disconnect(onState)
+    });
+    if ((this._stream as { state?: string }).state === 'blocked') {
+      onState(null, 'blocked');
+    }
   }
 
   /** An ended run's lines from the server's run archive (none archived: the status stays `ended`). */

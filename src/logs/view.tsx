@@ -54,7 +54,6 @@ export function LogView(props: {
   const [scrollTop, setScrollTop] = React.useState(0);
   const [size, setSize] = React.useState({ width: 800, height: 400 });
   const viewport = React.useRef<HTMLDivElement>(null);
-  const filter = model.filter;
 
   useSignal(model.changed);
 
@@ -82,165 +81,26 @@ export function LogView(props: {
     }
   });
 
-  let first: number;
-  let last: number;
-  if (tops) {
-    first = Math.max(0, firstAtOrAfter(tops, scrollTop) - OVERSCAN);
-    last = Math.min(
-      count,
-      firstAtOrAfter(tops, scrollTop + size.height) + OVERSCAN
-    );
-  } else {
-    first = Math.max(0, Math.floor(scrollTop / ROW_HEIGHT) - OVERSCAN);
-    last = Math.min(
-      count,
-      Math.ceil((scrollTop + size.height) / ROW_HEIGHT) + OVERSCAN
-    );
-  }
+  const [first, last] = visibleRange(tops, count, scrollTop, size.height);
   const rows: JSX.Element[] = [];
   for (let i = first; i < last; i++) {
-    const l = at(i);
     const top = tops ? tops[i] : i * ROW_HEIGHT;
     const height = tops ? tops[i + 1] - tops[i] : ROW_HEIGHT;
     rows.push(
-      <div
+      <LogLineRow
         key={i}
-        className={
-          'jp-Ranktable-logLine' +
-          (isErrorLine(l.text) ? ' jp-Ranktable-logError' : '')
-        }
-        data-pod={l.pod}
-        style={{ top, height }}
-      >
-        <span
-          className="jp-Ranktable-logMeta"
-          title={trans.__('node rank %1 · pod %2', l.rank ?? '–', l.pod)}
-        >
-          [{l.rank ?? '-'} {l.pod}]
-        </span>{' '}
-        {highlight(l.text, filter.search ?? '').map((s, j) =>
-          s.match ? (
-            <mark key={j}>{s.text}</mark>
-          ) : (
-            <React.Fragment key={j}>{s.text}</React.Fragment>
-          )
-        )}
-      </div>
+        line={at(i)}
+        search={model.filter.search ?? ''}
+        top={top}
+        height={height}
+        trans={trans}
+      />
     );
   }
 
-  const download = (kind: 'txt' | 'csv') => {
-    const all = lines.toArray();
-    const name = `${model.run.name}-${model.run.uid.slice(0, 8)}-logs.${kind}`;
-    if (kind === 'txt') {
-      downloadText(
-        name,
-        all
-          .map(l => `${l.ts} [${l.rank ?? '-'} ${l.pod}] ${l.text}`)
-          .join('\n') + '\n'
-      );
-    } else {
-      downloadText(
-        name,
-        toCsv(
-          ['timestamp', 'pod', 'node_rank', 'text'],
-          all.map(l => [l.ts, l.pod, l.rank, l.text])
-        ),
-        'text/csv'
-      );
-    }
-  };
-  const rankIds = parseRanks(model.rankIdsText);
-  const nodeRanks = parseRanks(model.nodeRanksText);
-
   return (
     <div className="jp-Ranktable-logPane">
-      <div className="jp-Ranktable-toolbar jp-Ranktable-logToolbar">
-        <label className="jp-Ranktable-inline">
-          {trans.__('Search')}
-          <input
-            type="search"
-            className="jp-mod-styled"
-            value={filter.search ?? ''}
-            onChange={e => model.setFilter({ search: e.target.value })}
-          />
-        </label>
-        <label className="jp-Ranktable-inline">
-          {trans.__('Rank id')}
-          <input
-            className="jp-mod-styled jp-Ranktable-ranks"
-            aria-invalid={rankIds === null}
-            placeholder={trans.__('e.g. 0,8-15')}
-            title={trans.__(
-              'Rank ids (one per NPU process) as the log lines name them'
-            )}
-            value={model.rankIdsText}
-            onChange={e => model.setRankIds(e.target.value)}
-          />
-        </label>
-        <label className="jp-Ranktable-inline">
-          {trans.__('Node rank')}
-          <input
-            className="jp-mod-styled jp-Ranktable-ranks"
-            aria-invalid={nodeRanks === null}
-            placeholder={trans.__('e.g. 0-1')}
-            title={trans.__('Node ranks (one per pod / server)')}
-            value={model.nodeRanksText}
-            onChange={e => model.setNodeRanks(e.target.value)}
-          />
-        </label>
-        <label className="jp-Ranktable-inline">
-          <input
-            type="checkbox"
-            checked={!!filter.errorsOnly}
-            onChange={e => model.setFilter({ errorsOnly: e.target.checked })}
-          />
-          {trans.__('Errors only')}
-        </label>
-        <label className="jp-Ranktable-inline">
-          <input
-            type="checkbox"
-            checked={model.wrap}
-            onChange={e => model.setWrap(e.target.checked)}
-          />
-          {trans.__('Wrap')}
-        </label>
-        <label className="jp-Ranktable-inline">
-          <input
-            type="checkbox"
-            checked={model.follow}
-            onChange={e => model.setFollow(e.target.checked)}
-          />
-          {trans.__('Follow')}
-        </label>
-        <button
-          className="jp-mod-styled"
-          aria-pressed={model.paused}
-          onClick={() => model.setPaused(!model.paused)}
-        >
-          {model.paused ? trans.__('Resume') : trans.__('Pause')}
-        </button>
-        <button className="jp-mod-styled" onClick={() => download('txt')}>
-          {trans.__('Download text')}
-        </button>
-        <button className="jp-mod-styled" onClick={() => download('csv')}>
-          {trans.__('Download CSV')}
-        </button>
-        <span className="jp-Ranktable-muted jp-Ranktable-logStatus">
-          {trans.__(
-            '%1 pods · %2 of %3 lines · %4',
-            model.pods.size,
-            count,
-            model.buffer.size,
-            model.status
-          )}
-        </span>
-      </div>
-      {(rankIds === null || nodeRanks === null) && (
-        <div className="jp-Ranktable-fieldError">
-          {trans.__('ranks: use numbers and ranges like 0,2-3')}
-        </div>
-      )}
+      <LogToolbar model={model} trans={trans} shown={count} />
       <ErrorLine error={model.error} />
       <div
         ref={viewport}
@@ -261,5 +121,230 @@ export function LogView(props: {
         <div style={{ height: total, position: 'relative' }}>{rows}</div>
       </div>
     </div>
+  );
+}
+
+/** The lines to render, [first, last), for the viewport at `scrollTop`, with OVERSCAN lines either side. */
+function visibleRange(
+  tops: Float64Array | null,
+  count: number,
+  scrollTop: number,
+  height: number
+): [number, number] {
+  if (tops) {
+    return [
+      Math.max(0, firstAtOrAfter(tops, scrollTop) - OVERSCAN),
+      Math.min(count, firstAtOrAfter(tops, scrollTop + height) + OVERSCAN)
+    ];
+  }
+  return [
+    Math.max(0, Math.floor(scrollTop / ROW_HEIGHT) - OVERSCAN),
+    Math.min(count, Math.ceil((scrollTop + height) / ROW_HEIGHT) + OVERSCAN)
+  ];
+}
+
+/** One log line at its place: the node rank and pod, then the text with the search matches marked. */
+function LogLineRow(props: {
+  line: ILogLine;
+  search: string;
+  top: number;
+  height: number;
+  trans: TranslationBundle;
+}): JSX.Element {
+  const { line: l, trans } = props;
+  return (
+    <div
+      className={
+        'jp-Ranktable-logLine' +
+        (isErrorLine(l.text) ? ' jp-Ranktable-logError' : '')
+      }
+      data-pod={l.pod}
+      style={{ top: props.top, height: props.height }}
+    >
+      <span
+        className="jp-Ranktable-logMeta"
+        title={trans.__('node rank %1 · pod %2', l.rank ?? '–', l.pod)}
+      >
+        [{l.rank ?? '-'} {l.pod}]
+      </span>{' '}
+      {highlight(l.text, props.search).map((s, j) =>
+        s.match ? (
+          <mark key={j}>{s.text}</mark>
+        ) : (
+          <React.Fragment key={j}>{s.text}</React.Fragment>
+        )
+      )}
+    </div>
+  );
+}
+
+/** Every line the model holds, as text or CSV, named after the run. */
+function downloadLogs(model: LogsModel, kind: 'txt' | 'csv'): void {
+  const all = model.view.toArray();
+  const name = `${model.run.name}-${model.run.uid.slice(0, 8)}-logs.${kind}`;
+  if (kind === 'txt') {
+    downloadText(
+      name,
+      all.map(l => `${l.ts} [${l.rank ?? '-'} ${l.pod}] ${l.text}`).join('\n') +
+        '\n'
+    );
+  } else {
+    downloadText(
+      name,
+      toCsv(
+        ['timestamp', 'pod', 'node_rank', 'text'],
+        all.map(l => [l.ts, l.pod, l.rank, l.text])
+      ),
+      'text/csv'
+    );
+  }
+}
+
+/** A ranks field (ids or node ranks): numbers and ranges, marked invalid otherwise. */
+function RanksInput(props: {
+  label: string;
+  placeholder: string;
+  title: string;
+  value: string;
+  invalid: boolean;
+  onChange: (text: string) => void;
+}): JSX.Element {
+  return (
+    <label className="jp-Ranktable-inline">
+      {props.label}
+      <input
+        className="jp-mod-styled jp-Ranktable-ranks"
+        aria-invalid={props.invalid}
+        placeholder={props.placeholder}
+        title={props.title}
+        value={props.value}
+        onChange={e => props.onChange(e.target.value)}
+      />
+    </label>
+  );
+}
+
+/** A checkbox with its label after it. */
+function Toggle(props: {
+  label: string;
+  checked: boolean;
+  onChange: (checked: boolean) => void;
+}): JSX.Element {
+  return (
+    <label className="jp-Ranktable-inline">
+      <input
+        type="checkbox"
+        checked={props.checked}
+        onChange={e => props.onChange(e.target.checked)}
+      />
+      {props.label}
+    </label>
+  );
+}
+
+/** Pause, the downloads, and how many pods and lines are shown of how many. */
+function LogActions(props: {
+  model: LogsModel;
+  trans: TranslationBundle;
+  shown: number;
+}): JSX.Element {
+  const { model, trans } = props;
+  return (
+    <>
+      <button
+        className="jp-mod-styled"
+        aria-pressed={model.paused}
+        onClick={() => model.setPaused(!model.paused)}
+      >
+        {model.paused ? trans.__('Resume') : trans.__('Pause')}
+      </button>
+      <button
+        className="jp-mod-styled"
+        onClick={() => downloadLogs(model, 'txt')}
+      >
+        {trans.__('Download text')}
+      </button>
+      <button
+        className="jp-mod-styled"
+        onClick={() => downloadLogs(model, 'csv')}
+      >
+        {trans.__('Download CSV')}
+      </button>
+      <span className="jp-Ranktable-muted jp-Ranktable-logStatus">
+        {trans.__(
+          '%1 pods · %2 of %3 lines · %4',
+          model.pods.size,
+          props.shown,
+          model.buffer.size,
+          model.status
+        )}
+      </span>
+    </>
+  );
+}
+
+/** Search, rank filters, errors only, wrap, follow, pause, the downloads and the line counts. */
+function LogToolbar(props: {
+  model: LogsModel;
+  trans: TranslationBundle;
+  shown: number;
+}): JSX.Element {
+  const { model, trans } = props;
+  const filter = model.filter;
+  const rankIds = parseRanks(model.rankIdsText);
+  const nodeRanks = parseRanks(model.nodeRanksText);
+  return (
+    <>
+      <div className="jp-Ranktable-toolbar jp-Ranktable-logToolbar">
+        <label className="jp-Ranktable-inline">
+          {trans.__('Search')}
+          <input
+            type="search"
+            className="jp-mod-styled"
+            value={filter.search ?? ''}
+            onChange={e => model.setFilter({ search: e.target.value })}
+          />
+        </label>
+        <RanksInput
+          label={trans.__('Rank id')}
+          placeholder={trans.__('e.g. 0,8-15')}
+          title={trans.__(
+            'Rank ids (one per NPU process) as the log lines name them'
+          )}
+          value={model.rankIdsText}
+          invalid={rankIds === null}
+          onChange={text => model.setRankIds(text)}
+        />
+        <RanksInput
+          label={trans.__('Node rank')}
+          placeholder={trans.__('e.g. 0-1')}
+          title={trans.__('Node ranks (one per pod / server)')}
+          value={model.nodeRanksText}
+          invalid={nodeRanks === null}
+          onChange={text => model.setNodeRanks(text)}
+        />
+        <Toggle
+          label={trans.__('Errors only')}
+          checked={!!filter.errorsOnly}
+          onChange={checked => model.setFilter({ errorsOnly: checked })}
+        />
+        <Toggle
+          label={trans.__('Wrap')}
+          checked={model.wrap}
+          onChange={checked => model.setWrap(checked)}
+        />
+        <Toggle
+          label={trans.__('Follow')}
+          checked={model.follow}
+          onChange={checked => model.setFollow(checked)}
+        />
+        <LogActions model={model} trans={trans} shown={props.shown} />
+      </div>
+      {(rankIds === null || nodeRanks === null) && (
+        <div className="jp-Ranktable-fieldError">
+          {trans.__('ranks: use numbers and ranges like 0,2-3')}
+        </div>
+      )}
+    </>
   );
 }

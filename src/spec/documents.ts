@@ -4,7 +4,7 @@ import { DocumentWidget } from '@jupyterlab/docregistry';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 
 import { IRunRef, JobsModel } from '../jobs/model';
-import { ranktableIcon } from '../ui/icon';
+import { jobSpecIcon } from '../ui/icon';
 import { SPEC_FILE_EXTENSION } from './specfile';
 import {
   SPEC_FACTORY,
@@ -28,7 +28,7 @@ export function registerSpecDocuments(
     mimeTypes: ['text/x-yaml'],
     contentType: 'file',
     fileFormat: 'text',
-    icon: ranktableIcon
+    icon: jobSpecIcon
   });
   const factory = new SpecEditorFactory(
     {

@@ -13,6 +13,7 @@ import {
   specToText
 } from './specfile';
 import { IRunRef, JobsModel } from '../jobs/model';
+import type { PermissionsModel } from '../permissions/model';
 
 /** POST /ranktable/jobs/compose's verdict (`components/schemas/Compose`). */
 type ICompose = components['schemas']['Compose'];
@@ -49,6 +50,11 @@ export class ComposeModel extends Model {
   }
 
   /** The form changed the spec: the file's new text (the document writes it to its model). */
+  /** What the user may do: Submit is disabled with the reason when they may not submit. */
+  get permissions(): PermissionsModel {
+    return this._jobs.permissions;
+  }
+
   get textEdited(): ISignal<this, string> {
     return this._textEdited;
   }

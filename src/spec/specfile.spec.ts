@@ -7,7 +7,11 @@ import {
   formSections,
   formSpec,
   shellLine,
+  emptyRequired,
+  newSpecDefaults,
   newSpecText,
+  sectionSchema,
+  topField,
   parseSpecText,
   schemaFields,
   specToText,
@@ -101,8 +105,55 @@ describe('job spec files', () => {
     expect(validateSpec({ name: 'ok', image: '${image}', nodes: 2 })).toEqual(
       []
     );
-    const fresh = parseSpecText(newSpecText());
+    const fresh = parseSpecText(newSpecText('j', { image: 'bert:v1' }));
     expect('spec' in fresh && validateSpec(fresh.spec)).toEqual([]);
+  });
+});
+
+describe('a new job starts from the last job and the shared folder (#31.1)', () => {
+  it("takes the newest job's image and the first profile with a shared folder", () => {
+    const defaults = newSpecDefaults(
+      [
+        { image: 'old:1', created: '2026-12-01T10:00:00Z' },
+        { image: '', created: '2026-12-05T10:00:00Z' },
+        { image: 'new:2', created: '2026-12-04T10:00:00Z' }
+      ],
+      [{ shared: null }, { shared: { instance_path: '/mnt/sfs/team/' } }]
+    );
+    expect(defaults).toEqual({ image: 'new:2', shared: '/mnt/sfs/team/' });
+    const text = newSpecText('my-job', defaults);
+    const parsed = parseSpecText(text);
+    expect('spec' in parsed && parsed.spec.image).toBe('new:2');
+    expect('spec' in parsed && parsed.spec.entry).toEqual({
+      script: '/mnt/sfs/team/train.py',
+      args: []
+    });
+    // no ${template} and no relative script: the form opens valid
+    expect(text).not.toContain('${');
+    expect('spec' in parsed && validateSpec(parsed.spec)).toEqual([]);
+  });
+
+  it('an unknown image is a field to fill in, not a template parameter', () => {
+    const parsed = parseSpecText(
+      newSpecText('my-job', newSpecDefaults([], []))
+    );
+    expect('spec' in parsed && emptyRequired(parsed.spec)).toEqual(['image']);
+    expect(newSpecText()).not.toContain('${');
+    expect(emptyRequired({ name: 'a', image: 'b' })).toEqual([]);
+    expect(topField('spec.entry.script')).toBe('entry');
+    expect(topField('volumes[0].kind')).toBe('volumes');
+  });
+
+  it('a section renders only its fields, required ones first', () => {
+    const { schema, order } = sectionSchema(['namespace', 'image', 'name']);
+    expect(Object.keys(schema.properties)).toEqual([
+      'namespace',
+      'image',
+      'name'
+    ]);
+    expect(order).toEqual(['name', 'image', 'namespace']);
+    expect(schema.required).toEqual(['name', 'image']);
+    expect(schema.definitions.EntryPoint).toBeDefined();
   });
 });
 

@@ -212,15 +212,83 @@ export function parseSpecText(
   return { spec: data as JobSpecJSON };
 }
 
-/** A new spec file's text: the required fields, ready to fill in. */
-export function newSpecText(name = 'my-job'): string {
+/** What a new job starts from: the last job's image and the profile's shared folder (both may be unknown). */
+export interface INewSpecDefaults {
+  image?: string;
+  /** the instance folder the pods mount too (a profile's `shared.instance_path`) */
+  shared?: string;
+}
+
+/**
+ * The defaults of a new job: the image of the newest job that names one, and the first profile's shared
+ * folder (where sync puts the code, seen by the pods at the same path).
+ */
+export function newSpecDefaults(
+  jobs: { image?: string; created?: string | null }[],
+  profiles: { shared?: { instance_path: string } | null }[]
+): INewSpecDefaults {
+  const newest = [...jobs]
+    .filter(j => j.image)
+    .sort((a, b) =>
+      String(b.created ?? '').localeCompare(String(a.created ?? ''))
+    )[0];
+  const shared = profiles.find(p => p.shared?.instance_path)?.shared;
+  return { image: newest?.image, shared: shared?.instance_path };
+}
+
+/**
+ * A new spec file's text: the required fields, from the last job's image and with the script in the
+ * shared folder, so the form opens without an issue it made itself (an unknown image is left to fill in).
+ */
+export function newSpecText(
+  name = 'my-job',
+  defaults: INewSpecDefaults = {}
+): string {
+  const folder = (defaults.shared ?? '/home/ma-user/work').replace(/\/+$/, '');
   return specToText({
     name,
-    image: '${image}',
+    image: defaults.image ?? '',
     nodes: 2,
     npus_per_node: 8,
-    entry: { script: 'train.py', args: [] }
+    entry: { script: `${folder}/train.py`, args: [] }
   });
+}
+
+/** The top-level field a dotted issue path names (`entry.script` -> `entry`). */
+export function topField(path: string | null | undefined): string {
+  return (path ?? '').replace(/^spec\.?/, '').split(/[.[]/)[0];
+}
+
+/**
+ * Fields still to fill in: required ones that are empty. Their issues are not news before the user typed
+ * anything (a new job leaves the image empty when no job named one yet).
+ */
+export function emptyRequired(spec: JobSpecJSON): string[] {
+  const required: string[] = jobSpecJsonSchema().required ?? [];
+  return required.filter(name => isEmpty(spec[name]));
+}
+
+/** The schema one form section renders: its fields only (required first), sharing the definitions. */
+export function sectionSchema(
+  fields: string[],
+  schema: Schema = formSchema()
+): { schema: Schema; order: string[] } {
+  const required = (schema.required ?? []).filter((f: string) =>
+    fields.includes(f)
+  );
+  const properties: Schema = {};
+  for (const f of fields) {
+    properties[f] = schema.properties[f];
+  }
+  return {
+    schema: {
+      type: 'object',
+      required,
+      properties,
+      definitions: schema.definitions
+    },
+    order: [...required, ...fields.filter(f => !required.includes(f))]
+  };
 }
 
 export interface ISpecError {

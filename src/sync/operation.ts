@@ -12,6 +12,10 @@ type JsonBody<P extends '/ranktable/sync' | '/ranktable/download'> =
   paths[P]['post']['requestBody']['content']['application/json'];
 export type ISyncRequest = JsonBody<'/ranktable/sync'>;
 export type IDownloadRequest = JsonBody<'/ranktable/download'>;
+/** A finished upload's result (the `done` event of a /ranktable/sync operation). */
+export type ISyncResult = components['schemas']['SyncResult'];
+/** A finished download's result (the `done` event of a /ranktable/download operation). */
+export type IDownloadResult = components['schemas']['DownloadResult'];
 
 /**
  * The Sync section's transfers: an upload or download started on the server (POST /ranktable/sync or
@@ -28,23 +32,30 @@ export class SyncOperations extends Model {
   }
 
   /** Upload the folder (`force`: the conflicting files to overwrite); `onDone` gets the result. A refusal rejects. */
-  upload(body: ISyncRequest, onDone: (result: any) => void): Promise<void> {
+  upload(
+    body: ISyncRequest,
+    onDone: (result: ISyncResult) => void
+  ): Promise<void> {
     this.error = '';
     this.progress = null;
     if (!Array.isArray(body.force) || !body.force.length) {
       this.conflicts = [];
     }
     this.emit();
-    return this._start('/ranktable/sync', body, onDone);
+    return post('/ranktable/sync', {}, body).then(op =>
+      this._follow(op.operation, onDone)
+    );
   }
 
   download(
     body: IDownloadRequest,
-    onDone: (result: any) => void
+    onDone: (result: IDownloadResult) => void
   ): Promise<void> {
     this.error = '';
     this.emit();
-    return this._start('/ranktable/download', body, onDone);
+    return post('/ranktable/download', {}, body).then(op =>
+      this._follow(op.operation, onDone)
+    );
   }
 
   /** Forget the conflicts `resolved` says were settled (downloaded or overwritten). */
@@ -58,17 +69,8 @@ export class SyncOperations extends Model {
     this.emit();
   }
 
-  private async _start(
-    path: '/ranktable/sync' | '/ranktable/download',
-    body: ISyncRequest | IDownloadRequest,
-    onDone: (result: any) => void
-  ): Promise<void> {
-    // a refusal (a bad folder, an unknown profile) rejects: the view says it in its words
-    const op = await post(path, {}, body as any);
-    this._follow(op.operation, onDone);
-  }
-
-  private _follow(operation: string, onDone: (result: any) => void): void {
+  /** Follow the started operation; a refusal (a bad folder, an unknown profile) rejected before this. */
+  private _follow<R>(operation: string, onDone: (result: R) => void): void {
     this.running = true;
     this.emit();
     const stop = (error = ''): void => {
@@ -94,7 +96,8 @@ export class SyncOperations extends Model {
           } else if (event.type === 'done') {
             stop(event.error?.message);
             if (!event.error) {
-              onDone(event.result);
+              // the path's operation is a sync or a download: its result has that schema
+              onDone(event.result as R);
             }
           }
         },

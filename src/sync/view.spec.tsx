@@ -10,11 +10,12 @@ import { RanktableModel } from '../connections/model';
 import { postJSON, requestAPI } from '../api/request';
 import { FakeStream, trans, type } from '../testing/fakes';
 
-jest.mock('../api/request', () => ({
-  requestAPI: jest.fn(),
-  postJSON: jest.fn(),
-  RanktableAPIError: class extends Error {}
+jest.mock('./dialogs', () => ({
+  askDownload: jest.fn(),
+  askSyncMode: jest.fn(),
+  modeLabel: (_: unknown, mode: string) => mode
 }));
+jest.mock('../api/request', () => jest.requireActual('../testing/requestmock'));
 
 (globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
 
@@ -74,6 +75,35 @@ describe('SyncSection', () => {
       force: []
     });
     expect(stream.last().params).toEqual({ operation: 'op-1' });
+    act(() => root.unmount());
+  });
+
+  it('says where sync goes (the shared folder) and its upload mode on one line', () => {
+    const model = new RanktableModel(new FakeStream() as any);
+    model.profiles = [
+      {
+        name: 'nb',
+        host: 'a',
+        remote_dir: '~/work',
+        working_dir: '/home/ma-user/shared',
+        local_dir: null,
+        sync: { upload: 'always' }
+      }
+    ];
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    const root = createRoot(host);
+    act(() => {
+      root.render(<SyncSection model={model} trans={trans} />);
+    });
+    const dest = host.querySelector('.jp-Ranktable-syncDest')!;
+    expect(dest.getAttribute('title')).toBe('nb:/home/ma-user/shared');
+    expect(dest.textContent).not.toContain('~/work');
+    const lines = Array.from(host.querySelectorAll('.jp-Ranktable-syncLine'));
+    // the mode's choices are in the Settings… dialog, which has room for them
+    expect(lines.map(l => l.textContent).join(' ')).toMatch(
+      /Automatic upload: always/i
+    );
     act(() => root.unmount());
   });
 });

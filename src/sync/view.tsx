@@ -3,6 +3,8 @@ import * as React from 'react';
 import { IProfile } from '../connections/model';
 import { ProfileSelect } from '../connections/profileselect';
 import { useSignal } from '../ui/usesignal';
+import { MiddleEllipsis } from '../ui/ellipsis';
+import { askDownload, askSyncMode, modeLabel } from './dialogs';
 import { IConflict, IProgress, SyncOperations } from './operation';
 import {
   ErrorLine,
@@ -15,6 +17,7 @@ import {
   formatSeconds,
   useModel
 } from '../ui/common';
+import { useWhyNot } from '../permissions/view';
 
 /** The folder shown for a profile: what was typed for it, else the one last synced to it, else the root. */
 export function syncFolder(
@@ -26,6 +29,7 @@ export function syncFolder(
 
 export function SyncSection(props: ISectionProps): JSX.Element {
   const { model, trans } = props;
+  const readOnly = useWhyNot('write');
   useModel(model);
   const [profile, setProfile] = React.useState('');
   const { current, localDir, setLocalDir } = useSyncFolder(model, profile);
@@ -53,29 +57,28 @@ export function SyncSection(props: ISectionProps): JSX.Element {
           <TextField
             name="sync-local"
             label={trans.__('Local folder (in the Jupyter root)')}
-            hint={trans.__(
-              '→ %1:%2',
-              current?.name ?? '',
-              current?.remote_dir ?? '~/work'
-            )}
             value={localDir}
             onChange={setLocalDir}
           />
-          <SyncModeField
-            {...props}
-            current={current}
-            localDir={localDir}
-            onError={message => ops.fail(message)}
-          />
-          <div className="jp-Ranktable-actions">
-            <button
-              className="jp-mod-styled jp-mod-accept"
-              disabled={running}
-              onClick={() => void act.upload()}
-            >
-              {trans.__('Upload now')}
-            </button>
+          <div className="jp-Ranktable-syncLine">
+            <span aria-hidden="true">→</span>
+            <MiddleEllipsis
+              className="jp-Ranktable-syncDest"
+              text={`${current?.name ?? ''}:${current?.working_dir ?? current?.remote_dir ?? '~/work'}`}
+            />
           </div>
+          <div className="jp-Ranktable-syncLine jp-Ranktable-muted">
+            {trans.__(
+              'Automatic upload: %1',
+              modeLabel(trans, current?.sync?.upload ?? 'explicit')
+            )}
+          </div>
+          <SyncButtons
+            act={act}
+            running={running}
+            readOnly={readOnly}
+            trans={trans}
+          />
           {progress && <UploadProgress progress={progress} trans={trans} />}
           {summary && <div className="jp-Ranktable-ok">{summary}</div>}
           {conflicts.length > 0 && (
@@ -86,11 +89,6 @@ export function SyncSection(props: ISectionProps): JSX.Element {
               onOverwrite={path => void act.upload([path])}
             />
           )}
-          <DownloadForm
-            trans={trans}
-            running={running}
-            onDownload={(remote, local) => void act.download(remote, local)}
-          />
           <ErrorLine error={ops.error} />
         </>
       )}
@@ -121,9 +119,9 @@ function useSyncActions(target: ISyncTarget) {
         setSummary(
           trans.__(
             '%1 uploaded, %2 unchanged, %3 conflicts',
-            result?.uploaded ?? 0,
-            result?.unchanged ?? 0,
-            (result?.conflicts ?? []).length
+            result.uploaded,
+            result.unchanged,
+            result.conflicts.length
           )
         );
         if (force.length) {
@@ -149,8 +147,8 @@ function useSyncActions(target: ISyncTarget) {
         setSummary(
           trans.__(
             'Downloaded %1 file(s) to %2',
-            result?.files ?? 0,
-            result?.local_path ?? local
+            result.files,
+            result.local_path
           )
         );
         ops.dropConflicts(path => path === remote);
@@ -167,17 +165,65 @@ function useSyncActions(target: ISyncTarget) {
     await ops
       .download(body, result => {
         setSummary(
-          trans.__(
-            'Took the remote version of %1',
-            result?.local_path ?? conflict
-          )
+          trans.__('Took the remote version of %1', result.local_path)
         );
         ops.dropConflicts(path => path === conflict);
       })
       .catch(failed);
   };
 
-  return { upload, download, resolveByDownload };
+  /** Ask for the automatic upload's mode and set it for the profile (and its folder). */
+  const chooseMode = async (): Promise<void> => {
+    const mode = await askSyncMode(trans, current?.sync?.upload ?? 'explicit');
+    if (mode && current) {
+      await model
+        .setSyncMode(current.name, mode, localDir)
+        .catch(e => ops.fail(errorText(e)));
+    }
+  };
+
+  return { upload, download, resolveByDownload, chooseMode };
+}
+
+/** Upload now, Download… and Settings… (the automatic upload's mode). */
+function SyncButtons(props: {
+  act: ReturnType<typeof useSyncActions>;
+  running: boolean;
+  readOnly: string;
+  trans: ISectionProps['trans'];
+}): JSX.Element {
+  const { act, running, readOnly, trans } = props;
+  return (
+    <div className="jp-Ranktable-actions">
+      <button
+        className="jp-mod-styled jp-mod-accept"
+        disabled={running || !!readOnly}
+        title={readOnly || undefined}
+        onClick={() => void act.upload()}
+      >
+        {trans.__('Upload now')}
+      </button>
+      <button
+        className="jp-mod-styled"
+        disabled={running}
+        title={trans.__('Download a remote file or folder')}
+        onClick={() =>
+          void askDownload(trans).then(
+            d => d && act.download(d.remote, d.local)
+          )
+        }
+      >
+        {trans.__('Download…')}
+      </button>
+      <button
+        className="jp-mod-styled"
+        title={trans.__('When saves are uploaded')}
+        onClick={() => void act.chooseMode()}
+      >
+        {trans.__('Settings…')}
+      </button>
+    </div>
+  );
 }
 
 /** A transfer's bar and figures. */
@@ -219,6 +265,7 @@ function ConflictList(props: {
   onOverwrite: (path: string) => void;
 }): JSX.Element {
   const { conflicts, trans } = props;
+  const readOnly = useWhyNot('write');
   return (
     <div className="jp-Ranktable-conflicts">
       <h4>{trans.__('Changed on the remote since the last upload')}</h4>
@@ -231,12 +278,16 @@ function ConflictList(props: {
               <button
                 className="jp-mod-styled"
                 onClick={() => props.onDownload(c.path)}
+                disabled={!!readOnly}
+                title={readOnly || undefined}
               >
                 {trans.__('Download')}
               </button>
               <button
                 className="jp-mod-styled jp-mod-warn"
                 onClick={() => props.onOverwrite(c.path)}
+                disabled={!!readOnly}
+                title={readOnly || undefined}
               >
                 {trans.__('Overwrite')}
               </button>
@@ -245,78 +296,6 @@ function ConflictList(props: {
         ))}
       </ul>
     </div>
-  );
-}
-
-/** Download a remote file or folder into the Jupyter root. */
-function DownloadForm(props: {
-  trans: ISectionProps['trans'];
-  running: boolean;
-  onDownload: (remote: string, local: string) => void;
-}): JSX.Element {
-  const { trans } = props;
-  const [remotePath, setRemotePath] = React.useState('');
-  const [downloadTo, setDownloadTo] = React.useState('');
-  return (
-    <>
-      <h4>{trans.__('Download from the remote')}</h4>
-      <TextField
-        name="download-remote"
-        label={trans.__('Remote path (relative to the remote folder)')}
-        value={remotePath}
-        onChange={setRemotePath}
-      />
-      <TextField
-        name="download-local"
-        label={trans.__('Save as (in the Jupyter root)')}
-        value={downloadTo}
-        placeholder={remotePath}
-        onChange={setDownloadTo}
-      />
-      <button
-        className="jp-mod-styled"
-        disabled={!remotePath || props.running}
-        onClick={() => props.onDownload(remotePath, downloadTo || remotePath)}
-      >
-        {trans.__('Download')}
-      </button>
-    </>
-  );
-}
-
-/** The profile's automatic upload mode (saved on the server with the folder shown). */
-function SyncModeField(
-  props: ISectionProps & {
-    current: IProfile | undefined;
-    localDir: string;
-    onError: (message: string) => void;
-  }
-): JSX.Element {
-  const { model, trans, current, localDir } = props;
-  const setMode = async (mode: string): Promise<void> => {
-    if (!current) {
-      return;
-    }
-    try {
-      await model.setSyncMode(current.name, mode, localDir);
-    } catch (e) {
-      props.onError(errorText(e));
-    }
-  };
-  return (
-    <Field name="sync-mode" label={trans.__('Automatic upload')}>
-      <select
-        className="jp-mod-styled"
-        value={current?.sync?.upload ?? 'explicit'}
-        onChange={e => void setMode(e.target.value)}
-      >
-        <option value="always">
-          {trans.__('Always (saves and outside changes)')}
-        </option>
-        <option value="explicit">{trans.__('On explicit save')}</option>
-        <option value="never">{trans.__('Never')}</option>
-      </select>
-    </Field>
   );
 }
 

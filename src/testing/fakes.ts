@@ -1,10 +1,13 @@
 /** Stand-ins shared by the jest tests (this file is not a test: jest runs only *.spec.ts(x)). */
+import { Signal } from '@lumino/signaling';
 import { act } from 'react';
 
 /** A stand-in for the websocket client: the test drives each subscription's handlers. */
 export class FakeStream {
   subs: { channel: string; params: any; handlers: any; disposed: boolean }[] =
     [];
+  /** The websocket's state (`StreamClient.stateChanged`): the test emits 'blocked' or 'open'. */
+  readonly stateChanged = new Signal<this, string>(this);
   subscribe(channel: string, params: any, handlers: any) {
     const sub = { channel, params, handlers, disposed: false };
     this.subs.push(sub);

@@ -42,6 +42,7 @@ def plane(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
     shared.chmod(0o755)
     argv = [sys.executable, "-m", "ranktable", "sim", "start", "--control-plane", name]
     argv += ["--state-dir", str(state), "--nodes", "4", "--leaves", "2", "--shared-storage", str(shared)]
+    argv += ["--user", "alice", "--user", "bob", "--user", "carol:viewer"]  # a team (test_team.py)
     out = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
     assert out.returncode == 0, f"sim start --control-plane {name} failed: {out.stderr}"
     lines = dict(line.split("=", 1) for line in out.stdout.splitlines() if line.startswith("KUBECONFIG="))

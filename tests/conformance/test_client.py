@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
@@ -16,6 +17,17 @@ NS = "default"
 
 def _cm(name: str, **data: str) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+
+
+def _conform_then_delete(
+    plane: Plane, core: client.CoreV1Api, case: str, scenario: Callable[[], None], *configmaps: str
+) -> None:
+    """The case's scenario on the plane, then its ConfigMaps deleted whatever happened."""
+    try:
+        conform(plane, case, scenario)
+    finally:
+        for name in configmaps:
+            core.delete_namespaced_config_map(name, NS)
 
 
 def test_watch_resumes_from_a_resource_version(plane: Plane) -> None:
@@ -36,10 +48,7 @@ def test_watch_resumes_from_a_resource_version(plane: Plane) -> None:
                 break
         assert seen == [("ADDED", "1"), ("MODIFIED", "2")], seen
 
-    try:
-        conform(plane, "client-watch-resume", scenario)
-    finally:
-        core.delete_namespaced_config_map(name, NS)
+    _conform_then_delete(plane, core, "client-watch-resume", scenario, name)
 
 
 def test_watch_from_a_compacted_version_is_410(plane: Plane) -> None:
@@ -69,10 +78,7 @@ def test_watch_from_a_compacted_version_is_410(plane: Plane) -> None:
             core.patch_namespaced_config_map(name, NS, {"data": {"a": str(i)}})
         wait_until("a 410 for the old resourceVersion", lambda: expired(old), timeout=45, every=2)
 
-    try:
-        conform(plane, "client-watch-410", scenario)
-    finally:
-        core.delete_namespaced_config_map(name, NS)
+    _conform_then_delete(plane, core, "client-watch-410", scenario, name)
 
 
 def test_paging_with_limit_and_continue(plane: Plane) -> None:
@@ -89,11 +95,7 @@ def test_paging_with_limit_and_continue(plane: Plane) -> None:
         assert len(everything) == len(set(everything)) and set(names) <= set(everything)
         assert rest.metadata.remaining_item_count in (None, 0)
 
-    try:
-        conform(plane, "client-paging", scenario)
-    finally:
-        for n in names:
-            core.delete_namespaced_config_map(n, NS)
+    _conform_then_delete(plane, core, "client-paging", scenario, *names)
 
 
 def test_patch_types(plane: Plane) -> None:
@@ -160,7 +162,4 @@ def test_dry_run_all(plane: Plane) -> None:
         core.delete_namespaced_config_map(name, NS, dry_run="All")
         assert core.read_namespaced_config_map(name, NS).data == {"a": "1"}, "a dry-run delete deleted it"
 
-    try:
-        conform(plane, "client-dry-run", scenario)
-    finally:
-        core.delete_namespaced_config_map(name, NS)
+    _conform_then_delete(plane, core, "client-dry-run", scenario, name)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 import uuid
 from typing import Any
 
@@ -16,6 +15,7 @@ from ranktable.cluster.jobtable import JobTable
 from tests.conformance.jobs import shell_job
 from tests.conformance.planes import Plane
 from tests.integration.sim_helpers import rank_table_configmap
+from tests.integration.test_cluster_jobtable import rows_until
 
 NS = "default"
 
@@ -30,13 +30,8 @@ def test_the_job_table_follows_job_pods_and_rank_table(plane: Plane) -> None:
     rows = table.follow(stop)
 
     def until(check: Any) -> dict[str, Any]:
-        deadline = time.monotonic() + 120
-        for snapshot in rows:
-            by_name = {r["name"]: r for r in snapshot}
-            if check(by_name):
-                return by_name
-            assert time.monotonic() < deadline, f"timed out; last {by_name.get(name)}"
-        raise AssertionError("the table ended")
+        found: dict[str, Any] = rows_until(rows, check, timeout=120)
+        return found
 
     try:
         assert name not in {r["name"] for r in next(rows)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 
 import yaml
 
@@ -19,6 +20,15 @@ def _apply(plane: Plane, docs: list[dict], *extra: str) -> str:
     out = plane.kubectl("apply", *extra, "-f", "-", stdin=yaml.safe_dump_all(docs))
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+
+def _conform_then_delete_job(plane: Plane, name: str, *cases: tuple[str, Callable[[], None]]) -> None:
+    """Each (case, scenario) on the plane, then the Volcano job `name` deleted whatever happened."""
+    try:
+        for case, scenario in cases:
+            conform(plane, case, scenario)
+    finally:
+        plane.kubectl("delete", "vcjob", name, "--wait=false")
 
 
 def test_apply_get_describe(plane: Plane) -> None:
@@ -48,30 +58,12 @@ def test_logs_follow_prefix_by_label(plane: Plane) -> None:
     name = _name("logs")
     _apply(plane, [shell_job(name, "echo hello-from-$HOSTNAME; sleep 2", replicas=2)])
 
+    def phases() -> str:
+        selector = f"volcano.sh/job-name={name}"
+        return plane.kubectl("get", "pods", "-l", selector, "-o", "jsonpath={.items[*].status.phase}").stdout
+
     def scenario() -> None:
-        wait_until(
-            "pods running",
-            lambda: (
-                plane.kubectl(
-                    "get",
-                    "pods",
-                    "-l",
-                    f"volcano.sh/job-name={name}",
-                    "-o",
-                    "jsonpath={.items[*].status.phase}",
-                ).stdout.count("Running")
-                == 2
-                or "Succeeded"
-                in plane.kubectl(
-                    "get",
-                    "pods",
-                    "-l",
-                    f"volcano.sh/job-name={name}",
-                    "-o",
-                    "jsonpath={.items[*].status.phase}",
-                ).stdout
-            ),
-        )
+        wait_until("pods running", lambda: phases().count("Running") == 2 or "Succeeded" in phases())
         out = plane.kubectl(
             "logs", "-f", "--prefix", "-l", f"volcano.sh/job-name={name}", "--max-log-requests=4"
         )
@@ -81,10 +73,7 @@ def test_logs_follow_prefix_by_label(plane: Plane) -> None:
         for i, line in enumerate(lines):
             assert line.startswith(f"[pod/{name}-worker-{i}/main] hello-from-"), line
 
-    try:
-        conform(plane, "kubectl-logs-follow-prefix", scenario)
-    finally:
-        plane.kubectl("delete", "vcjob", name, "--wait=false")
+    _conform_then_delete_job(plane, name, ("kubectl-logs-follow-prefix", scenario))
 
 
 def test_wait_for_jsonpath(plane: Plane) -> None:
@@ -101,10 +90,7 @@ def test_wait_for_jsonpath(plane: Plane) -> None:
         )
         assert out.returncode == 0, out.stderr
 
-    try:
-        conform(plane, "kubectl-wait", scenario)
-    finally:
-        plane.kubectl("delete", "vcjob", name, "--wait=false")
+    _conform_then_delete_job(plane, name, ("kubectl-wait", scenario))
 
 
 def test_diff_and_server_dry_run_change_nothing(plane: Plane) -> None:
@@ -180,10 +166,7 @@ def test_events_for_pod(plane: Plane) -> None:
         )
         assert "Scheduled" in out.stdout or "Started" in out.stdout, out.stdout
 
-    try:
-        conform(plane, "kubectl-events-for", scenario)
-    finally:
-        plane.kubectl("delete", "vcjob", name, "--wait=false")
+    _conform_then_delete_job(plane, name, ("kubectl-events-for", scenario))
 
 
 def test_explain_volcano_fields(plane: Plane) -> None:
@@ -235,8 +218,4 @@ def test_exec_and_cp(plane: Plane) -> None:
         down = plane.kubectl("cp", f"{pod}:payload.txt", str(back))
         assert down.returncode == 0 and back.read_text() == "payload\n", down.stderr
 
-    try:
-        conform(plane, "kubectl-exec", exec_scenario)
-        conform(plane, "kubectl-cp", cp_scenario)
-    finally:
-        plane.kubectl("delete", "vcjob", name, "--wait=false")
+    _conform_then_delete_job(plane, name, ("kubectl-exec", exec_scenario), ("kubectl-cp", cp_scenario))

@@ -57,6 +57,46 @@ def test_preview_predicts_the_placement(plane: Plane) -> None:
         jobs.client(NS).stop(name)
 
 
+def test_preview_predicts_network_topology_under_one_leaf(plane: Plane) -> None:
+    """A job composed with network_topology hard:1: the preview predicts one leaf (exact on both planes:
+    any leaf Volcano picks has no crossing), and the scheduler keeps both pods under one leaf."""
+    name = f"tier-{uuid.uuid4().hex[:5]}"
+    jobs = _jobs(plane)
+    spec = jobs.spec(
+        {
+            "name": name,
+            "image": "img",
+            "nodes": 2,
+            "npus_per_node": 8,
+            "command": ["sleep", "120"],
+            "network_topology": "hard:1",
+        }
+    )
+
+    def scenario() -> None:
+        placement = jobs.layout_preview(spec)["placement"]
+        [case] = placement["cases"]
+        assert placement["exact"] and case["crossings_per_tier"][0] == 0, placement
+        jobs.submit(spec)
+        wait_until(
+            "both pods bound",
+            lambda: len([p for p in _pod_nodes(plane, name) if p.spec.node_name]) == 2,
+            timeout=120,
+        )
+        core = client.CoreV1Api(plane.api())
+        leaves = {core.read_node(p.spec.node_name).metadata.labels[LEAF] for p in _pod_nodes(plane, name)}
+        assert len(leaves) == 1, leaves
+        jobs.client(NS).wait_rank_table(name, timeout=180)
+        found = jobs.layout(NS, name).to_json()["placement"]
+        assert found["verdict"] in ("as predicted", "same layout as predicted, on other nodes"), found
+        assert found["actual"]["crossings_per_tier"][0] == 0, found
+
+    try:
+        conform(plane, "placement-network-topology", scenario)
+    finally:
+        jobs.client(NS).stop(name)
+
+
 def test_partition_policy_puts_each_partition_in_one_leaf(plane: Plane) -> None:
     """Volcano's partitionPolicy: pods get `volcano.sh/partition-id` (index / partitionSize) and each
     partition's networkTopology holds for it alone; every pod of the job is placed."""

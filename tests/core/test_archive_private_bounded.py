@@ -33,7 +33,7 @@ def test_files_are_0600_in_0700_folders(tmp_path: Path) -> None:
     folders = [root, root / "ns", root / "ns" / "job", archive.dir]
     assert [oct(_mode(f)) for f in folders] == [oct(0o700)] * 4
     files = sorted(archive.dir.iterdir())
-    assert {f.name for f in files} == {"meta.json", "p0.log", "p0.log.1"}
+    assert {f.name for f in files} == {"meta.json", "meta.lock", "p0.log", "p0.log.1", "writer.lock"}
     assert all(_mode(f) == 0o600 for f in files), [(f.name, oct(_mode(f))) for f in files]
 
 

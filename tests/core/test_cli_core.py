@@ -320,6 +320,14 @@ def test_wait_fails_on_a_completed_but_invalid_table(
 # -- route ---------------------------------------------------------------------------------------------------
 
 
+def route(
+    capsys: pytest.CaptureFixture[str], table: Path, topology: Path, server_id: str, *more: str
+) -> tuple[int, str, str]:
+    """`ranktable route` for one server of the table: (exit code, stdout, stderr)."""
+    argv = ("--ranktable", str(table), "--topology", str(topology), "--server-id", server_id, *more)
+    return run(capsys, "route", *argv)
+
+
 def exports(out: str) -> dict[str, str]:
     values: dict[str, str] = {}
     for line in out.splitlines():
@@ -334,9 +342,7 @@ def test_route_writes_the_plan_beside_the_input_and_prints_exports(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     table, topo = files
-    code, out, _ = run(
-        capsys, "route", "--ranktable", str(table), "--topology", str(topo), "--server-id", "s1-2"
-    )
+    code, out, _ = route(capsys, table, topo, "s1-2")
     assert code == 0
     target = table.parent / "jobstart_routeplan.json"
     values = exports(out)
@@ -365,10 +371,8 @@ def test_route_reads_the_platform_tor_file_and_honours_out_dir(
     (tmp_path / "jobstart_hccl.json").write_text(dump_rank_table(table))
     (tmp_path / "ranktable_tor.json").write_text(encode_tor_file(doc))
     out_dir = tmp_path / "work"
-    code, out, _ = run(
-        capsys, "route", "--ranktable", str(tmp_path / "jobstart_hccl.json"),
-        "--topology", str(tmp_path / "ranktable_tor.json"), "--server-id", "10.0.0.2", "--out", str(out_dir),
-    )  # fmt: skip
+    table_file, tor_file = tmp_path / "jobstart_hccl.json", tmp_path / "ranktable_tor.json"
+    code, out, _ = route(capsys, table_file, tor_file, "10.0.0.2", "--out", str(out_dir))
     assert code == 0
     values = exports(out)
     assert values["RANK_TABLE_FILE"] == str((out_dir / "jobstart_routeplan.json").resolve())
@@ -380,9 +384,7 @@ def test_route_unknown_server_is_a_clear_error(
     files: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     table, topo = files
-    code, out, err = run(
-        capsys, "route", "--ranktable", str(table), "--topology", str(topo), "--server-id", "zz"
-    )
+    code, out, err = route(capsys, table, topo, "zz")
     assert code == 1 and out == ""
     assert err.startswith("ranktable route: --server-id: server 'zz' is not in ")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -124,3 +125,29 @@ def test_objects_only_validation_says_what_the_columns_say(doc: dict[str, object
     with_columns = check_document(text, "t.json")
     objects_only = check_document(text, "t.json", columns=False)
     assert (objects_only.status, objects_only.problems) == (with_columns.status, with_columns.problems)
+
+
+def test_job_sub_commands_build_the_jobspec_flags_only_for_compose_and_submit() -> None:
+    """The JobSpec's flags import the spec and its validators: `job list` never needs them, `job compose
+    --help` shows them all."""
+    probe = (
+        "import sys\n"
+        "from ranktable.cli import build_parser\n"
+        "parser = build_parser('job')\n"
+        "args = parser.parse_args(sys.argv[1:])\n"
+        "print(args.job_command, 'ranktable.compose.spec_flags' in sys.modules)\n"
+    )
+    listed = subprocess.run(
+        [sys.executable, "-c", probe, "job", "list"], capture_output=True, text=True, check=True
+    )
+    assert listed.stdout.split() == ["list", "False"]
+    composed = subprocess.run(
+        [sys.executable, "-c", probe, "job", "compose", "--name", "x", "--image", "i"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert composed.stdout.split() == ["compose", "True"]
+    helped = subprocess.run(
+        [sys.executable, "-m", "ranktable", "job", "submit", "--help"],
+        capture_output=True, text=True, env={**os.environ, "RANKTABLE_WARM": "0"},  # no server left behind
+    )  # fmt: skip
+    assert helped.returncode == 0 and "--framework" in helped.stdout and "--wait" in helped.stdout

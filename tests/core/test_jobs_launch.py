@@ -204,7 +204,65 @@ def test_torchrun_uses_the_planned_node_rank_and_svc_master() -> None:
         "--node_rank=3",
         "--master_addr=gpt-gpt-1-0.gpt",
         "--master_port=29600",
+        "--tee=3",
         "train.py",
         "--lr",
         "1",
     ]
+
+
+def torchrun_launch(tmp_path: Path, **env: str) -> tuple[list[str], dict[str, str]]:
+    """Run `ranktable launch --framework pytorch` with a stand-in interpreter that records the torchrun
+    command line and environment it was given (no torch here); (argv, env)."""
+    record = tmp_path / "torchrun.json"
+    stand_in = tmp_path / "python"
+    stand_in.write_text(
+        f"#!{sys.executable}\nimport json, os, sys\n"
+        f"json.dump([sys.argv[1:], dict(os.environ)], open({str(record)!r}, 'w'))\n"
+    )
+    stand_in.chmod(0o755)
+    argv = [
+        sys.executable, "-m", "ranktable", "launch", "--framework", "pytorch", "--job", "job",
+        "--task", "job-1", "--nodes", "4", "--npus", "8", "--wait-timeout", "5",
+        "--python", str(stand_in), "--", "train.py",
+    ]  # fmt: skip
+    full_env = {**os.environ, "RANK_TABLE_FILE": str(write_tables(tmp_path)), "ip": server_ip(1), **env}
+    done = subprocess.run(argv, env=full_env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    args, seen = json.loads(record.read_text())
+    return args, seen
+
+
+def test_torchrun_children_are_tagged_with_their_global_rank(tmp_path: Path) -> None:
+    """torchrun gets --tee=3 and a prefix template giving each child's global rank; the tag it then writes
+    (string.Template, as torch substitutes it) files an 8-process pod's traceback under that rank and NPU."""
+    from string import Template
+
+    from ranktable.observe import RankLayout, RankPlace, RunObserver
+
+    args, env = torchrun_launch(tmp_path)
+    assert args[:2] == ["-m", "torch.distributed.run"] and "--tee=3" in args and "--node_rank=1" in args
+    template = env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"]
+    assert template == "[rank${rank}]: "
+
+    def tagged(rank: int, text: str) -> str:
+        return Template(template).safe_substitute(role_name="default", rank=rank, local_rank=rank - 8) + text
+
+    layout = RankLayout(RankPlace(8 + d, 1, "job-job-1-1", server_ip(1), d) for d in range(8))
+    observer = RunObserver(layout)
+    lines = [tagged(r, f"step 1 loss 2.{r}") for r in range(8, 16)]
+    lines += [
+        tagged(11, "Traceback (most recent call last):"),
+        tagged(11, '  File "train.py", line 9, in <module>'),
+        tagged(11, "IndexError: list index out of range"),
+    ]
+    lines += [tagged(r, "Received SIGTERM, exiting") for r in range(8, 16) if r != 11]
+    observer.feed("job-job-1-1", 1, [(f"2026-01-01T00:00:{i:02d}Z", line) for i, line in enumerate(lines)])
+    first = observer.diagnose("Failed")["first_failure"]
+    assert (first["rank"], first["device"], first["node_rank"]) == (11, 3, 1), first
+    assert "IndexError" in first["line"]
+
+
+def test_a_prefix_template_the_user_set_is_kept(tmp_path: Path) -> None:
+    _, env = torchrun_launch(tmp_path, TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE="<${local_rank}> ")
+    assert env["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE"] == "<${local_rank}> "

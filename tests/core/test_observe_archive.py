@@ -140,3 +140,106 @@ def test_cut_since_reads_only_what_came_after_the_marks_rotation_included(tmp_pa
     archive.append("b", 1, [("s4", big)])  # once more: b.log (b3) is now b.log.1
     assert since(marks) == {"b": [big]}
     assert since(archive.marks()) == {}
+
+
+def test_one_writer_per_run_the_other_reads_and_writes_nothing(tmp_path: Path) -> None:
+    """A second archive of a run being written (another process' `job stop` while the Jupyter server
+    archives it) neither repeats lines nor rewrites the record; once the writer closes, the next writes."""
+    import subprocess
+    import sys
+
+    first = RunArchive(tmp_path, "ns", "job", "u1", {"p0": 0})
+    first.append("p0", 0, [("2026-01-01T00:00:01Z", "a")])
+    first.flush()
+    second = RunArchive(tmp_path, "ns", "job", "u1", {"p0": 0})
+    assert first.writer and not second.writer
+    assert second.last_stamps() == {"p0": "2026-01-01T00:00:01Z"}  # it reads where the writer is
+    second.append("p0", 0, [("2026-01-01T00:00:01Z", "a"), ("2026-01-01T00:00:02Z", "b")])
+    second.set_phase("Failed")
+    second.close()
+    first.append("p0", 0, [("2026-01-01T00:00:02Z", "b")])
+    first.close()
+    run = find_run(tmp_path, "ns", "job", "u1")
+    assert [text for *_, text in read_run(tmp_path, run)] == ["a", "b"] and run.phase is None
+    # held by another process: the lease is an advisory lock on the run's folder, not this process' state
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, pathlib; from ranktable.observe.archive import RunArchive; "
+            f"a = RunArchive(pathlib.Path({str(tmp_path)!r}), 'ns', 'job', 'u1', {{'p0': 0}}); "
+            "print(a.writer, flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "True"
+        third = RunArchive(tmp_path, "ns", "job", "u1", {"p0": 0})
+        assert not third.writer
+        third.close()
+    finally:
+        holder.communicate("", timeout=30)
+    again = RunArchive(tmp_path, "ns", "job", "u1", {"p0": 0})
+    assert again.writer
+    again.close()
+
+
+def test_a_record_written_while_a_writer_is_open_stays(tmp_path: Path) -> None:
+    """A stop (or a resume) records the run's spec, end and final phase while a log follower of the same
+    run still has its archive open; the follower's later writes keep them (#29: Resume found no spec)."""
+    from ranktable.observe.archive import record_run, run_meta
+
+    archive = RunArchive(tmp_path, "default", "job", "u1", {"pod-0": 0})
+    archive.append("pod-0", 0, [("2026-01-01T00:00:00Z", "step 1 loss 1.0")])
+    record_run(tmp_path, "default", "job", "u1", spec={"name": "job"}, ended=5.0, phase="Stopped")
+    record_run(tmp_path, "default", "job", "u1", fault={"node": "node-3"})
+    archive.set_phase("Running")  # the follower's last word, after the stop
+    archive.close()
+    meta = run_meta(tmp_path, find_run(tmp_path, "default", "job"))
+    assert meta["spec"] == {"name": "job"} and meta["fault"] == {"node": "node-3"}
+    assert meta["phase"] == "Stopped" and meta["ended"] == 5.0
+    assert [p.name for p in (tmp_path / "default" / "job" / "u1").iterdir() if ".tmp" in p.name] == []
+
+
+def test_a_writer_opened_after_the_stop_keeps_its_stopped_record(tmp_path: Path) -> None:
+    """The server's archiver may open the run again after a stop recorded it (the deleting job is still
+    watched) and see it "Running": the record stays "Stopped" (the launcher's run picker showed "Running")."""
+    from ranktable.observe.archive import record_run, run_meta
+
+    record_run(tmp_path, "default", "job", "u1", ended=5.0, phase="Stopped")
+    late = RunArchive(tmp_path, "default", "job", "u1", {"pod-0": 0})
+    late.append("pod-0", 0, [("2026-01-01T00:00:00Z", "step 1 loss 1.0")])
+    late.set_phase("Running")
+    late.set_phase("Failed", ended=9.0)
+    late.close()
+    meta = run_meta(tmp_path, find_run(tmp_path, "default", "job"))
+    assert (meta["phase"], meta["ended"]) == ("Stopped", 5.0)
+
+
+def test_records_and_a_writer_racing_on_meta_keep_the_newest_record(tmp_path: Path) -> None:
+    """meta.json is read, merged and replaced under a lock, and the records' fields on disk win: specs
+    recorded from another thread while the writer flushes all along end as the last one recorded."""
+    import threading
+
+    from ranktable.observe.archive import record_run, run_meta
+
+    archive = RunArchive(tmp_path, "default", "job", "u1", {"pod-0": 0})
+    stop = threading.Event()
+
+    def flushing() -> None:
+        while not stop.is_set():
+            archive.flush()
+
+    flusher = threading.Thread(target=flushing)
+    flusher.start()
+    try:
+        for i in range(300):
+            record_run(tmp_path, "default", "job", "u1", spec={"n": i})
+            assert run_meta(tmp_path, find_run(tmp_path, "default", "job"))["spec"]["n"] >= i
+    finally:
+        stop.set()
+        flusher.join()
+    archive.close()
+    assert run_meta(tmp_path, find_run(tmp_path, "default", "job"))["spec"] == {"n": 299}

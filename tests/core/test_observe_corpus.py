@@ -9,6 +9,7 @@ the answer its public thread established. Any wrong answer fails; the score per 
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -172,6 +173,18 @@ def scores() -> dict[str, tuple[int, int]]:
     return {name: (right, total) for name, (right, total) in sorted(out.items())}
 
 
+DOC = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
+
+
+def test_the_documented_score_is_the_corpus_score() -> None:
+    """docs/observability.md's score per class is this run's (so it cannot go stale)."""
+    text = DOC.read_text()
+    rows = re.findall(r"^\| [^|]+ \| `([a-z-]+)` \| \d+ / \d+ \| (\d+) / (\d+) \|$", text, re.M)
+    documented = {key: (int(right), int(total)) for key, right, total in rows}
+    assert documented == scores()
+    assert f"**The public-log corpus** (`tests/data/corpus/`, issue #25): {len(ENTRIES)} short" in text
+
+
 if __name__ == "__main__":  # the table for docs/observability.md
     for name, (right, total) in scores().items():
-        sys.stdout.write(f"| {name} | {right} / {total} |\n")
+        sys.stdout.write(f"| `{name}` | {right} / {total} |\n")

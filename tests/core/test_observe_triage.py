@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ranktable.observe import ObserveSettings, RankLayout, RankPlace, RunObserver, catalogue
+from ranktable.observe import ObserveSettings, RankLayout, RankPlace, RunObserver
+from ranktable.observe.catalogue import catalogue
 from ranktable.observe.text import kube_time
 
 LOGS = Path(__file__).parents[1] / "data" / "logs"

@@ -19,10 +19,12 @@ time.sleep(2.5)
 """
 
 
-def run(tmp_path: Path, probe_dir: str | None) -> None:
-    env = {k: v for k, v in os.environ.items() if k != "RANKTABLE_PROBE"}
+def run(tmp_path: Path, probe_dir: str | None, trace: bool = False) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("RANKTABLE_PROBE", "RANKTABLE_PROBE_TRACEMALLOC")}
     if probe_dir is not None:
         env["RANKTABLE_PROBE"] = probe_dir
+    if trace:
+        env["RANKTABLE_PROBE_TRACEMALLOC"] = "1"
     subprocess.run([sys.executable, "-c", SCRIPT], env=env, check=True, timeout=60, cwd=tmp_path)
 
 
@@ -39,3 +41,14 @@ def test_counts_are_sampled_with_cpu_times_only_when_switched_on(tmp_path: Path)
     assert last["cpu"] >= 0 and "MainThread" in last["threads"]
     assert "log-worker-N" in rows[0]["threads"]  # threads named alike are one group
     assert [r["t"] for r in rows] == sorted(r["t"] for r in rows)
+
+
+def test_allocation_sites_are_written_only_when_tracing(tmp_path: Path) -> None:
+    """Issue 28 item 5: with RANKTABLE_PROBE_TRACEMALLOC the largest allocation sites are written."""
+    run(tmp_path, str(tmp_path / "plain"))
+    assert list((tmp_path / "plain").glob("*.tracemalloc.txt")) == []
+    run(tmp_path, str(tmp_path / "traced"), trace=True)
+    (path,) = (tmp_path / "traced").glob("*.tracemalloc.txt")
+    head, *sites = path.read_text().splitlines()
+    assert head.startswith("t ") and "traced" in head and "peak" in head
+    assert sites and all(" MiB " in line and "blocks" in line and ":" in line for line in sites)

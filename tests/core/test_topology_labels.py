@@ -109,3 +109,40 @@ def test_bad_label_keys_and_wrong_kind(tmp_path: Any) -> None:
     path = tmp_path / "pods.json"
     path.write_text(json.dumps({"kind": "PodList", "items": []}))
     raises_input_error(lambda: load_topology(path, "labels"), f"{path}: kind", "expected a NodeList")
+
+
+def _same_topology(a: Any, b: Any) -> bool:
+    fields = ("server_leaf", "device_leaf", "aliases", "tier_names", "source", "warnings")
+    same = all(getattr(a, f) == getattr(b, f) for f in fields)
+    return same and list(a.switches.items()) == list(b.switches.items())
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda n: None,
+        lambda n: n[1]["metadata"]["labels"].update(
+            {f"{NV}/leaf": " leaf-a "}
+        ),  # trimmed by the checked path
+        lambda n: n[2]["metadata"]["labels"].update({"rank": 3}),  # a number: the checked path's text
+        lambda n: n[3]["status"]["addresses"].append({"type": "InternalIP", "address": " 10.9.9.9"}),
+        lambda n: n[3].pop("status"),
+        lambda n: n[4]["metadata"].pop("labels"),
+    ],
+)
+def test_plain_nodes_are_read_fast_and_as_the_checked_path_reads_them(
+    fn: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 28: nodes as kubectl writes them skip the per-value `Field`s; the result is the same."""
+    from ranktable.topology import k8s_nodes
+
+    items = change(fn)
+    fast = topology_from_node_labels(copy.deepcopy(items), source="nodes.json")
+    monkeypatch.setattr(k8s_nodes, "_plain_node", lambda item: None)
+    assert _same_topology(fast, topology_from_node_labels(items, source="nodes.json"))
+
+
+def test_a_plain_node_list_takes_the_fast_path() -> None:
+    from ranktable.topology.k8s_nodes import _plain_node
+
+    assert all(_plain_node(item) is not None for item in nodes())

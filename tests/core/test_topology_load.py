@@ -197,3 +197,24 @@ def test_reading_a_slurm_file_imports_no_yaml_and_no_other_reader() -> None:
     for reader in ("hypernode", "labels", "tor_info", "yaml_format", "export"):
         assert f"ranktable.topology.{reader}'" not in loaded
     assert "ranktable.topology.slurm'" in loaded
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "apiVersion: v1\nkind: HyperNode\n---\nkind: HyperNode\n",
+        "items:\n- kind: Node\n  metadata: {name: a}\n  - 'kind': \"List\"\n",
+        '{"kind": "NodeList", "items": [{"kind": "Node"}]}',
+        "data:\n  note: the kind: Foo is not a key here\n\n\n   kind:   ConfigMap\n",
+        "x: 1\n" * 1000 + "{kind: Node}\n",
+    ],
+)
+def test_kinds_are_the_line_starting_kind_keys(text: str) -> None:
+    """Issue 28: the `kind:` scan finds the word, then checks its line's start; the same kinds as the
+    pattern anchored at every line start that it replaced."""
+    import re
+
+    from ranktable.topology.load import _kinds
+
+    anchored = re.compile(r"""(?m)^[\s\-{,]*["']?kind["']?\s*:\s*["']?([A-Za-z]+)""")
+    assert _kinds(text) == set(anchored.findall(text))

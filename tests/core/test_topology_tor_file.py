@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ranktable.topology import decode_tor_file, encode_tor_file, load_topology, topology_from_tor_file
+from ranktable.topology.tor_file import _fast_tor_topology, load_tor_file, tor_json_bytes
 from tests.core.test_topology_helpers import DATA, raises_input_error
 
 
@@ -79,6 +80,56 @@ def test_malformed_tor_file(fn: Any, fragments: list[str]) -> None:
     fn(data)
     text = encode_tor_file(data)
     raises_input_error(lambda: topology_from_tor_file(text, "tor.json"), "tor.json: ", *fragments)
+    # the fast (typed) reader declines each of these, so the careful reader's error is the one given
+    assert _fast_tor_topology(tor_json_bytes(text), "tor.json") is None
+    raises_input_error(lambda: load_tor_file(text, "tor.json"), "tor.json: ", *fragments)
+
+
+def _same(a: Any, b: Any) -> bool:
+    fields = ("server_leaf", "device_leaf", "aliases", "tier_names", "source", "warnings")
+    return all(getattr(a, f) == getattr(b, f) for f in fields) and list(a.switches.items()) == list(
+        b.switches.items()
+    )
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda d: None,
+        lambda d: [s.pop("pod_name", None) for s in d["server_list"]],
+        lambda d: d.pop("server_count"),
+        lambda d: d["server_list"][0]["device"].reverse(),  # a rail-optimised server listed backwards
+    ],
+)
+def test_the_fast_reader_builds_what_the_careful_one_builds(fn: Any) -> None:
+    data = copy.deepcopy(plain())
+    fn(data)
+    text = encode_tor_file(data)
+    fast = _fast_tor_topology(tor_json_bytes(text), "t")
+    assert fast is not None
+    assert _same(fast, topology_from_tor_file(data, "t"))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda d: d["server_list"][1]["device"][1].update(device_id="01"),  # 1 twice, written apart
+        lambda d: d["server_list"][1]["device"][1].update(device_id=1),  # a JSON number: careful reader
+        lambda d: d["server_list"][1].update(pod_name=d["server_list"][0]["pod_name"]),
+        lambda d: d["server_list"][1]["device"][0].update(tor_ip=" 10.201.0.9 "),
+    ],
+)
+def test_unusual_entries_go_to_the_careful_reader(fn: Any) -> None:
+    data = copy.deepcopy(plain())
+    fn(data)
+    text = encode_tor_file(data)
+    assert _fast_tor_topology(tor_json_bytes(text), "t") is None
+    try:
+        expected = topology_from_tor_file(data, "t")
+    except Exception as exc:  # the same error from the entry point
+        raises_input_error(lambda: load_tor_file(text, "t"), str(exc))
+    else:
+        assert _same(load_tor_file(text, "t"), expected)
 
 
 def test_bad_encodings() -> None:

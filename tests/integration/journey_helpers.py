@@ -5,11 +5,10 @@ and job file in a local workspace."""
 from __future__ import annotations
 
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 import yaml
@@ -20,6 +19,7 @@ from ranktable.sim.notebook_profile import profile_of, start_simulated_notebook
 from ranktable.usecases.demo import EXAMPLE_JOB, example_job
 from ranktable.usecases.remote import Remote
 from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.sim_helpers import eventually
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "demo"
 STEPS = 12
@@ -76,11 +76,4 @@ def journey(
 
 def wait_for(fn: Callable[[], T | None], timeout: float, what: str) -> T:
     """Poll `fn` (0.5 s apart) until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = fn()
-        if last:
-            return last
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
+    return eventually(fn, timeout, what, every=0.5)

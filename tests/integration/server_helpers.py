@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import os
+import socket
 from pathlib import Path
 from typing import Any
+
+from tests.integration.fixtures.simpool import SimPoolHandle
 
 
 async def call(jp_fetch: Any, *path: str, method: str = "GET", body: Any = None, expect: int = 200) -> Any:
@@ -25,6 +30,28 @@ def extension_without_cluster(tmp_path: Path, **server_app: Any) -> dict[str, An
     }
 
 
+def extension_on_pool(pool: SimPoolHandle, tmp_path: Path, **settings: Any) -> dict[str, Any]:
+    """`jp_server_config` for the extension on the simulated `pool`: a private state dir and `settings`."""
+    ranktable = {
+        "kubeconfig": str(pool.kubeconfig),
+        "context": pool.context,
+        "state_dir": str(tmp_path / "state"),
+    }
+    return {"ServerApp": {"jpserver_extensions": {"ranktable": True}}, "Ranktable": {**ranktable, **settings}}
+
+
+async def submit_bash(jp_fetch: Any, name: str, script: str, nodes: int, image: str = "i") -> Any:
+    """Submit job `name` running `script` in bash on `nodes` pods of 8 NPUs; the submitted run."""
+    spec = {
+        "name": name,
+        "image": image,
+        "nodes": nodes,
+        "npus_per_node": 8,
+        "command": ["/bin/bash", "-c", script],
+    }
+    return await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec}, expect=201)
+
+
 def log_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
     """The lines of a `logs` stream message (`{pods: [{pod, rank, n, ts, text}]}`, stamps and texts joined
     by newlines), one `{pod, rank, ts, text}` each; checks each group holds `n` of both."""
@@ -37,3 +64,30 @@ def log_lines(data: dict[str, Any]) -> list[dict[str, Any]]:
             for ts, text in zip(stamps, texts, strict=True)
         ]
     return out
+
+
+def stalled_reader(port: int, path: str, headers: dict[str, str], job: str) -> socket.socket:
+    """A websocket on `path` that subscribes to the job's logs, then never reads (a 4 KiB receive buffer)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    extra = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    sock.sendall(
+        (
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n"
+        ).encode()
+    )
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += sock.recv(1)
+    if not answer.startswith(b"HTTP/1.1 101"):
+        raise RuntimeError(f"the stalled reader's upgrade failed: {answer[:200]!r}")
+    payload = json.dumps({"op": "subscribe", "id": "stalled", "channel": "logs", "job": job}).encode()
+    assert len(payload) < 126  # one short masked frame
+    mask = os.urandom(4)
+    sock.sendall(
+        bytes([0x81, 0x80 | len(payload)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    )
+    return sock  # and nothing is ever read from it

@@ -92,31 +92,37 @@ def rank_table_configmap(job: str) -> dict[str, Any]:
     }
 
 
-def eventually(fn: Callable[[], T | None], timeout: float = 15.0, what: str = "condition") -> T:
-    """Poll `fn` until it returns something truthy (no busy loop: 50 ms steps)."""
+def eventually(
+    fn: Callable[[], T | None], timeout: float = 15.0, what: str = "condition", every: float = 0.05
+) -> T:
+    """Poll `fn` until it returns something truthy (no busy loop: `every` seconds apart)."""
     deadline = time.monotonic() + timeout
     last: T | None = None
     while time.monotonic() < deadline:
         last = fn()
         if last:
             return last
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what} (last: {last!r})")
 
 
-def command_pod(name: str, command: list[str], restart: str = "Never") -> dict[str, Any]:
-    """A bare pod running `command` (the image is ignored by the simulated kubelet)."""
+def command_pod(
+    name: str, command: list[str], restart: str = "Never", env: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A bare pod running `command` (the image is ignored by the simulated kubelet), with `env` if given."""
+    container: dict[str, Any] = {"name": "main", "image": "ignored", "command": command}
+    if env is not None:
+        container["env"] = env
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": restart,
-            "containers": [{"name": "main", "image": "ignored", "command": command}],
-        },
+        "spec": {"restartPolicy": restart, "containers": [container]},
     }
 
 
-def shell_pod(name: str, script: str, restart: str = "Never") -> dict[str, Any]:
+def shell_pod(
+    name: str, script: str, restart: str = "Never", env: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """A bare pod running `sh -c script`."""
-    return command_pod(name, ["sh", "-c", script], restart)
+    return command_pod(name, ["sh", "-c", script], restart, env)

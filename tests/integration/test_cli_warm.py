@@ -95,27 +95,75 @@ def test_the_kubeconfig_and_cwd_are_the_callers_on_every_run(
     assert "kc: kubeconfig not found" in relative.stderr.replace(str(tmp_path / "work") + "/", "")
 
 
-def test_ctrl_c_reaches_the_command_run_warm(warm_env: dict[str, str]) -> None:
-    assert wait_served(warm_env).returncode == 0
+def follow_talker(env: dict[str, str]) -> subprocess.Popen[str]:
+    """`job logs -f` of a job that prints `started` and sleeps, through the warm server (once it serves)."""
+    assert wait_served(env).returncode == 0
     submitted = subprocess.run(
         [*RANKTABLE, "job", "submit", "--name", "talker", "--image", "img", "--nodes", "1", "--npus", "8",
          "--command", "echo started; sleep 300"],
-        env=warm_env, capture_output=True, text=True, timeout=120,
+        env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert submitted.returncode == 0, submitted.stderr
-    follow = subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-c", THROUGH_WARM, "job", "logs", "-f", "talker"],
-        env=warm_env,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_ctrl_c_reaches_the_command_run_warm(warm_env: dict[str, str]) -> None:
+    follow = follow_talker(warm_env)
     try:
         assert follow.stdout is not None and follow.stderr is not None
         assert "started" in follow.stdout.readline()  # the child follows the log on the caller's stdout
         follow.send_signal(signal.SIGINT)
         assert follow.wait(timeout=30) == 130
         assert follow.stderr.read() == "ranktable: interrupted\n"
+    finally:
+        follow.kill()
+
+
+def _warm_children(env: dict[str, str]) -> list[int]:
+    """The forked children of `env`'s warm server: processes of its command line (which names its socket)
+    whose parent has it too. Other servers on the machine (other homes, other checkouts) are not counted."""
+    socket_path = subprocess.run(
+        [sys.executable, "-c", "from ranktable.cli import warm; print(warm.socket_path())"],
+        env=env, capture_output=True, text=True, check=True,
+    ).stdout.strip().encode()  # fmt: skip
+
+    def command(pid: str) -> bytes:
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            return b""
+
+    def parent(pid: str) -> str:
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            return ""
+
+    mine = [p for p in os.listdir("/proc") if p.isdigit() and socket_path in command(p)]
+    return [int(p) for p in mine if parent(p) in mine]
+
+
+def test_a_run_killed_in_the_server_says_so_in_one_line(warm_env: dict[str, str]) -> None:
+    """A child that ends without an exit code (killed, out of memory) is never a silent exit 1 (#28)."""
+    follow = follow_talker(warm_env)
+    try:
+        assert follow.stdout is not None and follow.stderr is not None
+        assert "started" in follow.stdout.readline()
+        children = _warm_children(warm_env)
+        assert len(children) == 1, children
+        os.kill(children[0], signal.SIGKILL)
+        assert follow.wait(timeout=30) == 1
+        said = follow.stderr.read().splitlines()
+        assert said == [
+            f"ranktable: the warm CLI's run (pid {children[0]}) ended without an exit code; run the command"
+            " again, or with RANKTABLE_WARM=0 to run it in this process"
+        ]
     finally:
         follow.kill()
 
@@ -155,3 +203,20 @@ def test_plan_is_served_warm_with_the_output_and_errors_it_has_in_process(tmp_pa
         subprocess.run(
             [sys.executable, "-c", "from ranktable.cli import warm; warm.stop()"], env=env, check=False
         )
+
+
+def test_one_interpreter_under_two_names_finds_one_server() -> None:
+    """The `ranktable` script runs `.venv/bin/python3`, a user's `python -m ranktable` `.venv/bin/python`:
+    the same code and interpreter, so the same socket (the bench once waited for a server under the other
+    name's tag)."""
+    folder = Path(sys.executable).parent
+    names = [folder / n for n in ("python", "python3") if (folder / n).exists()]
+    assert len(names) == 2, names
+    tags = {
+        subprocess.run(
+            [str(name), "-c", "from ranktable.cli.warm import code_tag; print(code_tag())"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        for name in names
+    }  # fmt: skip
+    assert len(tags) == 1, tags

@@ -215,10 +215,11 @@ def test_close_ends_blocked_reads_at_once_and_the_read_timeout_a_silent_one(tls_
             loop.add(body)
         time.sleep(0.3)
         assert not any(b.done.is_set() for b in blocked)
-        started = time.monotonic()
         loop.close()
-        assert all(b.done.wait(1) for b in blocked)
-        assert time.monotonic() - started < 1.0
+        # One generous bound (load-proof) that still proves the interruption: left alone, a blocked read
+        # ends only when the server lets go (30 s) or the read timeout passes (60 s).
+        deadline = time.monotonic() + 15
+        assert all(b.done.wait(max(0.0, deadline - time.monotonic())) for b in blocked)
         assert all(b.stopped and b.error is None for b in blocked)
         late = Body(open_response(server), lambda data: data, read_timeout=60)
         loop.add(late)  # added after close: ends at once

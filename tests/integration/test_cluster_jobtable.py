@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 from kubernetes.client import CoreV1Api
+from kubernetes.config import new_client_from_config
 
 from ranktable.cluster.client import ClusterClient
 from ranktable.cluster.jobtable import JobTable
-from ranktable.cluster.kube import UnreachableError
+from ranktable.cluster.kube import WATCH_SECONDS, UnreachableError
 from ranktable.compose.manifests import compose
 from ranktable.compose.spec import JobSpec
 from tests.integration.fixtures.simpool import SimPoolHandle
@@ -31,9 +32,12 @@ def job(name: str, command: str) -> JobSpec:
 
 
 def rows_until(
-    rows: Iterator[list[dict[str, Any]]], check: Callable[[dict[str, dict[str, Any]]], bool]
+    rows: Iterator[list[dict[str, Any]]],
+    check: Callable[[dict[str, dict[str, Any]]], bool],
+    timeout: float = 60,
 ) -> Any:
-    deadline = time.monotonic() + 60
+    """The job table's rows by name once `check` holds for them (within `timeout` seconds)."""
+    deadline = time.monotonic() + timeout
     for snapshot in rows:
         by_name = {r["name"]: r for r in snapshot}
         if check(by_name):
@@ -127,13 +131,16 @@ def test_close_ends_the_watch_threads_at_once(client: ClusterClient) -> None:
     table = JobTable(client, settle=0.05)
     table.start()
     next(table.follow(threading.Event()))
-    names = lambda: [t.name for t in threading.enumerate() if t.name.startswith("ranktable-jobtable")]  # noqa: E731
-    assert len(names()) == 4
+    threads = [t for t in threading.enumerate() if t.name.startswith("ranktable-jobtable")]
+    assert len(threads) == 4
     table.close()
-    deadline = time.monotonic() + 1.0
-    while names() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert names() == []
+    # Joined, not polled against a tight clock: a thread left in its blocked read would only end when
+    # the watch request times out (WATCH_SECONDS, 60 s), well past this bound even on a loaded machine.
+    assert WATCH_SECONDS >= 60
+    deadline = time.monotonic() + 20  # one bound for all four joins
+    for thread in threads:
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
+    assert [t.name for t in threads if t.is_alive()] == []
 
 
 def test_describe_from_the_table_matches_the_api_without_listing_pods(client: ClusterClient) -> None:
@@ -205,7 +212,7 @@ def test_describe_from_the_watches_is_built_once_per_change_and_follows_the_clus
         assert all(p["leaf"] for p in first["pods"])  # the nodes' leaves, from the watched nodes
 
         pod = first["pods"][1]["name"]
-        CoreV1Api(client.kube.api).create_namespaced_event(
+        CoreV1Api(new_client_from_config(config_file=client.kube.api.config.where)).create_namespaced_event(
             "default",
             {
                 "metadata": {"name": f"{pod}.oom", "namespace": "default"},

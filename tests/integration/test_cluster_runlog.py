@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ranktable.cluster.logs import LogLine, StreamStats
-from ranktable.cluster.runlog import QUEUE_ROUNDS, RunLogs
+from ranktable.cluster.runlog import CATCH_UP_ROUNDS, RunLogs
 from ranktable.observe.archive import find_run, read_run
 
 JOB = {
@@ -148,7 +148,7 @@ def test_a_catch_up_subscriber_never_holds_the_stream_and_still_gets_every_line_
     view = logs.subscribe(client, "j", JOB)  # type: ignore[arg-type]
     slow = logs.subscribe(client, "j", JOB, catch_up=True)  # type: ignore[arg-type]
     stream = client.streams[0]
-    rounds = QUEUE_ROUNDS * 4
+    rounds = CATCH_UP_ROUNDS + 8
     for i in range(rounds):  # more rounds than the slow one's queue holds
         stream.rounds_in.put(round_of((0, i), (1, i)))
     view_rounds = view.rounds()
@@ -167,3 +167,18 @@ def test_a_catch_up_subscriber_never_holds_the_stream_and_still_gets_every_line_
     for pod in PODS:  # each pod's lines once, in order
         assert [text for p, text in got if p == pod] == [f"line {i}" for i in range(rounds * 3)]
     slow.close()
+
+
+def test_many_small_rounds_do_not_skip_a_catch_up_subscriber(tmp_path: Path) -> None:
+    """#26.1: at 1,024 pods a round holds a line or two; 8 queued rounds were a few milliseconds, so a
+    healthy viewer that paused that long was skipped and re-read the archive (every pod's file) each time,
+    falling further behind. 500 small rounds queue up for it and come live, none from the archive."""
+    client = FakeClient()
+    logs = RunLogs(tmp_path)
+    view = logs.subscribe(client, "j", JOB, catch_up=True)  # type: ignore[arg-type]
+    stream = client.streams[0]
+    for i in range(500):  # the viewer does not read meanwhile
+        stream.rounds_in.put(round_of((i % 2, i)))
+    got = texts(view.rounds(), 500)
+    assert len(got) == 500 and view.caught_up == 0
+    view.close()

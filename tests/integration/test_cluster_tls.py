@@ -14,27 +14,11 @@ from urllib3.exceptions import MaxRetryError
 
 from ranktable.cluster.kube import Kube, new_api_client
 from tests.integration.test_cluster_bodyloop import END, HEAD, Server, chunk
+from tests.integration.test_cluster_transport import write_kubeconfig
 
 
 def kubeconfig(tmp_path: Path, url: str, ca: str) -> str:
-    path = tmp_path / "kubeconfig"
-    path.write_text(
-        f"""apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster: {{server: "{url}", certificate-authority: "{ca}"}}
-users:
-- name: u
-  user: {{token: t0ken}}
-contexts:
-- name: x
-  context: {{cluster: c, user: u, namespace: default}}
-current-context: x
-""",
-        encoding="utf-8",
-    )
-    return str(path)
+    return write_kubeconfig(tmp_path, url, f'certificate-authority: "{ca}"', "token: t0ken")
 
 
 def test_every_connection_shares_one_verifying_context(tmp_path: Path) -> None:

@@ -86,6 +86,7 @@ CLI_EXAMPLES: dict[str, tuple[list[str], Any]] = {
     "metric_patterns": (["--metric-pattern", r"loss=(?P<loss>\S+)"], [r"loss=(?P<loss>\S+)"]),
     "on_fault": (["--on-fault", "resume"], "resume"),
     "resume_args": (["--resume-args", "--load {path}"], "--load {path}"),
+    "network_topology": (["--network-topology", "hard:1"], "hard:1"),
     "avoid_nodes": (["--avoid-node", "node-1", "--avoid-node", "node-2"], ["node-1", "node-2"]),
 }
 
@@ -123,6 +124,7 @@ WIDGET_EXAMPLES: dict[str, tuple[Any, Any]] = {
     "metric_patterns": (r"loss=(?P<loss>\S+)", [r"loss=(?P<loss>\S+)"]),
     "on_fault": ("restart", "restart"),
     "resume_args": ("--load {path}", "--load {path}"),
+    "network_topology": ("soft:2", "soft:2"),
     "avoid_nodes": ("node-1", ["node-1"]),
 }
 
@@ -179,6 +181,7 @@ def test_the_cli_sets_every_field(field: str) -> None:
 def test_cli_help_and_choices_come_from_the_schema() -> None:
     sub = build_parser()._subparsers._group_actions[0]  # type: ignore[union-attr]
     compose = sub.choices["job"]._subparsers._group_actions[0].choices["compose"]
+    assert "--framework" in compose.format_help()  # the JobSpec's flags are added when first needed
     actions = {a.dest: a for a in compose._actions if isinstance(a, argparse.Action)}
     props = job_spec_schema()["properties"]
     assert actions["spec_framework"].choices == props["framework"]["enum"]
@@ -224,45 +227,43 @@ def test_every_field_has_a_form_section_and_the_sections_are_ordered() -> None:
 
 
 @dataclasses.dataclass
-class SpecWithTopology(JobSpec):
+class SpecWithGangMode(JobSpec):
     """JobSpec plus one field declared the way every field is: one edit, the metadata beside it."""
 
-    network_topology: str = dataclasses.field(
+    gang_mode: str = dataclasses.field(
         default="",
         metadata=info(
             "Network topology",
             help="how tightly Volcano packs the pods",
             group="Scheduling and faults",
-            flag="--network-topology",
+            flag="--gang-mode",
             choices=("", "hard", "soft"),
         ),
     )
 
 
 def test_a_field_declared_once_reaches_the_schema_flags_openapi_form_widget_and_docs() -> None:
-    prop = job_spec_schema(SpecWithTopology)["properties"]["network_topology"]
-    assert prop["enum"] == ["", "hard", "soft"] and prop["x-cli"] == "--network-topology"
+    prop = job_spec_schema(SpecWithGangMode)["properties"]["gang_mode"]
+    assert prop["enum"] == ["", "hard", "soft"] and prop["x-cli"] == "--gang-mode"
     assert prop["x-group"] == "Scheduling and faults" and prop["default"] == ""
-    assert openapi_schemas(SpecWithTopology)["JobSpec"]["properties"]["network_topology"] == prop
+    assert openapi_schemas(SpecWithGangMode)["JobSpec"]["properties"]["gang_mode"] == prop
     # the CLI: the flag exists with its help and choices, and sets the field
     parser = argparse.ArgumentParser()
-    add_spec_flags(parser, required=True, spec_class=SpecWithTopology)
-    args = parser.parse_args(["--name", "bert", "--image", "img", "--network-topology", "hard"])
-    spec = spec_from_args(args, SpecWithTopology)
-    assert isinstance(spec, SpecWithTopology) and spec.network_topology == "hard"
+    add_spec_flags(parser, required=True, spec_class=SpecWithGangMode)
+    args = parser.parse_args(["--name", "bert", "--image", "img", "--gang-mode", "hard"])
+    spec = spec_from_args(args, SpecWithGangMode)
+    assert isinstance(spec, SpecWithGangMode) and spec.gang_mode == "hard"
     with pytest.raises(SystemExit):
-        parser.parse_args(["--name", "bert", "--image", "img", "--network-topology", "loose"])
+        parser.parse_args(["--name", "bert", "--image", "img", "--gang-mode", "loose"])
     # to_dict/from_dict carry it and name it in errors
-    assert SpecWithTopology.from_dict(spec.to_dict()) == spec
+    assert SpecWithGangMode.from_dict(spec.to_dict()) == spec
     with pytest.raises(InputError) as err:
-        SpecWithTopology.from_dict({"name": "b", "image": "i", "network_topology": "loose"})
-    assert err.value.where == "spec.network_topology" and "hard" in (err.value.fix or "")
+        SpecWithGangMode.from_dict({"name": "b", "image": "i", "gang_mode": "loose"})
+    assert err.value.where == "spec.gang_mode" and "hard" in (err.value.fix or "")
     # the widget offers it, in the schema's order, and reads it back
-    form = JobComposer(spec_class=SpecWithTopology)
-    assert list(form.fields) == [*FIELDS, "network_topology"]
-    form.fields["network_topology"].widget.value = "soft"
-    assert form.spec_dict()["network_topology"] == "soft"
+    form = JobComposer(spec_class=SpecWithGangMode)
+    assert list(form.fields) == [*FIELDS, "gang_mode"]
+    form.fields["gang_mode"].widget.value = "soft"
+    assert form.spec_dict()["gang_mode"] == "soft"
     # the docs table lists it in its section
-    assert "| Scheduling and faults | `network_topology` | `--network-topology` |" in field_table(
-        SpecWithTopology
-    )
+    assert "| Scheduling and faults | `gang_mode` | `--gang-mode` |" in field_table(SpecWithGangMode)

@@ -81,3 +81,18 @@ def test_first_hour_through_the_cli(journey: Journey, capsys: pytest.CaptureFixt
     assert min(max(r["step"]) for r in archived["ranks"].values()) < STEPS
     assert all(max(r["step"]) == STEPS for r in fixed_run["ranks"].values())
     assert min(max(r["step"]) for r in failed_run["ranks"].values()) < STEPS  # the failed pod stopped
+
+    # the journey's last step: the two runs side by side (A the failed one, B the fixed one)
+    compared = json.loads(cli(capsys, "job", "compare", "bert-demo", "--json")[0])
+    a, b = compared["a"], compared["b"]
+    assert (a["run"], b["run"]) == (runs[1].split()[0], runs[0].split()[0])
+    assert a["first_failure"]["rank"] == 5 and b["first_failure"] is None
+    assert b["outcome"] == "Completed" and a["outcome"] != "Completed"
+    assert b["last_step"] == STEPS and a["least_step"] < STEPS
+    assert compared["changes"]["step_time_s"]["a"] > 0 and compared["changes"]["step_time_s"]["b"] > 0
+    assert b["duration_s"] > 0 and compared["changes"]["loss"]["b"] is not None
+    assert f"the failure of A (rank 5 {a['first_failure']['code']}) is gone in B" in compared["notes"]
+    out, _ = cli(capsys, "job", "compare", "bert-demo", "--runs", runs[0].split()[0][:8], runs[1].split()[0])
+    assert out.splitlines()[0].startswith(f"job bert-demo: run A {runs[0].split()[0]}")  # as named
+    assert "outcome: Completed -> " in out and "step time (s)" in out and "final loss" in out
+    cli(capsys, "job", "compare", "bert-demo", "--runs", "nosuchrun", runs[0].split()[0], expect=1)

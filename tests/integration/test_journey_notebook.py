@@ -52,6 +52,8 @@ fixed = %ranktable metrics bert-demo
 diagnosis = %ranktable diagnose bert-demo
 print(json.dumps({'phase': jobs[0]['phase'], 'fixed': fixed, 'first': diagnosis['first_failure']}))
 """,
+    # the journey's last step: the failed run (A) and the fixed one (B) side by side
+    "compared = %ranktable compare bert-demo\nprint(json.dumps(compared))\ncompared",
 ]
 
 
@@ -86,3 +88,11 @@ def test_first_hour_through_magics_in_a_notebook(
     done = _printed(cells[9])
     assert done["phase"] == "Completed" and done["first"] is None
     assert all(max(r["step"]) == STEPS for r in done["fixed"]["ranks"].values())
+    compared = _printed(cells[10])
+    assert (compared["a"]["run"], compared["b"]["run"]) == (first["failed"]["run"], done["fixed"]["run"])
+    assert compared["a"]["first_failure"]["rank"] == 5 and compared["b"]["first_failure"] is None
+    assert compared["b"]["outcome"] == "Completed" and compared["b"]["last_step"] == STEPS
+    assert compared["a"]["least_step"] < STEPS and compared["changes"]["step_time_s"]["b"] > 0
+    assert any(note.startswith("the failure of A (rank 5") for note in compared["notes"])
+    shown = next(o["data"] for o in cells[10].outputs if o.get("output_type") == "execute_result")
+    assert "B vs A" in shown["text/html"] and "final loss" in shown["text/html"]

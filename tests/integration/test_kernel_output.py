@@ -12,6 +12,7 @@ import queue
 import time
 from pathlib import Path
 
+import pytest
 from jupyter_client import KernelManager
 from jupyter_client.blocking import BlockingKernelClient
 
@@ -20,6 +21,8 @@ from ranktable.remote.kernel_provisioner import SSHKernelProvisioner
 from ranktable.remote.kernel_records import KernelRecords
 from ranktable.remote.kernelspec import install_kernelspec
 from tests.integration.fixtures.sshd import REMOTE_PYTHON, SshServer
+
+pytestmark = pytest.mark.fault
 
 CELL_SECONDS = int(os.environ.get("RANKTABLE_CELL_SECONDS", "8"))
 

@@ -159,6 +159,7 @@ def test_restart_keeps_local_ports_and_replaces_remote_process(
     }
 
 
+@pytest.mark.fault
 def test_reconnects_after_dropped_connection(
     remote_kernel: tuple[KernelManager, BlockingKernelClient], sshd: SshServer
 ) -> None:

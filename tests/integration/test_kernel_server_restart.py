@@ -28,6 +28,8 @@ from ranktable.remote.kernelspec import install_kernelspec
 from tests.integration.fixtures.sshd import SshdProfile
 from tests.integration.test_kernel_server import _message
 
+pytestmark = pytest.mark.fault
+
 TOKEN = "restart-test-token"
 CELL_SECONDS = 60
 
@@ -74,6 +76,11 @@ class Server:
         response = await AsyncHTTPClient().fetch(request)
         return json.loads(response.body) if response.body else None
 
+    def kill9(self) -> None:
+        """kill -9: the server vanishes without detaching anything (a crash, the OOM killer)."""
+        self.process.kill()
+        self.process.wait(30)
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)  # a clean stop, like Ctrl+C / systemd
@@ -118,9 +125,12 @@ def server_env(
     yield env
 
 
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 async def test_restarted_server_reattaches_the_kernel_and_replays_missed_output(
-    server_env: dict[str, str], tmp_path: Path
+    server_env: dict[str, str], tmp_path: Path, how: str
 ) -> None:
+    """Stopped cleanly or killed with -9 mid-cell, a new server attaches the remote kernel by itself and the
+    notebook gets every line of the cell once, in order (#26's fault suite)."""
     log = tmp_path / "servers.log"
     first = Server(tmp_path, server_env, log)
     second: Server | None = None
@@ -135,7 +145,7 @@ async def test_restarted_server_reattaches_the_kernel_and_replays_missed_output(
         ws.write_message(json.dumps(request))
         seen = await _lines(ws, request["header"]["msg_id"], "line 1", timeout=90)
         ws.close()
-        first.stop()  # mid-cell: the kernel keeps running and printing with no server at all
+        first.stop() if how == "SIGTERM" else first.kill9()  # mid-cell: the kernel prints on, no server
         time.sleep(2)
 
         second = Server(tmp_path, server_env, log)

@@ -103,6 +103,7 @@ def test_parked_listener_closes_connections(forwarder: PortForwarder, echo_serve
     assert roundtrip(port, b"hello") == b"hello"
 
 
+@pytest.mark.fault
 def test_tunnel_comes_back_after_the_connection_drops(
     forwarder: PortForwarder, echo_server: int, sshd: SshServer
 ) -> None:

@@ -17,6 +17,7 @@ from jsonschema import Draft202012Validator
 from ranktable.cli import main
 from ranktable.cluster.client import ClusterClient
 from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.server_helpers import extension_on_pool
 from tests.integration.test_observe_sim import FIRST, HUNG, SLOW, manifests
 from tests.integration.test_server_api import response_schema
 
@@ -30,15 +31,7 @@ def pool(sim_pool_factory: Callable[..., SimPoolHandle]) -> SimPoolHandle:
 
 @pytest.fixture
 def jp_server_config(pool: SimPoolHandle, tmp_path: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {
-            "kubeconfig": str(pool.kubeconfig),
-            "context": pool.context,
-            "state_dir": str(tmp_path / "state"),
-            "observability": {"hang_floor_s": 3.0},
-        },
-    }
+    return extension_on_pool(pool, tmp_path, observability={"hang_floor_s": 3.0})
 
 
 async def test_layout_of_a_diagnosed_job_marks_its_ranks(

@@ -1,7 +1,11 @@
-"""Schemathesis against openapi.yaml on a live Jupyter server: whatever it sends, never a 5xx.
+"""Schemathesis against openapi.yaml on a live Jupyter server, every check (`--checks all`): never a 5xx
+but 503, every valid request accepted, every invalid one refused with a 4xx, each status and body as the
+document declares, 405 with `Allow` for a method no route has (#26).
 
 Bounded for CI: a fixed seed (RANKTABLE_FUZZ_SEED overrides), a few examples per operation and a time
-budget. The server runs as its own process, with no cluster configured, as a fresh install would.
+budget (about 2 minutes). The server runs as its own process, with no cluster configured, as a fresh install
+would. `schemathesis.toml` beside this file states the rules openapi.yaml gives in words (no NUL; 422 for
+content no schema can judge; the websocket's 101).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from pathlib import Path
 import pytest
 
 OPENAPI = Path(__file__).parents[2] / "ranktable" / "server_ext" / "openapi.yaml"
+SETTINGS = Path(__file__).with_name("schemathesis.toml")
 TOKEN = "fuzz-token-0123456789"
 SEED = os.environ.get("RANKTABLE_FUZZ_SEED", "20261201")
 
@@ -99,11 +104,15 @@ def auth_header() -> dict[str, str]:
     return {"Authorization": f"token {TOKEN}"}
 
 
-def test_no_request_the_openapi_document_allows_gets_a_5xx(live_server: LiveServer, tmp_path: Path) -> None:
+def test_the_server_answers_exactly_what_the_openapi_document_says(
+    live_server: LiveServer, tmp_path: Path
+) -> None:
     argv = [
         sys.executable,
         "-m",
         "schemathesis.cli",
+        "--config-file",
+        str(SETTINGS),
         "run",
         str(OPENAPI),
         "--url",
@@ -111,11 +120,11 @@ def test_no_request_the_openapi_document_allows_gets_a_5xx(live_server: LiveServ
         "--header",
         f"Authorization: token {TOKEN}",
         "--checks",
-        "not_a_server_error",
+        "all",
         "--max-examples",
         "15",
         "--max-time",
-        "50",
+        "110",
         "--request-timeout",
         "15",
         "--seed",
@@ -124,12 +133,12 @@ def test_no_request_the_openapi_document_allows_gets_a_5xx(live_server: LiveServ
         "--workers",
         "1",
     ]
-    run = subprocess.run(argv, capture_output=True, text=True, timeout=150, cwd=tmp_path)
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=200, cwd=tmp_path)
     output = run.stdout + run.stderr
-    assert run.returncode == 0, output[-6000:]
+    assert run.returncode == 0, output[output.find("FAILURES") :][:8000] or output[-6000:]
     assert re.search(r"Tested: +\d+", output), output[-3000:]
     server_log = live_server.log.read_text(errors="replace")
     statuses = re.findall(r"\] (\d{3}) (?:GET|POST|PATCH|DELETE|PUT) /ranktable/", server_log)
-    assert not [s for s in statuses if s.startswith("5")], "the server logged a 5xx"
+    assert not [s for s in statuses if s.startswith("5") and s != "503"], "the server logged a 5xx"
     # the requests reached the handlers (authenticated, parsed, answered), not a blanket 403
     assert len([s for s in statuses if s.startswith(("2", "4")) and s != "403"]) > 200, statuses[:50]

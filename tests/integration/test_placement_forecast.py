@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ranktable.cluster.observing import pod_index_of
 from ranktable.usecases.jobs import ClusterSettings, Jobs
@@ -27,6 +28,31 @@ def _bound(jobs: Jobs, name: str, count: int) -> list[str] | None:
     if len(nodes) < count or not all(node for _, node in nodes):
         return None
     return [str(node) for _, node in sorted(nodes)]
+
+
+def _submit_partitioned(
+    pool: SimPoolHandle, name: str, nodes: int, partitions: int, job_topology: dict[str, object] | None = None
+) -> Any:
+    """A Volcano job of `nodes` pods in `partitions` partitions of 2, each partition under one leaf (tier 1),
+    the job itself under `job_topology` when given; answers the pool's CoreV1Api."""
+    from kubernetes import client
+
+    from tests.integration.sim_helpers import volcano_job
+
+    job = volcano_job(name, nodes, ["sleep", "60"], npus=8)
+    if job_topology is not None:
+        job["spec"]["networkTopology"] = job_topology
+    job["spec"]["tasks"][0]["partitionPolicy"] = {
+        "totalPartitions": partitions,
+        "partitionSize": 2,
+        "minPartitions": partitions,
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+    }
+    api = pool.api_client()
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "batch.volcano.sh", "v1alpha1", "default", "jobs", job
+    )
+    return client.CoreV1Api(api)
 
 
 def test_preview_predicts_the_spread_over_leaves_and_the_layout_shows_both(
@@ -53,27 +79,49 @@ def test_preview_predicts_the_spread_over_leaves_and_the_layout_shows_both(
     assert "placement: as predicted" in jobs.layout("default", "fore").report_text
 
 
+def test_network_topology_hard_1_is_predicted_under_one_leaf_and_lands_there(
+    sim_pool_factory: Callable[..., SimPoolHandle],
+) -> None:
+    """Without networkTopology the pool spreads two pods over both leaves; with hard:1 the preview says
+    one leaf, no crossing, and the scheduler puts them there."""
+    pool = sim_pool_factory(nodes=4, leaves=2)
+    jobs = _jobs(pool)
+    spread = jobs.layout_preview(_spec(jobs, "loose", 2))["placement"]["cases"][0]  # type: ignore[arg-type]
+    assert spread["crossings_per_tier"][0] > 0, spread
+    spec = jobs.spec(
+        {
+            "name": "tight",
+            "image": "busybox",
+            "nodes": 2,
+            "npus_per_node": 8,
+            "command": ["sleep", "60"],
+            "network_topology": "hard:1",
+        }
+    )
+    placement = jobs.layout_preview(spec)["placement"]
+    [case] = placement["cases"]
+    assert (
+        placement["exact"] and "networkTopology hard:1 keeps the gang under one leaf" in placement["reason"]
+    )
+    assert case["crossings_per_tier"][0] == 0 and case["nodes"] != spread["nodes"], case
+    jobs.submit(spec)
+    actual = eventually(lambda: _bound(jobs, "tight", 2), timeout=60)
+    assert actual == case["nodes"]
+    jobs.client("default").wait_rank_table("tight", timeout=60)
+    assert jobs.layout("default", "tight").to_json()["placement"]["verdict"] == "as predicted"
+    # three pods fit under no leaf of two nodes: the preview says the job would never start
+    never = jobs.spec({**spec.to_dict(), "name": "never", "nodes": 3})
+    assert any("even on an idle pool" in w for w in jobs.layout_preview(never)["warnings"])
+
+
 def test_partition_policy_places_every_partition_in_its_own_leaf(
     sim_pool_factory: Callable[..., SimPoolHandle],
 ) -> None:
     """Volcano's partitionPolicy with a tier-1 networkTopology: every pod placed, each partition in a leaf."""
     from kubernetes import client
 
-    from tests.integration.sim_helpers import volcano_job
-
     pool = sim_pool_factory(nodes=4, leaves=2)
-    job = volcano_job("parts", 4, ["sleep", "60"], npus=8)
-    job["spec"]["tasks"][0]["partitionPolicy"] = {
-        "totalPartitions": 2,
-        "partitionSize": 2,
-        "minPartitions": 2,
-        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
-    }
-    api = pool.api_client()
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "batch.volcano.sh", "v1alpha1", "default", "jobs", job
-    )
-    core = client.CoreV1Api(api)
+    core = _submit_partitioned(pool, "parts", 4, 2)
 
     def bound() -> list[client.V1Pod] | None:
         pods = core.list_namespaced_pod("default", label_selector="volcano.sh/job-name=parts").items
@@ -103,24 +151,10 @@ def test_partitions_stay_inside_the_jobs_own_network_topology(
     nothing binds (partitions spread over two spines broke the job's own networkTopology)."""
     from kubernetes import client
 
-    from tests.integration.sim_helpers import volcano_job
-
     conf = tmp_path / "topology.conf"
     conf.write_text(TWO_SPINES)
     pool = sim_pool_factory(topology=conf)
-    job = volcano_job("spines", 6, ["sleep", "60"], npus=8)
-    job["spec"]["networkTopology"] = {"mode": "hard", "highestTierAllowed": 2}
-    job["spec"]["tasks"][0]["partitionPolicy"] = {
-        "totalPartitions": 3,
-        "partitionSize": 2,
-        "minPartitions": 3,
-        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
-    }
-    api = pool.api_client()
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "batch.volcano.sh", "v1alpha1", "default", "jobs", job
-    )
-    core = client.CoreV1Api(api)
+    core = _submit_partitioned(pool, "spines", 6, 3, {"mode": "hard", "highestTierAllowed": 2})
 
     def unschedulable() -> list[client.CoreV1Event] | None:
         events = core.list_namespaced_event("default", field_selector="reason=FailedScheduling").items

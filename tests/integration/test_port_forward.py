@@ -19,9 +19,9 @@ import pytest
 
 from ranktable.cli import main
 from ranktable.errors import ConflictError, InputError, NotFoundError
-from ranktable.remote import ConnectionManager, Profile, ProfileStore
+from ranktable.remote import ConnectionManager, ProfileStore
 from ranktable.remote.errors import SshError
-from ranktable.remote.forwards import ForwardRegistry
+from ranktable.remote.forwards import ForwardRegistry, check_port
 from ranktable.remote.manager import default_manager
 from tests.integration.fixtures.sshd import SshdProfile
 from tests.integration.server_helpers import call
@@ -69,16 +69,7 @@ def _free_port() -> int:
 def test_forward_through_a_jump_host_bound_to_loopback_only(sshd_profile: SshdProfile, web_app: int) -> None:
     store = ProfileStore(sshd_profile.home)
     server = sshd_profile.server
-    store.add(
-        Profile(
-            name="inner",
-            host="127.0.0.1",
-            port=server.port,
-            user=server.user,
-            key_file=str(server.client_key),
-            jump="box",
-        )
-    )
+    store.add(server.profile("inner", jump="box"))
     manager = ConnectionManager(store)
     registry = ForwardRegistry(manager)
     try:
@@ -109,6 +100,9 @@ def test_forward_errors_are_clear(sshd_profile: SshdProfile, web_app: int) -> No
             registry.open("box", 70000)
         with pytest.raises(InputError, match="port number"):
             registry.open("box", "6006")
+        with pytest.raises(InputError, match="port number"):
+            registry.open("box", 6006.5)
+        assert check_port(6006.0, "remote_port") == 6006  # JSON Schema's integer (schemathesis seed 7)
         taken = registry.open("box", web_app)
         with pytest.raises(ConflictError, match="already in use"):
             registry.open("box", web_app, taken.local_port)
@@ -297,3 +291,49 @@ def test_records_of_ended_or_reused_processes_are_dropped(sshd_profile: SshdProf
     finally:
         registry.close_all()
     assert sorted(folder.iterdir()) == []
+
+
+@pytest.mark.fault
+def test_an_ssh_cut_mid_transfer_is_an_error_and_the_forward_serves_the_next_request(
+    sshd_profile: SshdProfile, web_app: int, tmp_path: Path
+) -> None:
+    """The connection is cut while a forward streams 32 MiB: the reader sees the transfer break (never a
+    silently short or doubled body), the forward stays listed and the next request gets every byte."""
+    import hashlib
+    import http.client
+
+    payload = os.urandom(32 << 20)
+    (tmp_path / "www" / "big.bin").write_bytes(payload)
+    registry = ForwardRegistry(sshd_profile.manager)  # type: ignore[arg-type]
+    try:
+        forward = registry.open("box", web_app)
+        got = bytearray()
+        outcome: list[BaseException | None] = []
+
+        def read_slowly() -> None:
+            try:
+                with urllib.request.urlopen(forward.url + "big.bin", timeout=30) as response:
+                    while chunk := response.read(64 << 10):
+                        got.extend(chunk)
+                        time.sleep(0.01)  # ~6 MiB/s at most: the cut lands mid-transfer
+                outcome.append(None)
+            except (OSError, http.client.HTTPException) as exc:
+                outcome.append(exc)
+
+        reader = threading.Thread(target=read_slowly)
+        reader.start()
+        deadline = time.monotonic() + 30
+        while len(got) < (1 << 20):
+            assert time.monotonic() < deadline and reader.is_alive(), "the transfer did not start"
+            time.sleep(0.01)
+        assert sshd_profile.server.kill_connections() >= 1
+        reader.join(60)
+        assert not reader.is_alive()
+        assert outcome and outcome[0] is not None, "a cut transfer ended as if complete"
+        assert len(got) < len(payload) and bytes(got) == payload[: len(got)]  # a prefix: nothing doubled
+        assert [f.id for f in registry.list()] == [forward.id]  # the forward is still there
+        with urllib.request.urlopen(forward.url + "big.bin", timeout=60) as response:
+            again = response.read()
+        assert hashlib.sha256(again).digest() == hashlib.sha256(payload).digest()
+    finally:
+        registry.close_all()

@@ -150,6 +150,9 @@ def test_refused_and_unresolved_hosts(ranktable_home: Path, tmp_path: Path) -> N
     with pytest.raises(HostNotResolved) as unresolved:
         manager.get("nowhere").connect()
     assert "does not resolve" in unresolved.value.message
+    store.add(Profile(name="empty_label", host=".F"))  # the resolver's idna codec raised UnicodeError: a 500
+    with pytest.raises(HostNotResolved, match="empty or over-long label"):
+        manager.get("empty_label").connect()
 
 
 def test_channel_cap_waits_then_reports_too_many(sshd_profile: SshdProfile) -> None:
@@ -209,17 +212,7 @@ def test_ssh_config_host_entries_are_honoured(sshd: SshServer, ranktable_home: P
 def test_jump_profile_tunnels_through_direct_tcpip(sshd: SshServer, ranktable_home: Path) -> None:
     sshd.write_known_hosts(ranktable_home / "known_hosts")
     store = _store_with(ranktable_home, sshd, name="gateway")
-    store.add(
-        Profile(
-            name="inner",
-            host="127.0.0.1",
-            port=sshd.port,
-            user=sshd.user,
-            key_file=str(sshd.client_key),
-            jump="gateway",
-            remote_dir="/tmp",
-        )
-    )
+    store.add(sshd.profile("inner", "/tmp", jump="gateway"))
     manager = ConnectionManager(store)
     inner = manager.get("inner")
     assert inner.run("echo through").text() == "through\n"

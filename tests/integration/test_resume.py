@@ -27,6 +27,25 @@ TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "train.py")
 STEP = re.compile(r"\brank 0 step (\d+) ")
 
 
+def resumable_training(name: str, saves: Path, save_every: int, nodes: int, npus_per_node: int) -> JobSpec:
+    """examples/train.py on `nodes` x `npus_per_node`, a step each 0.2 s and a checkpoint in `saves` every
+    `save_every` steps, resumed on a fault."""
+    args = [
+        "--steps",
+        "100000",
+        "--interval",
+        "0.2",
+        "--save",
+        str(saves),
+        "--save-interval",
+        str(save_every),
+    ]
+    entry = EntryPoint(TRAIN, args)
+    return JobSpec(
+        name=name, image="i", nodes=nodes, npus_per_node=npus_per_node, on_fault="resume", entry=entry
+    )
+
+
 def pods_running(core: Any, name: str, count: int) -> list[Any] | None:
     pods = core.list_namespaced_pod("default", label_selector=f"volcano.sh/job-name={name}").items
     running = [p for p in pods if p.status.phase == "Running" and p.metadata.annotations]
@@ -95,6 +114,20 @@ def test_resume_starts_from_the_last_checkpoint_off_the_faulty_node(
     assert f"loading checkpoint from {saves} at iteration {saved}" in "\n".join(lines)
     first_step = next(int(m.group(1)) for line in lines if (m := STEP.search(line)))
     assert saved < first_step <= saved + 1
+
+    # the lineage, as the CLI tells it: run 1 -> the fault on that node -> run 2 from the checkpoint
+    def told() -> str | None:
+        assert main(["job", "lineage", "ck", "--state-dir", state, "--kubeconfig", str(pool.kubeconfig),
+                     "--context", pool.context]) == 0  # fmt: skip
+        out = capsys.readouterr().out
+        return out if "run 2" in out and "steps" in out.split("run 2", 1)[1].split("\n", 1)[0] else None
+
+    out = eventually(told, timeout=30, what="the lineage with the resumed run's steps")
+    assert (
+        f"fault on {node} NPU {device}" in out
+        and f"run 2 ({job['metadata']['uid'][:8]}) from checkpoint" in out
+    )
+    assert "detected in" in out and "step(s) replayed" in out
     jobs.stop(None, "ck")
 
 

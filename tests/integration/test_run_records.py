@@ -22,6 +22,7 @@ from ranktable.observe.text import kube_time
 from ranktable.usecases.jobs import ClusterSettings, Jobs
 from ranktable.usecases.observe import LiveRuns, observe_run
 from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.sim_helpers import eventually
 
 TRAIN = str(Path(__file__).resolve().parents[2] / "examples" / "train.py")
 CRASH = ["--steps", "300", "--interval", "0.1", "--fail-at", "2"]  # exit 1 after 2 steps, restarted in place
@@ -51,13 +52,7 @@ def spec(args: list[str], name: str = "loop") -> JobSpec:
 
 def until(check: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
     """Poll `check` until it returns something true (the pool's controllers move on their own)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    return eventually(check, timeout, what, every=0.2)
 
 
 def events_of(jobs: Jobs, name: str) -> list[dict[str, Any]]:

@@ -188,9 +188,9 @@ async def test_plan_accepts_inline_topology_text(jp_fetch: Any) -> None:
     [
         ({}, "ranktable", 400),
         ({"ranktable": 5, "topology": "x"}, "ranktable", 400),
-        ({"ranktable": rank_table(SERVERS[:1]), "topology_path": "../../etc/passwd"}, "topology_path", 400),
+        ({"ranktable": rank_table(SERVERS[:1]), "topology_path": "../../etc/passwd"}, "topology_path", 403),
         ({"ranktable": rank_table(SERVERS[:1]), "topology_path": "missing.yaml"}, "topology_path", 404),
-        ({"ranktable": {"status": "completed"}, "topology": "x"}, "ranktable: version", 400),
+        ({"ranktable": {"status": "completed"}, "topology": "x"}, "ranktable: version", 422),  # content
         ({"ranktable": rank_table(SERVERS[:1]), "topology": "x", "message_bytes": -1}, "message_bytes", 400),
     ],
 )
@@ -357,3 +357,12 @@ async def test_responses_validate_against_openapi(jp_fetch: Any, path: str, body
 async def test_config_response_validates_against_openapi(jp_fetch: Any) -> None:
     data = json.loads((await jp_fetch("ranktable", "config")).body)
     Draft202012Validator(response_schema("/ranktable/config", "get", 200)).validate(data)
+
+
+async def test_a_large_body_gets_the_same_status_class_as_a_small_one(jp_fetch: Any) -> None:
+    """A body above 256 KiB is planned in the worker process; its content error is still a 422 (#26)."""
+    small = {"ranktable": {"status": "completed"}, "topology": "x"}
+    large = {"ranktable": {"status": "completed", "pad": "x" * 300_000}, "topology": "x"}
+    for body in (small, large):
+        data = await post(jp_fetch, "ranktable", "plan", body=body, expect=422)
+        assert data["field"] == "ranktable: version", data

@@ -107,25 +107,26 @@ async def test_a_null_byte_in_a_url_is_a_4xx_json(jp_fetch: Any, path: str, meth
     assert "message" in json.loads(response.body)
 
 
-async def test_a_file_name_longer_than_the_file_system_allows_is_a_400(jp_fetch: Any) -> None:
-    """Found by the OpenAPI fuzzer: stat() of a 300-byte name raised ENAMETOOLONG, and the server said 500."""
+async def test_a_file_name_longer_than_the_file_system_allows_is_a_404(jp_fetch: Any) -> None:
+    """Found by the OpenAPI fuzzer: stat() of a 300-byte name raised ENAMETOOLONG, and the server said 500;
+    no such file can exist, so 404 naming the field (c142469; docs/security.md's status classes)."""
     params = {"topology_path": "t" * 300}
     response = await jp_fetch("ranktable", "jobs", "default", "x", "layout", params=params, raise_error=False)
-    assert response.code == 400, response.body
+    assert response.code == 404, response.body
     reply = json.loads(response.body)
     assert reply["field"] == "topology_path" and "File name too long" in reply["message"]
     body = json.dumps({"ranktable": {"status": "initializing"}, "topology_path": "t" * 300})
     response = await send(jp_fetch, "/ranktable/plan", body=body)
-    assert response.code == 400, response.body
+    assert response.code == 404, response.body
     assert json.loads(response.body)["field"] == "topology_path"
 
 
-async def test_a_home_folder_of_an_unknown_user_is_a_400(jp_fetch: Any) -> None:
+async def test_a_home_folder_of_an_unknown_user_is_a_403(jp_fetch: Any) -> None:
     """Found by the OpenAPI fuzzer: `~ý` made pathlib's expanduser raise RuntimeError, and the server said
-    500."""
+    500. A home folder is outside the Jupyter root: 403, as any path there."""
     params = {"topology_path": "~\u00fd"}
     response = await jp_fetch("ranktable", "jobs", "default", "x", "layout", params=params, raise_error=False)
-    assert response.code == 400, response.body
+    assert response.code == 403, response.body
     reply = json.loads(response.body)
     assert reply["field"] == "topology_path" and "unknown user" in reply["message"]
 
@@ -218,6 +219,26 @@ async def test_local_dir_must_be_a_string(jp_fetch: Any, value: Any) -> None:
     assert reply["field"] == "local_dir" and "must be a string" in reply["message"]
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/ranktable/profiles/box/test", {"passphrase": 5}, "passphrase"),
+        ("/ranktable/download", {"profile": "box", "remote_path": "a", "local_path": 7}, "local_path"),
+        ("/ranktable/profiles", {"name": "box", "host": "h", "key_file": "k" * 1025}, "key_file"),
+    ],
+)
+async def test_a_text_field_of_another_type_or_too_long_is_a_400_naming_it(
+    jp_fetch: Any, path: str, body: dict[str, Any], field: str
+) -> None:
+    """#26: schemathesis seed 7: `passphrase: 5` was tried as "5", `local_path: 7` became the file "7"."""
+    response = await send(jp_fetch, path, body=json.dumps(body))
+    assert response.code == 400, response.body
+    reply = json.loads(response.body)
+    assert reply["field"] == field and (
+        "must be a string" in reply["message"] or "limit 1024" in reply["message"]
+    )
+
+
 async def test_subscriptions_are_capped_per_socket_and_per_user(
     jp_ws_fetch: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -257,3 +278,13 @@ async def test_subscriptions_are_capped_per_socket_and_per_user(
     finally:
         first.close()
         second.close()
+
+
+async def test_the_stream_refuses_a_plain_request_and_an_undeclared_method_in_json(jp_fetch: Any) -> None:
+    """Found by schemathesis (#26): `/stream` answered a plain GET with tornado's text 400, and a method it
+    has not with a 405 without `Allow`."""
+    plain = await jp_fetch("ranktable", "stream", raise_error=False)
+    assert plain.code == 400 and json.loads(plain.body)["field"] == "Upgrade"
+    wrong = await jp_fetch("ranktable", "stream", method="PUT", body="{}", raise_error=False)
+    assert wrong.code == 405 and wrong.headers["Allow"] == "GET"
+    assert json.loads(wrong.body)["reason"] == "Method Not Allowed"

@@ -15,7 +15,7 @@ import pytest
 
 from ranktable.cluster.client import ClusterClient
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.server_helpers import call, log_lines
+from tests.integration.server_helpers import call, extension_on_pool, log_lines
 from tests.integration.test_cluster_sim import INTERLEAVED
 
 PLAN_SECONDS = 3.0  # the plan is made this slow: the first lines must not wait for it
@@ -32,15 +32,7 @@ def pool(sim_pool_factory: Callable[..., SimPoolHandle], tmp_path: Path) -> SimP
 
 @pytest.fixture
 def jp_server_config(pool: SimPoolHandle, tmp_path: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {
-            "kubeconfig": str(pool.kubeconfig),
-            "context": pool.context,
-            "state_dir": str(tmp_path / "state"),
-            "log_batch_seconds": 0.05,
-        },
-    }
+    return extension_on_pool(pool, tmp_path, log_batch_seconds=0.05)
 
 
 async def test_a_routed_jobs_logs_start_before_its_plan(

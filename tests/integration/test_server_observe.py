@@ -11,7 +11,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.server_helpers import call, log_lines
+from tests.integration.server_helpers import call, extension_on_pool, log_lines, submit_bash
 from tests.integration.test_server_api import response_schema
 from tests.integration.test_server_jobs import read, until
 
@@ -23,15 +23,12 @@ SCRIPT = (
 
 @pytest.fixture
 def jp_server_config(sim_pool: SimPoolHandle, tmp_path: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {
-            "kubeconfig": str(sim_pool.kubeconfig),
-            "context": sim_pool.context,
-            "state_dir": str(tmp_path / "state"),
-            "observability": {"straggler_factor": 1.5},
-        },
-    }
+    return extension_on_pool(
+        sim_pool,
+        tmp_path,
+        observability={"straggler_factor": 1.5},
+        archive_every_seconds=0,  # what is archived here is what a follower or a stop archived
+    )
 
 
 async def get(jp_fetch: Any, *path: str, **params: str) -> Any:
@@ -42,14 +39,7 @@ async def get(jp_fetch: Any, *path: str, **params: str) -> Any:
 
 async def submit_obs(jp_fetch: Any, script: str, nodes: int) -> Any:
     """Submit job "obs" running `script` in bash on `nodes` pods of 8 NPUs; the submitted run."""
-    spec = {
-        "name": "obs",
-        "image": "i",
-        "nodes": nodes,
-        "npus_per_node": 8,
-        "command": ["/bin/bash", "-c", script],
-    }
-    return await call(jp_fetch, "ranktable", "jobs", method="POST", body={"spec": spec}, expect=201)
+    return await submit_bash(jp_fetch, "obs", script, nodes)
 
 
 def job_path(*rest: str) -> tuple[str, ...]:
@@ -173,6 +163,50 @@ async def test_stop_archives_a_run_nobody_followed(jp_fetch: Any, tmp_path: Path
     assert [line["node_rank"] for line in lines["lines"]] == [0, 1]
 
 
+FIXED = 'for i in 1 2 3 4 5 6 7 8; do echo "step $i loss 1.$((9 - i)) lr 1e-4"; sleep 0.1; done; sleep 60'
+
+
+async def test_compare_two_runs_of_a_job(jp_fetch: Any) -> None:
+    """The Job view's Compare tab: the failed run (A, stopped) beside its resubmit (B), as the schema says."""
+    refused = await jp_fetch(*job_path("compare"), raise_error=False)
+    assert refused.code == 404 and "no archived runs of job obs" in refused.body.decode()
+    first = await submit_obs(jp_fetch, SCRIPT, nodes=1)
+
+    async def failed() -> Any:
+        return (await call(jp_fetch, *job_path("diagnosis")))["first_failure"]
+
+    await until(failed, 90)
+    alone = await jp_fetch(*job_path("compare"), raise_error=False)
+    assert alone.code == 404 and "has only one run" in json.loads(alone.body)["message"]
+    await call(jp_fetch, "ranktable", "jobs", "default", "obs", method="DELETE")
+    second = await submit_obs(jp_fetch, FIXED, nodes=1)
+    try:
+
+        async def eight_steps() -> Any:
+            compared = await call(jp_fetch, *job_path("compare"))
+            return compared if compared["b"]["last_step"] == 8 else None
+
+        compared = await until(eight_steps, 90)
+        Draft202012Validator(
+            response_schema("/ranktable/jobs/{namespace}/{name}/compare", "get", 200)
+        ).validate(compared)
+        a, b = compared["a"], compared["b"]
+        assert (a["run"], b["run"]) == (first["uid"], second["uid"])
+        assert a["outcome"] == "Stopped" and a["first_failure"]["code"] == "CANT_OPEN_FILE"
+        assert b["first_failure"] is None and (a["last_step"], b["last_step"]) == (6, 8)
+        assert compared["changes"]["loss"] == {"a": 2.3, "b": 1.1, "delta": -1.2, "ratio": 0.4783}
+        assert "the failure of A (rank 0 CANT_OPEN_FILE) is gone in B" in compared["notes"]
+        picked = await get(jp_fetch, *job_path("compare"), a=second["uid"][:8], b=first["uid"])
+        assert (picked["a"]["run"], picked["b"]["run"]) == (second["uid"], first["uid"])
+        # one run named: the other is its default (B the newest, A the run before B), as the schema says
+        half = await get(jp_fetch, *job_path("compare"), a=first["uid"][:8])
+        assert (half["a"]["run"], half["b"]["run"]) == (first["uid"], second["uid"])
+        before = await get(jp_fetch, *job_path("compare"), b=second["uid"])
+        assert (before["a"]["run"], before["b"]["run"]) == (first["uid"], second["uid"])
+    finally:
+        await call(jp_fetch, "ranktable", "jobs", "default", "obs", method="DELETE")
+
+
 @pytest.mark.parametrize(
     ("path", "params", "field"),
     [
@@ -213,14 +247,14 @@ async def test_jupyterlab_settings_add_a_metric_regex_and_override_the_server(jp
     plain = await call(jp_fetch, *job_path("metrics"))
     assert all(not s.get("loss") for s in plain["ranks"].values())  # no built-in format reads these lines
 
-    for bad, field in (
-        ({"patterns": ["(?P<bogus>x)"]}, "settings.patterns[0]"),
-        ({"straggler_factor": 0.5}, "settings.straggler_factor"),
-        ({"colour": "red"}, "settings"),
-        ([1], "settings"),
+    for bad, field, status in (
+        ({"patterns": ["(?P<bogus>x)"]}, "settings.patterns[0]", 422),  # a regex's meaning: no schema says
+        ({"straggler_factor": 0.5}, "settings.straggler_factor", 400),
+        ({"colour": "red"}, "settings", 400),
+        ([1], "settings", 400),
     ):
         refused = await call(
-            jp_fetch, "ranktable", "observe", "settings", method="PUT", body={"settings": bad}, expect=400
+            jp_fetch, "ranktable", "observe", "settings", method="PUT", body={"settings": bad}, expect=status
         )
         assert field in json.dumps(refused)
     assert await call(jp_fetch, "ranktable", "observe", "settings") == before  # nothing changed

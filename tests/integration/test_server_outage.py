@@ -12,6 +12,8 @@ import yaml
 
 from tests.integration.server_helpers import call
 
+pytestmark = pytest.mark.fault
+
 
 def _closed_port() -> int:
     with socket.socket() as sock:

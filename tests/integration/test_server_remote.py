@@ -71,15 +71,22 @@ async def add_trusted_profile(jp_fetch: Any, sshd: SshServer, remote: Path) -> N
     await try_box(jp_fetch, {"accept_host_key": test["fingerprint"]})
 
 
-async def test_add_test_accept_host_key_and_remove(jp_fetch: Any, sshd: SshServer, tmp_path: Path) -> None:
-    remote = tmp_path / "remote"
-    remote.mkdir()
+@pytest.fixture
+def remote(tmp_path: Path) -> Path:
+    """The SSH profile's remote folder (on the test's sshd, under the test's tmp_path)."""
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    return folder
+
+
+async def test_add_test_accept_host_key_and_remove(jp_fetch: Any, sshd: SshServer, remote: Path) -> None:
     added = await call(
         jp_fetch, "ranktable", "profiles", method="POST", body=profile_body(sshd, remote), expect=201
     )
     assert added["name"] == "box" and "password" not in json.dumps(added)
     listed = await call(jp_fetch, "ranktable", "profiles")
     assert [p["name"] for p in listed["profiles"]] == ["box"]
+    assert listed["profiles"][0]["connected"] is False  # "not tested" in the panel
 
     unknown = await try_box(jp_fetch)
     assert unknown["status"] == "unknown-host-key"
@@ -91,12 +98,34 @@ async def test_add_test_accept_host_key_and_remove(jp_fetch: Any, sshd: SshServe
 
     ok = await try_box(jp_fetch, {"accept_host_key": unknown["fingerprint"]})
     assert ok["status"] == "ok", ok
+    [now] = (await call(jp_fetch, "ranktable", "profiles"))["profiles"]
+    assert now["connected"] is True  # a reloaded panel says "connected", not "not tested"
     again = await try_box(jp_fetch)
     assert again["status"] == "ok"
 
     await call(jp_fetch, "ranktable", "profiles", "box", method="DELETE")
     assert (await call(jp_fetch, "ranktable", "profiles"))["profiles"] == []
     await call(jp_fetch, "ranktable", "profiles", "box", method="DELETE", expect=404)
+
+
+async def test_the_listing_says_where_sync_goes(jp_fetch: Any, sshd: SshServer, tmp_path: Path) -> None:
+    """The Sync section's "-> profile:folder": the shared folder of a profile that has one (#24), not
+    ~/work; a remote_dir given by hand wins."""
+    from ranktable.compose.spec import VolumeSpec
+    from ranktable.compose.storage import SharedStorage
+
+    body = {**profile_body(sshd, tmp_path), "remote_dir": "~/work"}
+    await call(jp_fetch, "ranktable", "profiles", method="POST", body=body, expect=201)
+    [plain] = (await call(jp_fetch, "ranktable", "profiles"))["profiles"]
+    assert plain["working_dir"] == "~/work"
+    shared = SharedStorage("/data/sfs", VolumeSpec("sfs", "hostPath", mount_path="/mnt/sfs", path="/mnt/sfs"))
+    patch = {"shared": shared.to_json()}
+    await call(jp_fetch, "ranktable", "profiles", "box", method="PATCH", body=patch)
+    [listed] = (await call(jp_fetch, "ranktable", "profiles"))["profiles"]
+    assert listed["working_dir"] == "/data/sfs" and listed["remote_dir"] == "~/work"
+    await call(jp_fetch, "ranktable", "profiles", "box", method="PATCH", body={"remote_dir": "/srv/code"})
+    [given] = (await call(jp_fetch, "ranktable", "profiles"))["profiles"]
+    assert given["working_dir"] == "/srv/code"
 
 
 @pytest.mark.parametrize(
@@ -125,11 +154,9 @@ async def test_a_wrong_key_is_reported_not_raised(jp_fetch: Any, sshd: SshServer
 
 
 async def test_profiles_list_the_folder_each_one_syncs(
-    jp_fetch: Any, jp_ws_fetch: Any, jp_root_dir: Path, sshd: SshServer, tmp_path: Path
+    jp_fetch: Any, jp_ws_fetch: Any, jp_root_dir: Path, sshd: SshServer, remote: Path
 ) -> None:
     """The panel's Sync section shows the remembered folder (relative to the Jupyter root), not "."."""
-    remote = tmp_path / "remote"
-    remote.mkdir()
     (jp_root_dir / "proj" / "bert").mkdir(parents=True)
     (jp_root_dir / "proj" / "bert" / "train.py").write_text("print(1)\n")
     await add_trusted_profile(jp_fetch, sshd, remote)
@@ -152,10 +179,8 @@ async def test_profiles_list_the_folder_each_one_syncs(
 
 
 async def test_sync_bulk_delete_needs_force_through_the_api(
-    jp_fetch: Any, jp_ws_fetch: Any, jp_root_dir: Path, sshd: SshServer, tmp_path: Path
+    jp_fetch: Any, jp_ws_fetch: Any, jp_root_dir: Path, sshd: SshServer, remote: Path
 ) -> None:
-    remote = tmp_path / "remote"
-    remote.mkdir()
     project = jp_root_dir / "proj"
     project.mkdir()
     for i in range(12):
@@ -174,10 +199,8 @@ async def test_sync_bulk_delete_needs_force_through_the_api(
 
 
 async def test_sync_conflict_force_download_and_run(
-    jp_fetch: Any, jp_ws_fetch: Any, jp_root_dir: Path, sshd: SshServer, tmp_path: Path
+    jp_fetch: Any, jp_ws_fetch: Any, jp_root_dir: Path, sshd: SshServer, remote: Path
 ) -> None:
-    remote = tmp_path / "remote"
-    remote.mkdir()
     project = jp_root_dir / "proj"
     (project / "pkg").mkdir(parents=True)
     (project / "train.py").write_text("print('v1')\n")
@@ -252,23 +275,24 @@ async def test_sync_conflict_force_download_and_run(
 
 
 @pytest.mark.parametrize(
-    ("path", "body", "field"),
+    ("path", "body", "field", "status"),
     [
-        ("sync", {"profile": "box", "local_dir": "../outside"}, "local_dir"),
-        ("sync", {"local_dir": "."}, "profile"),
-        ("sync", {"profile": "box", "force": "yes"}, "force"),
-        ("download", {"profile": "box"}, "remote_path"),
-        ("download", {"profile": "box", "remote_path": "x", "local_path": "/etc/x"}, "local_path"),
-        ("run", {"profile": "box", "command": " "}, "command"),
+        ("sync", {"profile": "box", "local_dir": "../outside"}, "local_dir", 403),  # outside the root
+        ("sync", {"local_dir": "."}, "profile", 400),
+        ("sync", {"profile": "box", "force": "yes"}, "force", 400),
+        ("sync", {"profile": "box", "dry_run": {}}, "dry_run", 400),
+        ("download", {"profile": "box"}, "remote_path", 400),
+        ("download", {"profile": "box", "remote_path": "x", "local_path": "/etc/x"}, "local_path", 403),
+        ("run", {"profile": "box", "command": " "}, "command", 400),
     ],
 )
 async def test_operation_bad_input_names_the_field(
-    jp_fetch: Any, sshd: SshServer, tmp_path: Path, path: str, body: dict[str, Any], field: str
+    jp_fetch: Any, sshd: SshServer, tmp_path: Path, path: str, body: dict[str, Any], field: str, status: int
 ) -> None:
     await call(
         jp_fetch, "ranktable", "profiles", method="POST", body=profile_body(sshd, tmp_path), expect=201
     )
-    data = await call(jp_fetch, "ranktable", path, method="POST", body=body, expect=400)
+    data = await call(jp_fetch, "ranktable", path, method="POST", body=body, expect=status)
     assert data["field"] == field
 
 
@@ -278,10 +302,8 @@ async def test_unknown_profile_is_a_404(jp_fetch: Any) -> None:
 
 
 async def test_automatic_upload_after_a_save_through_the_contents_api(
-    jp_fetch: Any, jp_root_dir: Path, sshd: SshServer, tmp_path: Path
+    jp_fetch: Any, jp_root_dir: Path, sshd: SshServer, remote: Path
 ) -> None:
-    remote = tmp_path / "remote"
-    remote.mkdir()
     (jp_root_dir / "proj").mkdir()
     await add_trusted_profile(jp_fetch, sshd, remote)
     updated = await call(
@@ -318,12 +340,10 @@ async def test_install_kernelspec_for_a_profile(jp_fetch: Any, sshd: SshServer, 
 
 
 async def test_upload_now_counts_as_the_folders_last_sync(
-    jp_fetch: Any, jp_ws_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, sshd: SshServer, tmp_path: Path
+    jp_fetch: Any, jp_ws_fetch: Any, jp_serverapp: Any, jp_root_dir: Path, sshd: SshServer, remote: Path
 ) -> None:
     """The status bar follows the automatic uploader: an explicit sync of its folder ("Upload now") must
     turn it "Synced HH:MM", not leave "not synced yet" (seen in the first-hour browser journey, #24)."""
-    remote = tmp_path / "remote"
-    remote.mkdir()
     (jp_root_dir / "proj").mkdir()
     (jp_root_dir / "proj" / "train.py").write_text("print(1)\n")
     await add_trusted_profile(jp_fetch, sshd, remote)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from kubernetes import client, config
 
@@ -135,6 +136,7 @@ def test_every_topology_source_describes_the_same_tree(sim_pool_factory: Any, tm
     assert sorted(map(sorted, groups.values())) == [["tux0", "tux1", "tux2"], ["tux3", "tux4"]]
 
 
+@pytest.mark.fault
 def test_serve_subprocess_restarts_and_adopts_running_pods(sim_pool_process: SimPoolHandle) -> None:
     from tests.integration.sim_helpers import eventually
 
@@ -171,6 +173,7 @@ def _beats(core: client.CoreV1Api) -> int | None:
         return None
 
 
+@pytest.mark.fault
 def test_start_after_a_kill_9_refuses_to_wipe_live_pods_and_resumes_on_request(tmp_path: Path) -> None:
     """#26.6: `sim start` on the state folder of a pool killed with -9 silently wiped its jobs and pods."""
     import signal

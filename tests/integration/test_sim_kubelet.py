@@ -15,7 +15,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.integration.fixtures.simpool import SimPoolHandle
-from tests.integration.sim_helpers import eventually, rank_table_configmap, volcano_job
+from tests.integration.sim_helpers import eventually, rank_table_configmap, shell_pod, volcano_job
 
 TIMEOUT = (5, 30)
 
@@ -23,17 +23,7 @@ TIMEOUT = (5, 30)
 def _pod(
     name: str, script: str, restart: str = "Never", env: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "restartPolicy": restart,
-            "containers": [
-                {"name": "main", "image": "ignored:latest", "command": ["sh", "-c", script], "env": env or []}
-            ],
-        },
-    }
+    return shell_pod(name, script, restart, env or [])
 
 
 def _raw_log(pool: SimPoolHandle, name: str, **params: str) -> str:

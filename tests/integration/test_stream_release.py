@@ -21,20 +21,14 @@ import pytest
 
 from ranktable.cluster.kube import POOL_SIZE
 from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.server_helpers import extension_on_pool
 
 SUBSCRIPTIONS = 200
 
 
 @pytest.fixture
 def jp_server_config(sim_pool_process: SimPoolHandle, tmp_path: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {
-            "kubeconfig": str(sim_pool_process.kubeconfig),
-            "context": sim_pool_process.context,
-            "state_dir": str(tmp_path / "state"),
-        },
-    }
+    return extension_on_pool(sim_pool_process, tmp_path)
 
 
 def api_connections(pool: SimPoolHandle) -> int:

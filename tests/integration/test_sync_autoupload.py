@@ -25,6 +25,14 @@ def _wait_for(check: Callable[[], bool], timeout: float = 15.0) -> bool:
     return check()
 
 
+def _started_uploader(
+    sshd_profile: SshdProfile, local: Path, mode: str, debounce: float
+) -> tuple[Path, AutoUploader]:
+    """An empty folder `local` and its started AutoUploader to the profile (`mode`, `debounce` s)."""
+    local.mkdir()
+    return local, AutoUploader(Syncer(sshd_profile.connection(), local), mode, debounce=debounce).start()
+
+
 @pytest.fixture
 def jp_server_config() -> dict[str, Any]:
     return {"FileContentsManager": {"post_save_hook": "ranktable.remote.autoupload.post_save_hook"}}
@@ -113,9 +121,7 @@ def test_external_edits_are_watched_in_always_mode(sshd_profile: SshdProfile, tm
 
 
 def test_burst_of_changes_is_debounced_into_few_syncs(sshd_profile: SshdProfile, tmp_path: Path) -> None:
-    local = tmp_path / "burst"
-    local.mkdir()
-    uploader = AutoUploader(Syncer(sshd_profile.connection(), local), "explicit", debounce=0.5).start()
+    local, uploader = _started_uploader(sshd_profile, tmp_path / "burst", "explicit", 0.5)
     try:
         for i in range(40):
             path = local / f"f{i}.txt"
@@ -128,9 +134,7 @@ def test_burst_of_changes_is_debounced_into_few_syncs(sshd_profile: SshdProfile,
 
 
 def test_never_mode_uploads_nothing(sshd_profile: SshdProfile, tmp_path: Path) -> None:
-    local = tmp_path / "never"
-    local.mkdir()
-    uploader = AutoUploader(Syncer(sshd_profile.connection(), local), "never", debounce=0.1).start()
+    local, uploader = _started_uploader(sshd_profile, tmp_path / "never", "never", 0.1)
     try:
         (local / "a.txt").write_text("a")
         uploader.notify_save(str(local / "a.txt"))
@@ -157,7 +161,7 @@ def test_a_renamed_folder_is_applied_remotely_in_one_command(
     results: list[Any] = []
     uploader = AutoUploader(syncer, "always", debounce=0.2, on_result=lambda r, e: results.append(r)).start()
     try:
-        time.sleep(0.5)
+        assert uploader.status()["watching"]  # the watch is in place once start() returns
         os.rename(local / "data", local / "renamed")
         target = sshd_profile.remote_dir / "renamed"
         assert _wait_for(lambda: any(r is not None and r.relocated for r in results))
@@ -187,14 +191,18 @@ def test_a_save_inside_a_large_folder_syncs_that_file_alone(
         syncer, "always", debounce=0.1, on_result=lambda r, e: results.append(r or e)
     ).start()
     try:
-        time.sleep(0.5)
+        assert uploader.status()["watching"]  # the watch is in place once start() returns
         (local / "data" / "d3.txt").write_text("saved\n")
         remote = sshd_profile.remote_dir / "data" / "d3.txt"
         assert _wait_for(lambda: remote.read_text() == "saved\n")
         assert _wait_for(lambda: bool(results))
-        time.sleep(0.3)
-        assert [r.uploaded for r in results] == [["data/d3.txt"]]
+        # A later save elsewhere: the watcher keeps the order, so whatever the first save still caused
+        # (a second sync of data/) is synced before it or with it.
+        (local / "marker.txt").write_text("after\n")
+        assert _wait_for(lambda: any(getattr(r, "uploaded", None) == ["marker.txt"] for r in results))
+        assert [r.uploaded for r in results] == [["data/d3.txt"], ["marker.txt"]]
         assert results[0].unchanged == 0  # the 39 other files of data/ were not re-examined
+        assert results[1].unchanged == 0  # nor with the later save
     finally:
         uploader.stop()
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ranktable.errors import ConflictError, InputError
+from ranktable.errors import ConflictError, InputError, Unavailable
 from ranktable.remote import SyncSettings
-from ranktable.remote.errors import ConnectionLost, RemotePathError
+from ranktable.remote.errors import ConnectionLost, RemotePathError, SshError
 from ranktable.remote.sync import IgnoreRules, ProgressEvent, Syncer
 from tests.integration.fixtures.sshd import SshdProfile
 from tests.integration.tree_helpers import tree_files, write_tree
@@ -159,6 +159,7 @@ def test_delete_mode_only_removes_files_we_uploaded(sshd_profile: SshdProfile, l
 
 
 @pytest.mark.parametrize("method", ["tar", "sftp"])
+@pytest.mark.fault
 def test_interrupted_sync_leaves_no_partial_file_and_next_sync_completes(
     sshd_profile: SshdProfile, tmp_path: Path, method: str
 ) -> None:
@@ -190,6 +191,40 @@ def test_interrupted_sync_leaves_no_partial_file_and_next_sync_completes(
     assert [p.name for p in sshd_profile.remote_dir.iterdir() if p.name.startswith(".")] == []
 
 
+@pytest.mark.fault
+def test_a_sync_cut_by_kill_9_of_sshd_says_so_and_resumes_after_its_restart_without_doubling(
+    sshd_profile: SshdProfile, tmp_path: Path
+) -> None:
+    """#26: sshd dies (kill -9, listener and connections) a third into a sync: the sync fails with the
+    connection named, a sync while sshd is down says it cannot reach the instance (503 to the API), and
+    once sshd is back on its port the next sync completes: every file once, nothing staged left over."""
+    root = tmp_path / "many"
+    files = {f"d{i % 5}/f{i}.bin": os.urandom(30_000 + i) for i in range(40)}
+    write_tree(root, files)
+    syncer = Syncer(sshd_profile.connection(), root, workers=3)
+    once = threading.Lock()  # never released
+
+    def kill_midway(event: ProgressEvent) -> None:
+        if event.bytes_done > event.bytes_total // 3 and once.acquire(blocking=False):
+            sshd_profile.server.kill9()
+
+    with pytest.raises(SshError) as cut:
+        syncer.sync(progress=kill_midway)
+    assert once.locked(), "the sync finished before sshd was killed"
+    assert isinstance(cut.value, Unavailable), cut.value  # an outage, not the user's input
+    with pytest.raises(Unavailable) as down:
+        syncer.sync()
+    assert "refused" in down.value.message or "lost" in down.value.message, down.value.message
+
+    sshd_profile.server.restart()
+    result = syncer.sync()
+    assert not result.conflicts
+    assert tree_files(sshd_profile.remote_dir) == files  # each file exactly once, complete
+    assert [p.name for p in sshd_profile.remote_dir.iterdir() if p.name.startswith(".")] == []  # no staging
+    again = syncer.sync()
+    assert not again.uploaded and again.unchanged == len(files), again.summary()  # nothing sent twice
+
+
 def test_download_files_and_folders_confined_to_remote_root(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
@@ -213,7 +248,7 @@ def test_download_files_and_folders_confined_to_remote_root(
 
 def test_tar_upload_without_remote_python_applies_with_mv(sshd_profile: SshdProfile, tmp_path: Path) -> None:
     from ranktable.remote.sync.progress import Meter
-    from ranktable.remote.sync.transfer import UploadItem, upload_tar
+    from ranktable.remote.sync.transfer import Upload, UploadItem, upload_tar
 
     root = tmp_path / "src"
     write_tree(root, {"a b/c.txt": b"spaces", "x'y.txt": b"quote", "deep/er/z.bin": os.urandom(5000)})
@@ -221,15 +256,8 @@ def test_tar_upload_without_remote_python_applies_with_mv(sshd_profile: SshdProf
     done: dict[str, object] = {}
     items = [UploadItem(rel, root / rel) for rel in ("a b/c.txt", "x'y.txt", "deep/er/z.bin")]
     meter = Meter("upload", 3, 0, None)
-    upload_tar(
-        sshd_profile.connection(),
-        str(sshd_profile.remote_dir),
-        items,
-        ["old.txt"],
-        meter,
-        done.__setitem__,
-        python=False,
-    )
+    upload = Upload(str(sshd_profile.remote_dir), items, ["old.txt"], meter, done.__setitem__)
+    upload_tar(sshd_profile.connection(), upload, python=False)
     assert tree_files(sshd_profile.remote_dir) == {
         rel: (root / rel).read_bytes() for rel in ("a b/c.txt", "x'y.txt", "deep/er/z.bin")
     }

@@ -18,7 +18,7 @@ from ranktable.remote.sync.progress import Meter
 from ranktable.remote.sync.session import RemoteSession
 from ranktable.remote.sync.transfer import UploadItem, few_names, few_script
 from tests.integration.fixtures.sshd import SshdProfile
-from tests.integration.tree_helpers import tree_files, write_tree
+from tests.integration.tree_helpers import outside_of, tree_files, write_tree
 
 
 def _same_size_and_time_edit(path: Path, data: bytes) -> None:
@@ -94,10 +94,7 @@ def test_tar_few_refuses_a_folder_that_became_a_symbolic_link_after_the_listing(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
     remote = sshd_profile.remote_dir
-    remote.mkdir(parents=True, exist_ok=True)
-    outside = remote.parent / "outside"
-    outside.mkdir()
-    (outside / "victim.txt").write_text("precious")
+    outside = outside_of(remote)
     (tmp_path / "v.txt").write_text("overwritten!")
     session = RemoteSession(sshd_profile.connection())
     try:
@@ -115,6 +112,7 @@ def test_tar_few_refuses_a_folder_that_became_a_symbolic_link_after_the_listing(
     assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
 
 
+@pytest.mark.fault
 def test_an_interrupted_few_file_upload_changes_no_final_file_and_the_next_sync_cleans_up(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
@@ -155,6 +153,7 @@ def test_few_names_and_script_quote_every_path() -> None:
     assert f"= {'f' * 64} ]; then rm -f -- d/e; else echo C 1; fi" in script
 
 
+@pytest.mark.fault
 def test_the_python_apply_started_alongside_tar_applies_nothing_from_a_cut_stream(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:

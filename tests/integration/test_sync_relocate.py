@@ -29,13 +29,20 @@ def _project(tmp_path: Path) -> Path:
     return local
 
 
+def _synced(
+    sshd_profile: SshdProfile, tmp_path: Path, settings: SyncSettings | None = None
+) -> tuple[Path, Syncer, Path]:
+    """The project synced once: (its local folder, the syncer, the remote folder)."""
+    local = _project(tmp_path)
+    syncer = Syncer(sshd_profile.connection(), local, settings)
+    syncer.sync()
+    return local, syncer, sshd_profile.remote_dir
+
+
 def test_a_folder_rename_in_delete_mode_is_one_move_and_the_remote_ends_identical(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
-    local = _project(tmp_path)
-    syncer = Syncer(sshd_profile.connection(), local, SyncSettings(delete_remote=True))
-    syncer.sync()
-    remote = sshd_profile.remote_dir
+    local, syncer, remote = _synced(sshd_profile, tmp_path, SyncSettings(delete_remote=True))
     inode = (remote / "pkg" / "m3.py").stat().st_ino
     (local / "lib").mkdir()
     os.rename(local / "pkg", local / "lib" / "pkg2")
@@ -52,10 +59,7 @@ def test_a_folder_rename_in_delete_mode_is_one_move_and_the_remote_ends_identica
 def test_a_remote_edit_or_foreign_file_in_the_old_folder_means_upload_instead(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
-    local = _project(tmp_path)
-    syncer = Syncer(sshd_profile.connection(), local, SyncSettings(delete_remote=True))
-    syncer.sync()
-    remote = sshd_profile.remote_dir
+    local, syncer, remote = _synced(sshd_profile, tmp_path, SyncSettings(delete_remote=True))
     (remote / "pkg" / "results.csv").write_text("someone's output\n")  # never uploaded by us
     os.rename(local / "pkg", local / "pkg2")
     result = syncer.sync(only=["pkg/", "pkg2/"], moves=[("pkg", "pkg2")], force=True)
@@ -67,10 +71,7 @@ def test_a_remote_edit_or_foreign_file_in_the_old_folder_means_upload_instead(
 def test_a_symlink_at_the_new_name_is_never_written_through(
     sshd_profile: SshdProfile, tmp_path: Path
 ) -> None:
-    local = _project(tmp_path)
-    syncer = Syncer(sshd_profile.connection(), local)
-    syncer.sync()
-    remote = sshd_profile.remote_dir
+    local, syncer, remote = _synced(sshd_profile, tmp_path)
     outside = tmp_path / "outside"
     outside.mkdir()
     (remote / "lib").symlink_to(outside)

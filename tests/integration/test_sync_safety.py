@@ -13,19 +13,16 @@ from ranktable.errors import InputError
 from ranktable.remote.errors import RemotePathError, SshError
 from ranktable.remote.sync import Syncer
 from ranktable.remote.sync.progress import Meter
-from ranktable.remote.sync.transfer import UploadItem, upload_tar
+from ranktable.remote.sync.transfer import Upload, UploadItem, upload_tar
 from tests.integration.fixtures.sshd import SshdProfile
+from tests.integration.tree_helpers import outside_of
 
 
 @pytest.fixture
 def outside(sshd_profile: SshdProfile) -> Path:
     """A folder next to the remote root, reachable from it through ``linkdir -> ../outside``."""
-    remote = sshd_profile.remote_dir
-    remote.mkdir(parents=True, exist_ok=True)
-    target = remote.parent / "outside"
-    target.mkdir()
-    (target / "victim.txt").write_text("precious")
-    (remote / "linkdir").symlink_to("../outside")
+    target = outside_of(sshd_profile.remote_dir)
+    (sshd_profile.remote_dir / "linkdir").symlink_to("../outside")
     return target
 
 
@@ -52,15 +49,14 @@ def test_the_remote_apply_step_refuses_a_symlinked_folder_too(
     (tmp_path / "v.txt").write_text("overwritten!")
     items = [UploadItem("linkdir/victim.txt", tmp_path / "v.txt")]
     with pytest.raises(SshError, match="symbolic link"):
-        upload_tar(
-            sshd_profile.connection(),
+        upload = Upload(
             str(sshd_profile.remote_dir.resolve()),
             items,
             ["linkdir/victim.txt"],
             Meter("upload", 1, 0, None),
             lambda rel, entry: None,
-            python=python,
         )
+        upload_tar(sshd_profile.connection(), upload, python=python)
     assert (outside / "victim.txt").read_text() == "precious"
 
 

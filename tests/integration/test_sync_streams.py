@@ -22,6 +22,7 @@ from ranktable.remote.sync.transfer import (
     FILE_WEIGHT,
     PARALLEL_MIN_BYTES,
     PARALLEL_MIN_FILES,
+    Upload,
     UploadItem,
     apply_command,
     split_upload,
@@ -98,9 +99,9 @@ def _count_second_streams(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = syncer_module.upload_tar
 
-    def counting(conn: Any, root: str, items: list[UploadItem], *args: Any, **kwargs: Any) -> None:
-        calls.append(len(items))
-        real(conn, root, items, *args, **kwargs)
+    def counting(conn: Any, upload: Upload, *args: Any, **kwargs: Any) -> None:
+        calls.append(len(upload.items))
+        real(conn, upload, *args, **kwargs)
 
     monkeypatch.setattr(syncer_module, "upload_tar", counting)
     return calls
@@ -154,14 +155,14 @@ def test_a_cut_second_stream_applies_nothing_of_its_own_and_the_next_sync_sends_
     second_stream: list[str] = []
     real = syncer_module.upload_tar
 
-    def cut(conn: Any, root: str, items: list[UploadItem], *args: Any, lease: Any, **kwargs: Any) -> None:
+    def cut(conn: Any, upload: Upload, *args: Any, lease: Any, **kwargs: Any) -> None:
         """The second stream starts its remote apply, sends part of an archive, then the channel drops."""
-        second_stream.extend(item.rel for item in items)
+        second_stream.extend(item.rel for item in upload.items)
         with lease as channel:
             from ranktable.remote.sync.transfer import apply_command
 
             channel.exec_command(
-                f"cd -- {shlex.quote(root)} && {apply_command('.ranktable-stage-cut', True)}"
+                f"cd -- {shlex.quote(upload.root)} && {apply_command('.ranktable-stage-cut', True)}"
             )
             channel.sendall(b"\0" * 512)
         raise EOFError("the channel dropped")

@@ -82,6 +82,20 @@ export async function stopAndWait(
     .toBe(404);
 }
 
+/**
+ * Stop every job on the pool: a spec whose pictures or empty states assume only its own jobs starts
+ * with this, so a job an earlier failed spec left running cannot change what it sees.
+ */
+export async function stopAll(request: APIRequestContext): Promise<void> {
+  const listed = await (await request.get('/ranktable/jobs')).json();
+  for (const job of listed.jobs as { name: string }[]) {
+    await stopAndWait(request, job.name);
+  }
+  expect((await (await request.get('/ranktable/jobs')).json()).jobs).toEqual(
+    []
+  );
+}
+
 /** The test pool's topology file (tests/data/topology/topology.yaml): 2 leaves of 3 servers. */
 export function testTopology(): string {
   return fs.readFileSync(

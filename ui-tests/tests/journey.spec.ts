@@ -3,7 +3,7 @@
  * 1440x900 with the sidebar at its default 250 px: open the example project, sync it to the simulated
  * Notebook instance's shared storage, open the example job file (bert.rtjob.yaml), preview, submit,
  * watch the logs, see the deliberate failure (DEMO_FAIL_RANK=5) diagnosed on rank 5, fix the script, save (automatic upload syncs
- * it), resubmit from the Job view and see the new run complete. docs/img/first-hour-*.png are taken only
+ * it), resubmit from the Job view, see the new run complete and compare the two runs. docs/img/first-hour-*.png are taken only
  * with RANKTABLE_SCREENSHOTS=1.
  */
 import { expect, test } from '@jupyterlab/galata';
@@ -31,7 +31,7 @@ function synced(): string {
     : '';
 }
 
-test('the first hour: sync, submit, see rank 5 fail, fix, resubmit, complete', async ({
+test('the first hour: sync, submit, see rank 5 fail, fix, resubmit, complete, compare', async ({
   page,
   request
 }) => {
@@ -63,13 +63,26 @@ test('the first hour: sync, submit, see rank 5 fail, fix, resubmit, complete', a
       .locator('[data-field="sync-profile"] select')
       .selectOption('sim-notebook');
     await sync.locator('[data-field="sync-local"] input').fill('.');
-    await sync
-      .locator('[data-field="sync-mode"] select')
+    await sync.getByRole('button', { name: 'Settings…' }).click();
+    await page
+      .locator('.jp-Dialog [data-field="sync-mode"] select')
       .selectOption('always');
+    await page
+      .locator('.jp-Dialog')
+      .getByRole('button', { name: 'Save' })
+      .click();
     await sync.getByRole('button', { name: 'Upload now' }).click();
     await expect.poll(synced, { timeout: 60000 }).toContain('# the bug');
     const status = page.locator('#jp-Ranktable-syncStatus button');
     await expect(status).toHaveText(/^Synced \d/, { timeout: 30000 });
+    // the Sync section says where it went (the shared folder) and the upload proved the profile works
+    await expect(sync.locator('.jp-Ranktable-syncDest')).toHaveAttribute(
+      'title',
+      `sim-notebook:${SHARED}`
+    );
+    await expect(
+      panel.locator('[data-profile="sim-notebook"] .jp-Ranktable-badge')
+    ).toHaveText('connected');
     await shoot(page, 'first-hour-2-sync');
 
     // 3. the example job file opens in the job form; the preview says where it is expected to run
@@ -165,6 +178,24 @@ test('the first hour: sync, submit, see rank 5 fail, fix, resubmit, complete', a
       secondView.locator('.jp-Ranktable-jobHeader .jp-Ranktable-phase')
     ).toHaveText(/Completed|Succeeded/, { timeout: 180000 });
     await shoot(page, 'first-hour-7-completed');
+
+    // 8. compare the two runs: A the failed one (rank 5's error), B the fixed one (completed)
+    await secondView.getByRole('tab', { name: 'Compare' }).click();
+    const compared = secondView.locator('.jp-Ranktable-compareTable');
+    await expect(compared).toBeVisible({ timeout: 60000 });
+    await expect(compared.locator('thead')).toContainText(
+      `A: run ${firstUid.slice(0, 8)}`
+    );
+    await expect(
+      compared.locator('tr[data-figure="outcome"] td').nth(1)
+    ).toHaveText(/Completed|Succeeded/);
+    await expect(
+      compared.locator('tr[data-figure="step_time_s"]')
+    ).toContainText('×');
+    await expect(
+      secondView.locator('.jp-Ranktable-compareNotes')
+    ).toContainText(/the failure of A \(rank 5 .*\) is gone in B/);
+    await shoot(page, 'first-hour-8-compared');
   } finally {
     await request.delete(`/ranktable/jobs/default/${JOB}`);
     await request.patch('/ranktable/profiles/sim-notebook', {

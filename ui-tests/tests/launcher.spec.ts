@@ -6,13 +6,14 @@
  */
 import { expect, test } from '@jupyterlab/galata';
 import type { IJupyterLabPageFixture } from '@jupyterlab/galata';
-import type { APIRequestContext, Locator } from '@playwright/test';
+import type { Locator } from '@playwright/test';
 
 import {
   LOOP,
   WORKSPACE_PAGE,
   openSidebar,
   shoot,
+  stopAll,
   stopAndWait,
   submit,
   testTopology,
@@ -21,6 +22,8 @@ import {
 
 test.use({ autoGoto: true, ...WORKSPACE_PAGE });
 test.describe.configure({ mode: 'serial' });
+// a failed test leaves no job running: later specs (the sidebar's pictures) would show it
+test.afterEach(async ({ request }) => stopAll(request));
 
 /** A Ranktable card of a freshly opened launcher. */
 async function launcherCard(
@@ -40,21 +43,11 @@ async function launcherCard(
   return card;
 }
 
-/** The launcher's dialog shows its empty state only when the pool has no job: stop them all first. */
-async function stopAll(request: APIRequestContext): Promise<void> {
-  const listed = await (await request.get('/ranktable/jobs')).json();
-  for (const job of listed.jobs as { name: string }[]) {
-    await stopAndWait(request, job.name);
-  }
-  expect((await (await request.get('/ranktable/jobs')).json()).jobs).toEqual(
-    []
-  );
-}
-
 test('launcher → Job view with no jobs: the dialog says so (and says when the pool is unreachable)', async ({
   page,
   request
 }) => {
+  // the empty state shows only when the pool has no job
   await stopAll(request);
   await (await launcherCard(page, 'Job view')).click();
   const dialog = page.locator('.jp-Ranktable-runPickerDialog');

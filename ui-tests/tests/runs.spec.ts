@@ -2,7 +2,7 @@
  * A run is its own record (#24.4, #24.6), in a real JupyterLab against the simulated pool at 1440x900 with the
  * sidebar at 250 px: Stop from the sidebar confirms once and says what it does; a stopped run's Job view says
  * "Stopped" and resubmits; a Resubmit over the running run confirms first; a crash-looping job is marked
- * failing in the sidebar, with one notification for the run.
+ * failing in the sidebar and in its Job view's header, with one notification for the run.
  */
 import { expect, test } from '@jupyterlab/galata';
 
@@ -103,6 +103,16 @@ test('a crash-looping job is marked failing in the sidebar, with one notificatio
     .filter({ hasText: 'Job crashloop is failing' });
   await expect(toasts.first()).toBeVisible({ timeout: 30000 });
   await shoot(page, 'runs-failing-sidebar');
+  // its Job view's header says so too, never "Running · pods 1/1 ready" (#24)
+  await row.click();
+  const header = page.locator(
+    `#ranktable-job-${crash.uid} .jp-Ranktable-jobHeader`
+  );
+  await expect(header.locator('.jp-Ranktable-phase')).toHaveText('Failing', {
+    timeout: 30000
+  });
+  await expect(header).toContainText(/failing: .*exit code 3/);
+  await expect(header).not.toContainText('ready');
   // more restarts (the row changes again): still one notification for this run
   const restarts = async () =>
     Number(

@@ -125,3 +125,63 @@ test('the sidebar at 250 px: no section cuts a row; every row can be scrolled fu
     await request.delete('/ranktable/jobs/default/sidebar-rows');
   }
 });
+
+test('the sidebar fits at 250 px: Sync on a few lines, names cut in the middle, sections stay collapsed (#31.3)', async ({
+  page
+}) => {
+  const panel = await openSidebar(page);
+  const profile = panel.locator('[data-profile="sim-notebook"]');
+  await expect(profile).toBeVisible();
+  // user@host:port on one line, cut in the middle if at all, whole in its tooltip
+  const host = profile.locator('.jp-Ranktable-midEllipsis');
+  await expect(host).toHaveAttribute('title', /^ma-user@127\.0\.0\.1:\d+$/);
+  expect((await host.boundingBox())!.height).toBeLessThan(22);
+  const sync = panel.locator('[data-section="sync"]');
+  const dest = sync.locator('.jp-Ranktable-syncDest');
+  await expect(dest).toHaveAttribute('title', /^sim-notebook:/);
+  expect((await dest.boundingBox())!.width).toBeLessThanOrEqual(250);
+  // download and settings live in dialogs; the section keeps state and actions only
+  await expect(sync.getByLabel('Remote path', { exact: false })).toHaveCount(0);
+  await sync.getByRole('button', { name: 'Download…' }).click();
+  const dialog = page.locator('.jp-Dialog');
+  await expect(
+    dialog.getByLabel('Remote path (relative to the remote folder)')
+  ).toBeVisible();
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  await expect(dialog).toHaveCount(0);
+  await sync.getByRole('button', { name: 'Settings…' }).click();
+  await expect(dialog.locator('[data-field="sync-mode"] select')).toHaveValue(
+    'explicit'
+  );
+  await dialog.getByRole('button', { name: 'Cancel' }).click();
+  // with every section open, Remote kernels is reachable in the 900 px window without scrolling
+  const kernelsTitle = panel.locator('.jp-AccordionPanel-title', {
+    hasText: 'Remote kernels'
+  });
+  expect((await kernelsTitle.boundingBox())!.y).toBeLessThan(900 - 60);
+  // each launcher card its own icon
+  const icons = await page
+    .locator('.jp-LauncherCard[data-category="Ranktable"] svg')
+    .evaluateAll(els => els.map(el => el.innerHTML));
+  expect(icons).toHaveLength(3);
+  expect(new Set(icons).size).toBe(3);
+  // a collapsed section stays collapsed after a reload (JupyterLab's state database)
+  const connections = panel.locator('.jp-AccordionPanel-title', {
+    hasText: 'Connections'
+  });
+  await expect(connections).toHaveAttribute('aria-expanded', 'true');
+  const saved = page.waitForResponse(
+    r => r.url().includes('/api/workspaces') && r.request().method() === 'PUT'
+  );
+  await connections.click();
+  await expect(connections).toHaveAttribute('aria-expanded', 'false');
+  await saved;
+  await page.reload();
+  const again = await openSidebar(page);
+  await expect(
+    again.locator('.jp-AccordionPanel-title', { hasText: 'Connections' })
+  ).toHaveAttribute('aria-expanded', 'false');
+  await expect(
+    again.locator('.jp-AccordionPanel-title', { hasText: 'Sync' })
+  ).toHaveAttribute('aria-expanded', 'true');
+});

@@ -201,10 +201,36 @@ test('a job spec file: the form and the text editor agree on the file', async ({
     () => (window.jupyterapp.shell.currentWidget as any).context.path as string
   );
   expect(path).toMatch(/\.rtjob\.yaml$/);
-  // no red before anything is typed; a bad name is flagged beside its field once touched
+  // a new job opens from the shared folder (no template, no relative script): no issue before anything
+  // is typed, the empty image only "to fill in"; the sections of a new job's decisions are open
+  await expect(form.locator('#root_entry_script')).toHaveValue(
+    /^\/.*\/train\.py$/
+  );
+  // the image is the last job's (the other tests' jobs), else left to fill in
+  const image = await form.locator('#root_image').inputValue();
   await expect(
-    form.locator('.error-detail, .jp-Ranktable-fieldError')
+    form.getByText(image ? 'valid' : 'to fill in: image', { exact: true })
+  ).toBeVisible({ timeout: 30000 });
+  await expect(form.locator('[class^="jp-Ranktable-issue-"]')).toHaveCount(0);
+  await expect(
+    form.locator('.error-detail, .jp-Ranktable-fieldError, .jp-errorIndicator')
   ).toHaveCount(0);
+  await expect(form.getByLabel('Value of image')).toHaveCount(0);
+  for (const title of ['Basics', 'What runs', 'Resources']) {
+    await expect(
+      form.getByRole('button', { name: title, exact: true })
+    ).toHaveAttribute('aria-expanded', 'true');
+  }
+  const advanced = form.getByRole('button', { name: 'Advanced', exact: true });
+  await expect(advanced).toHaveAttribute('aria-expanded', 'false');
+  await expect(form.locator('#root_routing')).toBeHidden();
+  await advanced.click();
+  await expect(form.locator('#root_routing')).toBeVisible();
+  // each description once, as its field's help
+  await expect(
+    form.getByText('the container command as a list', { exact: false })
+  ).toHaveCount(1);
+  // a bad name is flagged beside its field once touched
   await form.locator('#root_name').fill('Bad_Name');
   await expect(
     form
@@ -212,10 +238,22 @@ test('a job spec file: the form and the text editor agree on the file', async ({
       .locator('xpath=ancestor::div[contains(@class,"form-group")][1]')
   ).toContainText('must match pattern');
   await form.locator('#root_name').fill('spec-job');
-  await form.getByLabel('Value of image').fill('bert:v1');
+  await form.locator('#root_image').fill('bert:v1');
   await expect(form.locator('.jp-Ranktable-yaml')).toContainText('kind: Job', {
     timeout: 30000
   });
+  await expect(form.getByText('valid', { exact: true })).toBeVisible();
+  // the live preview sits beside the form: issues, planned layout and manifest above the fold
+  const side = form.locator('.jp-Ranktable-specSideCol');
+  const formBox = (await form
+    .locator('.jp-Ranktable-specFormCol')
+    .boundingBox())!;
+  const sideBox = (await side.boundingBox())!;
+  expect(sideBox.x).toBeGreaterThan(formBox.x + formBox.width - 1);
+  for (const name of ['Issues', 'Planned layout']) {
+    const box = (await side.getByRole('region', { name }).boundingBox())!;
+    expect(box.y).toBeLessThan(900);
+  }
   await shoot(page, 'spec-editor');
   // the preview says first, once, where the pool's scheduler is expected to place the job
   await form.getByRole('button', { name: 'Preview layout' }).click();
@@ -280,6 +318,46 @@ test('a reload restores the open Job views and spec documents', async ({
   await expect(
     page.locator(`#ranktable-job-${run.uid} .jp-Ranktable-logLine`).first()
   ).toContainText('restored', { timeout: 60000 });
+});
+
+test.describe('restored at once', () => {
+  // the real workspace store: galata's in-page mock never sees the save sent as the page unloads
+  test.use({ mockState: false, autoGoto: false });
+
+  test('a Job view, a spec file and a layout reloaded at once are restored (#31.2)', async ({
+    page,
+    request
+  }) => {
+    const run = await submit(request, 'atonce', LOOP('atonce'), 1);
+    await page.goto('workspaces/ranktable-at-once?reset');
+    await page.waitForFunction(() => (window as any).jupyterapp?.started);
+    const panel = await openSidebar(page);
+    const row = panel.locator(`.jp-Ranktable-jobRow[data-uid="${run.uid}"]`);
+    await expect(row).toBeVisible({ timeout: 30000 });
+    await page.evaluate(async () => {
+      await window.jupyterapp.commands.execute('docmanager:open', {
+        path: 'layout/jobstart_hccl.json',
+        factory: 'Rank layout'
+      });
+      await window.jupyterapp.commands.execute('docmanager:open', {
+        path: 'bert.rtjob.yaml'
+      });
+    });
+    await row.click();
+    await expect(page.locator(`#ranktable-job-${run.uid}`)).toBeVisible();
+    // reload at once: no wait for the workspace to be saved
+    await page.evaluate(() => window.location.reload());
+    await page.waitForSelector('#jupyterlab-splash', { state: 'detached' });
+    await page.waitForFunction(() => (window as any).jupyterapp?.started);
+    await expect(
+      page.locator(`li.lm-TabBar-tab[data-id="ranktable-job-${run.uid}"]`)
+    ).toHaveCount(1, { timeout: 30000 });
+    for (const name of ['bert.rtjob.yaml', 'jobstart_hccl.json']) {
+      await expect(
+        page.locator('#jp-main-dock-panel li.lm-TabBar-tab', { hasText: name })
+      ).toHaveCount(1);
+    }
+  });
 });
 
 test('stopping the pool shows a banner with the reason, and it clears when the pool is back', async ({

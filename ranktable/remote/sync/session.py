@@ -31,6 +31,7 @@ from ranktable.remote.sync.remote_tree import (
 )
 from ranktable.remote.sync.transfer import (
     OnDone,
+    Upload,
     UploadItem,
     apply_command,
     check_status,
@@ -123,25 +124,16 @@ class RemoteSession:
                 return parse_survey(self.conn, head, [], 0)
             buffer += data
 
-    def upload(
-        self,
-        root: str,
-        items: list[UploadItem],
-        deletes: list[str],
-        meter: Meter,
-        on_done: OnDone,
-        *,
-        python: bool,
-    ) -> None:
+    def upload(self, upload: Upload, *, python: bool) -> None:
         self.channel.sendall(b"tar-py\n" if python else b"tar-sh\n")
         done: list[tuple[str, Entry]] = write_tar(
-            self.channel, root, self.staging, items, deletes, meter, python
+            self.channel, upload.root, self.staging, upload.items, upload.deletes, upload.meter, python
         )
         self.channel.shutdown_write()
         status = self._wait_exit()
         check_status(status, b"".join(self._errors))
         for rel, entry in done:
-            on_done(rel, entry)
+            upload.on_done(rel, entry)
 
     def upload_few(
         self,

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import paramiko
@@ -37,7 +37,7 @@ from ranktable.remote.sync.scan import LocalFile, scan, scan_paths, sha256_file
 from ranktable.remote.sync.session import RemoteSession
 from ranktable.remote.sync.transfer import (
     FEW_FILES,
-    OnDone,
+    Upload,
     UploadItem,
     few_names,
     split_upload,
@@ -239,11 +239,48 @@ class Syncer:
                 self.conn, manifest, remote_side, self.local_root, source, target, move=delete
             ):
                 result.relocated.append(f"{source} -> {target}")
+        names = sorted(local if only is None else [r for r in local if r in only])
+        uploads, verify, recheck = self._compare(names, manifest, remote_side, local, result, force=force)
+        deletes, gone = self._plan_deletes(manifest, remote_side, result, rules, local, force, delete, only)
+        if not force:
+            recheck += deletes
+        deferred: dict[str, str] = {}
+        if recheck and not verify and caps.sha256sum and few_tar(uploads, deletes):
+            # A few files through tar-few: each is hashed on the instance in the apply step itself,
+            # right before it is replaced or deleted (one round trip less than asking first).
+            deferred = {rel: manifest.entries[rel].sha256 for rel in recheck}
+            recheck = []
+        theirs = session.hash(verify + recheck) if caps.sha256sum and (verify or recheck) else {}
+        if recheck and not caps.sha256sum:
+            result.unverified = True
+        changed = {rel for rel in recheck if theirs.get(rel) != manifest.entries[rel].sha256}
+        for rel in changed:
+            result.conflicts.append(Conflict(rel, SAME_SIZE_AND_TIME))
+        uploads = [rel for rel in uploads if rel not in changed]
+        deletes = [rel for rel in deletes if rel not in changed]
+        adopt = self._adopt(verify, theirs, local, remote, result)
+        for rel in [r for r in gone if r not in remote and (only is None or r in only)]:
+            manifest.entries.pop(rel, None)  # gone on both sides (only paths the listing looked at)
+        result.conflicts.sort(key=lambda c: c.path)
+        return _Plan(uploads, deletes, result, local, adopt, remote_side, deferred)
+
+    def _compare(
+        self,
+        names: list[str],
+        manifest: Manifest,
+        remote_side: Survey,
+        local: dict[str, LocalFile],
+        result: SyncResult,
+        *,
+        force: bool,
+    ) -> tuple[list[str], list[str], list[str]]:
+        """Each local file against our record and the remote listing: (to upload, to verify by hash as
+        maybe already there, to recheck by hash before overwriting); the rest is unchanged, changed
+        remotely or a conflict, as noted in ``result``."""
+        caps, remote = remote_side.caps, remote_side.files
         uploads: list[str] = []
         verify: list[str] = []
         recheck: list[str] = []  # about to be overwritten or deleted: did someone edit it keeping size+mtime?
-        adopt: dict[str, Entry] = {}
-        names = sorted(local if only is None else [r for r in local if r in only])
         for rel in names:
             lf = local[rel]
             entry = manifest.entries.get(rel)
@@ -280,36 +317,27 @@ class Syncer:
                 recheck.append(rel)  # same size and mtime remotely: its content is checked below
             else:
                 result.conflicts.append(Conflict(rel, "changed remotely since the last upload"))
-        deletes, gone = self._plan_deletes(manifest, remote_side, result, rules, local, force, delete, only)
-        if not force:
-            recheck += deletes
-        deferred: dict[str, str] = {}
-        if recheck and not verify and caps.sha256sum and few_tar(uploads, deletes):
-            # A few files through tar-few: each is hashed on the instance in the apply step itself,
-            # right before it is replaced or deleted (one round trip less than asking first).
-            deferred = {rel: manifest.entries[rel].sha256 for rel in recheck}
-            recheck = []
-        theirs = session.hash(verify + recheck) if caps.sha256sum and (verify or recheck) else {}
-        if recheck and not caps.sha256sum:
-            result.unverified = True
-        changed = {rel for rel in recheck if theirs.get(rel) != manifest.entries[rel].sha256}
-        for rel in changed:
-            result.conflicts.append(Conflict(rel, SAME_SIZE_AND_TIME))
-        uploads = [rel for rel in uploads if rel not in changed]
-        deletes = [rel for rel in deletes if rel not in changed]
-        if verify:
-            for rel in verify:
-                digest = sha256_file(self.local_root / rel)
-                if theirs.get(rel) == digest:
-                    lf, rf = local[rel], remote[rel]
-                    adopt[rel] = Entry(lf.size, lf.mtime_ns, digest, rf.size, rf.mtime)
-                    result.adopted.append(rel)
-                else:
-                    result.conflicts.append(Conflict(rel, "a different file already exists remotely"))
-        for rel in [r for r in gone if r not in remote and (only is None or r in only)]:
-            manifest.entries.pop(rel, None)  # gone on both sides (only paths the listing looked at)
-        result.conflicts.sort(key=lambda c: c.path)
-        return _Plan(uploads, deletes, result, local, adopt, remote_side, deferred)
+        return uploads, verify, recheck
+
+    def _adopt(
+        self,
+        verify: list[str],
+        theirs: dict[str, str],
+        local: dict[str, LocalFile],
+        remote: dict[str, RemoteFile],
+        result: SyncResult,
+    ) -> dict[str, Entry]:
+        """Files found remotely with our content: recorded as uploaded (adopted), the others conflicts."""
+        adopt: dict[str, Entry] = {}
+        for rel in verify:
+            digest = sha256_file(self.local_root / rel)
+            if theirs.get(rel) == digest:
+                lf, rf = local[rel], remote[rel]
+                adopt[rel] = Entry(lf.size, lf.mtime_ns, digest, rf.size, rf.mtime)
+                result.adopted.append(rel)
+            else:
+                result.conflicts.append(Conflict(rel, "a different file already exists remotely"))
+        return adopt
 
     def _plan_deletes(
         self,
@@ -398,20 +426,7 @@ class Syncer:
                     moves=[] if dry_run else list(moves),
                     dry_run=dry_run,
                 )
-                root, caps = plan.survey.root, plan.survey.caps
-                if not dry_run and not plan.survey.exists:
-                    raise SshError(
-                        f"cannot create or enter the remote directory {root}",
-                        where=f"profile {self.conn.name}",
-                        fix=f"choose a writable remote directory (ssh add {self.conn.name} --remote-dir DIR)",
-                    )
-                if not dry_run and not force:
-                    check_bulk_delete(len(plan.deletes), tracked, self.conn.name)
-                result = plan.result
-                result.uploaded = plan.uploads
-                result.deleted = plan.deletes
-                result.bytes = sum(plan.local[r].size for r in plan.uploads)
-                result.dry_run = dry_run
+                result = self._checked_result(plan, tracked, force=force, dry_run=dry_run)
                 if dry_run or not (plan.uploads or plan.deletes):
                     session.finish()
                     manifest.entries.update(plan.adopt)
@@ -423,30 +438,7 @@ class Syncer:
                 meter = Meter("upload", len(plan.uploads), result.bytes, progress)
                 meter.emit(phase="upload")
                 items = [UploadItem(rel, self.local_root / rel) for rel in plan.uploads]
-
-                def record(rel: str, entry: Entry) -> None:
-                    manifest.entries[rel] = entry
-
-                use_tar = self.method == "tar" or (self.method == "auto" and caps.tar_upload)
-                result.method = "tar" if use_tar else "sftp"
-                few = len(items) + len(plan.deletes) <= FEW_FILES
-                names = few_names(plan.uploads, session.staging[-12:]) if use_tar and few else None
-                if names is not None:
-                    changed = session.upload_few(items, names, plan.deletes, plan.deferred, meter, record)
-                    if changed:  # edited remotely keeping size and mtime: left alone, like a conflict
-                        result.uploaded = [r for r in plan.uploads if r not in changed]
-                        result.deleted = [r for r in plan.deletes if r not in changed]
-                        result.bytes = sum(plan.local[r].size for r in result.uploaded)
-                        result.conflicts += [Conflict(r, SAME_SIZE_AND_TIME) for r in sorted(changed)]
-                        result.conflicts.sort(key=lambda c: c.path)
-                elif use_tar:
-                    python = caps.python3 and not few
-                    self._upload_streams(session, root, items, plan, meter, record, python=python)
-                else:
-                    session.finish()
-                    upload_sftp(self.conn, root, items, plan.deletes, meter, record, self.workers)
-                for rel in result.deleted:
-                    manifest.entries.pop(rel, None)
+                self._send(session, plan, items, meter, manifest)
             except (OSError, EOFError, paramiko.SSHException) as exc:
                 raise ConnectionLost(
                     f"the connection dropped during the sync ({meter.files_done}/{len(items)} files sent): "
@@ -464,39 +456,81 @@ class Syncer:
             meter.emit(phase="done")
             return result
 
-    def _upload_streams(
-        self,
-        session: RemoteSession,
-        root: str,
-        items: list[UploadItem],
-        plan: _Plan,
-        meter: Meter,
-        record: OnDone,
-        *,
-        python: bool,
+    def _checked_result(self, plan: _Plan, tracked: int, *, force: bool, dry_run: bool) -> SyncResult:
+        """The plan's result, what it would send; unless a dry run, checked before anything is written:
+        the remote folder exists, and no bulk deletion unless forced."""
+        if not dry_run and not plan.survey.exists:
+            raise SshError(
+                f"cannot create or enter the remote directory {plan.survey.root}",
+                where=f"profile {self.conn.name}",
+                fix=f"choose a writable remote directory (ssh add {self.conn.name} --remote-dir DIR)",
+            )
+        if not dry_run and not force:
+            check_bulk_delete(len(plan.deletes), tracked, self.conn.name)
+        result = plan.result
+        result.uploaded = plan.uploads
+        result.deleted = plan.deletes
+        result.bytes = sum(plan.local[r].size for r in plan.uploads)
+        result.dry_run = dry_run
+        return result
+
+    def _send(
+        self, session: RemoteSession, plan: _Plan, items: list[UploadItem], meter: Meter, manifest: Manifest
     ) -> None:
+        """Upload and delete by the fastest way the instance allows: the few-file tar (a file edited
+        remotely meanwhile is left alone, as a conflict), the tar streams, or SFTP; the record follows."""
+        result, root, caps = plan.result, plan.survey.root, plan.survey.caps
+
+        def record(rel: str, entry: Entry) -> None:
+            manifest.entries[rel] = entry
+
+        use_tar = self.method == "tar" or (self.method == "auto" and caps.tar_upload)
+        result.method = "tar" if use_tar else "sftp"
+        few = len(items) + len(plan.deletes) <= FEW_FILES
+        names = few_names(plan.uploads, session.staging[-12:]) if use_tar and few else None
+        if names is not None:
+            changed = session.upload_few(items, names, plan.deletes, plan.deferred, meter, record)
+            if changed:  # edited remotely keeping size and mtime: left alone, like a conflict
+                result.uploaded = [r for r in plan.uploads if r not in changed]
+                result.deleted = [r for r in plan.deletes if r not in changed]
+                result.bytes = sum(plan.local[r].size for r in result.uploaded)
+                result.conflicts += [Conflict(r, SAME_SIZE_AND_TIME) for r in sorted(changed)]
+                result.conflicts.sort(key=lambda c: c.path)
+        elif use_tar:
+            python = caps.python3 and not few
+            self._upload_streams(
+                session, Upload(root, items, plan.deletes, meter, record), plan, python=python
+            )
+        else:
+            session.finish()
+            upload_sftp(self.conn, Upload(root, items, plan.deletes, meter, record), self.workers)
+        for rel in result.deleted:
+            manifest.entries.pop(rel, None)
+
+    def _upload_streams(self, session: RemoteSession, upload: Upload, plan: _Plan, *, python: bool) -> None:
         """The session's tar upload; a big one is split in two streams, the second on its own channel
         (if a slot is free) extracted by a second ``tar`` at the same time. Each stream is applied only
         when it arrived complete, so an interruption still leaves no file half-written; the deletions
         go with the first."""
+        items = upload.items
         split = split_upload(items, [plan.local[i.rel].size for i in items]) if python else None
         lease = self.conn.spare_session() if split else None
         if split is None or lease is None:
-            session.upload(root, items, plan.deletes, meter, record, python=python)
+            session.upload(upload, python=python)
             return
         first, second = split
         failed: list[BaseException] = []
 
         def other() -> None:
             try:
-                upload_tar(self.conn, root, second, [], meter, record, python=True, lease=lease)
+                upload_tar(self.conn, replace(upload, items=second, deletes=[]), python=True, lease=lease)
             except BaseException as exc:  # re-raised below, after the first stream ended
                 failed.append(exc)
 
         thread = threading.Thread(target=other, name="ranktable-tar-2", daemon=True)
         thread.start()
         try:
-            session.upload(root, first, plan.deletes, meter, record, python=True)
+            session.upload(replace(upload, items=first), python=True)
         except BaseException:
             lease.close()  # the first stream failed: end the second one too
             raise

@@ -53,6 +53,18 @@ class UploadItem:
     path: Path
 
 
+@dataclass(frozen=True)
+class Upload:
+    """One upload, whichever way it travels: the files to put under the remote `root` and the paths to
+    delete there; `meter` counts the progress and `on_done` records each file once it is in place."""
+
+    root: str
+    items: list[UploadItem]
+    deletes: list[str]
+    meter: Meter
+    on_done: OnDone
+
+
 def _entry(st: os.stat_result, digest: str) -> Entry:
     mtime = int(st.st_mtime)
     return Entry(st.st_size, st.st_mtime_ns, digest, st.st_size, mtime)
@@ -463,31 +475,23 @@ def check_status(status: int, stderr: bytes) -> None:
 
 
 def upload_tar(
-    conn: Connection,
-    root: str,
-    items: list[UploadItem],
-    deletes: list[str],
-    meter: Meter,
-    on_done: OnDone,
-    *,
-    python: bool = True,
-    lease: ChannelLease | None = None,
+    conn: Connection, upload: Upload, *, python: bool = True, lease: ChannelLease | None = None
 ) -> None:
     """A tar upload on its own exec channel (``lease``, or a new one): a big sync's second stream; syncs
     otherwise stream within their ``RemoteSession``."""
     staging = STAGING_PREFIX + secrets.token_hex(6)
     with lease or conn.open_session() as channel:
-        channel.exec_command(f"cd -- {shlex.quote(root)} && {apply_command(staging, python)}")
+        channel.exec_command(f"cd -- {shlex.quote(upload.root)} && {apply_command(staging, python)}")
         errors: list[bytes] = []
         reader = threading.Thread(target=lambda: errors.append(drain_stderr(channel)), daemon=True)
         reader.start()
-        done = write_tar(channel, root, staging, items, deletes, meter, python)
+        done = write_tar(channel, upload.root, staging, upload.items, upload.deletes, upload.meter, python)
         channel.shutdown_write()
         status = channel.recv_exit_status()
         reader.join(10)
     check_status(status, b"".join(errors))
     for rel, entry in done:
-        on_done(rel, entry)
+        upload.on_done(rel, entry)
 
 
 def drain_stderr(channel: paramiko.Channel) -> bytes:
@@ -499,17 +503,12 @@ def drain_stderr(channel: paramiko.Channel) -> bytes:
         chunks.append(data)
 
 
-def upload_sftp(
-    conn: Connection,
-    root: str,
-    items: list[UploadItem],
-    deletes: list[str],
-    meter: Meter,
-    on_done: OnDone,
-    workers: int = 4,
-) -> None:
+def upload_sftp(conn: Connection, upload: Upload, workers: int = 4) -> None:
+    """Parallel SFTP: each worker thread with its own client puts files under a temporary name, then
+    renames them into place; the first worker deletes."""
+    root, deletes, meter, on_done = upload.root, upload.deletes, upload.meter, upload.on_done
     work: queue.Queue[UploadItem] = queue.Queue()
-    for item in items:
+    for item in upload.items:
         work.put(item)
     made_dirs: set[str] = {root}
     dirs_lock = threading.Lock()
@@ -560,7 +559,7 @@ def upload_sftp(
             failures.append(exc)
             stop.set()
 
-    count = max(1, min(workers, len(items)))
+    count = max(1, min(workers, len(upload.items)))
     threads = [threading.Thread(target=worker, name=f"sftp-upload-{i}", daemon=True) for i in range(count)]
     for thread in threads:
         thread.start()

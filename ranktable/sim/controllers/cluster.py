@@ -221,9 +221,9 @@ def tenant_pod(node: SimNode, index: int) -> Obj:
     }
 
 
-def bootstrap(store: Store, nodes: list[SimNode], tenants: int = 0) -> None:
+def bootstrap(store: Store, nodes: list[SimNode], tenants: int = 0, namespaces: tuple[str, ...] = ()) -> None:
     """Create the pool's fixed objects (skipping any a restored state already has); `tenants` nodes
-    are held by another team's running job, as in a shared pool."""
+    are held by another team's running job, as in a shared pool; `namespaces`: the team members' own."""
 
     def ensure(key: str, obj: Obj) -> None:
         rtype = BY_KEY[key]
@@ -231,7 +231,7 @@ def bootstrap(store: Store, nodes: list[SimNode], tenants: int = 0) -> None:
             store.create(rtype, obj)
 
     spaces = ["default", "kube-system", "kube-public", "volcano-system"]
-    for ns in spaces + ([TENANT_NAMESPACE] if tenants else []):
+    for ns in spaces + ([TENANT_NAMESPACE] if tenants else []) + list(namespaces):
         ensure(
             "namespaces",
             {

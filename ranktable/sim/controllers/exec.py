@@ -63,106 +63,29 @@ def run_exec(
     ws: WebSocket, argv: list[str], env: dict[str, str], cwd: str, *, tty: bool, stdin: bool, v5: bool
 ) -> None:
     """Run `argv`, relay its streams over `ws`, end with the exit Status on the error channel."""
-    master = -1
     try:
-        if tty:
-            master, slave = pty.openpty()
-            proc = subprocess.Popen(
-                argv,
-                stdin=slave,
-                stdout=slave,
-                stderr=slave,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-                preexec_fn=_make_controlling_tty,
-            )
-            os.close(slave)
-        else:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
-            )
+        proc, master = _spawn(argv, env, cwd, tty=tty, stdin=stdin)
     except OSError as exc:
-        ws.send_channel(
-            ERROR,
-            json.dumps(
-                {
-                    "metadata": {},
-                    "status": "Failure",
-                    "reason": "InternalError",
-                    "message": f"failed to exec in the sandbox: {exc}",
-                }
-            ).encode(),
-        )
+        failure = {
+            "metadata": {},
+            "status": "Failure",
+            "reason": "InternalError",
+            "message": f"failed to exec in the sandbox: {exc}",
+        }
+        ws.send_channel(ERROR, json.dumps(failure).encode())
         ws.close()
         return
 
     exited = threading.Event()
-
-    def relay(fd: int, channel: int) -> None:
-        """Process -> client until EOF, or until the pipe has been quiet for a while after the exit."""
-        quiet_since: float | None = None
-        poller = select.poll()  # not select.select: a busy server may hand out descriptors above 1024
-        poller.register(fd, select.POLLIN)
-        while True:
-            if not poller.poll(POLL_SECONDS * 1000):
-                if exited.is_set():
-                    quiet_since = quiet_since if quiet_since is not None else time.monotonic()
-                    if time.monotonic() - quiet_since >= DRAIN_IDLE_SECONDS:
-                        return
-                continue
-            quiet_since = None
-            try:
-                data = os.read(fd, 65536)
-            except OSError:  # EIO on a pty once the process is gone
-                return
-            if not data:
-                return
-            try:
-                ws.send_channel(channel, data)
-            except OSError:
-                return
-
-    pumps = []
     if tty:
-        pumps.append(threading.Thread(target=relay, args=(master, STDOUT), daemon=True))
+        outputs = [(master, STDOUT)]
     else:
         assert proc.stdout is not None and proc.stderr is not None
-        pumps += [
-            threading.Thread(target=relay, args=(proc.stdout.fileno(), STDOUT), daemon=True),
-            threading.Thread(target=relay, args=(proc.stderr.fileno(), STDERR), daemon=True),
-        ]
+        outputs = [(proc.stdout.fileno(), STDOUT), (proc.stderr.fileno(), STDERR)]
+    pumps = [threading.Thread(target=_relay, args=(ws, fd, ch, exited), daemon=True) for fd, ch in outputs]
     for p in pumps:
         p.start()
-
-    def feed() -> None:
-        """Client -> process: stdin, resize, close-stdin; a vanished client kills the command."""
-        writer = master if tty else (proc.stdin.fileno() if proc.stdin else -1)
-        try:
-            while True:
-                _, message = ws.receive()
-                if not message:
-                    continue
-                channel, data = message[0], message[1:]
-                if channel == STDIN and writer >= 0 and data:
-                    os.write(writer, data)
-                elif channel == RESIZE and tty:
-                    _resize(master, data)
-                elif channel == CLOSE and v5 and data[:1] == bytes([STDIN]) and proc.stdin is not None:
-                    proc.stdin.close()
-                    writer = -1
-        except (EOFError, OSError, ValueError):
-            if proc.poll() is None and not ws.closed:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGHUP)
-
-    reader = threading.Thread(target=feed, daemon=True)
+    reader = threading.Thread(target=_feed, args=(ws, proc, master, tty, v5), daemon=True)
     reader.start()
     code = proc.wait()
     exited.set()
@@ -177,6 +100,89 @@ def run_exec(
         ws.send_channel(ERROR, json.dumps(_status(code if code >= 0 else 128 - code)).encode())
     ws.close()
     reader.join(CLOSE_REPLY_SECONDS)
+
+
+def _spawn(
+    argv: list[str], env: dict[str, str], cwd: str, *, tty: bool, stdin: bool
+) -> tuple[subprocess.Popen[bytes], int]:
+    """The command in its own session: on a new pseudo-terminal (its master returned), else on pipes
+    (master -1)."""
+    if not tty:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+        return proc, -1
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_make_controlling_tty,
+        )
+    except OSError:
+        os.close(master)
+        os.close(slave)
+        raise
+    os.close(slave)
+    return proc, master
+
+
+def _relay(ws: WebSocket, fd: int, channel: int, exited: threading.Event) -> None:
+    """Process -> client until EOF, or until the pipe has been quiet for a while after the exit."""
+    quiet_since: float | None = None
+    poller = select.poll()  # not select.select: a busy server may hand out descriptors above 1024
+    poller.register(fd, select.POLLIN)
+    while True:
+        if not poller.poll(POLL_SECONDS * 1000):
+            if exited.is_set():
+                quiet_since = quiet_since if quiet_since is not None else time.monotonic()
+                if time.monotonic() - quiet_since >= DRAIN_IDLE_SECONDS:
+                    return
+            continue
+        quiet_since = None
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # EIO on a pty once the process is gone
+            return
+        if not data:
+            return
+        try:
+            ws.send_channel(channel, data)
+        except OSError:
+            return
+
+
+def _feed(ws: WebSocket, proc: subprocess.Popen[bytes], master: int, tty: bool, v5: bool) -> None:
+    """Client -> process: stdin, resize, close-stdin; a vanished client kills the command."""
+    writer = master if tty else (proc.stdin.fileno() if proc.stdin else -1)
+    try:
+        while True:
+            _, message = ws.receive()
+            if not message:
+                continue
+            channel, data = message[0], message[1:]
+            if channel == STDIN and writer >= 0 and data:
+                os.write(writer, data)
+            elif channel == RESIZE and tty:
+                _resize(master, data)
+            elif channel == CLOSE and v5 and data[:1] == bytes([STDIN]) and proc.stdin is not None:
+                proc.stdin.close()
+                writer = -1
+    except (EOFError, OSError, ValueError):
+        if proc.poll() is None and not ws.closed:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGHUP)
 
 
 def exec_target(pod: Obj, container: str | None) -> str:

@@ -639,35 +639,8 @@ class Kubelet:
 
     # -- logs ----------------------------------------------------------------------------------------------
     def read_log(self, pod: Obj, query: dict[str, str]) -> Iterable[bytes]:
-        meta, spec = pod["metadata"], pod.get("spec") or {}
-        names = [c["name"] for c in spec.get("containers") or []]
-        container = query.get("container") or (names[0] if len(names) == 1 else "")
-        if not container:
-            raise errors.bad_request(
-                f"a container name must be specified for pod {meta['name']}, choose one of: "
-                f"[{' '.join(names)}]"
-            )
-        if container not in names:
-            raise errors.bad_request(f"container {container} is not valid for pod {meta['name']}")
-        statuses = {c["name"]: c for c in (pod.get("status") or {}).get("containerStatuses") or []}
-        st = statuses.get(container)
-        previous = query.get("previous") in ("1", "true", "True")
-        if st is None:
-            reason = "ContainerCreating" if spec.get("nodeName") else "PodInitializing"
-            raise errors.bad_request(
-                f'container "{container}" in pod "{meta["name"]}" is waiting to start: {reason}'
-            )
-        restart = int(st.get("restartCount", 0))
-        if "waiting" in (st.get("state") or {}) or previous:
-            # waiting after a crash: the current instance is the last one that ran
-            if previous and "waiting" not in (st.get("state") or {}):
-                restart -= 1
-            elif previous:
-                restart = restart if st.get("lastState") else -1
-            if restart < 0:
-                raise errors.bad_request(
-                    f'previous terminated container "{container}" in pod "{meta["name"]}" not found'
-                )
+        meta = pod["metadata"]
+        container, restart = _log_instance(pod, query)
         box = self.sandboxes.get(pod)
         path = box.root / "logs" / container / f"{restart}.log"
         uid = meta["uid"]
@@ -689,16 +662,7 @@ class Kubelet:
             with self._cond:
                 self._cond.wait(timeout)
 
-        since_ns = None
-        if query.get("sinceTime"):
-            try:
-                since_ns = parse_ts(query["sinceTime"])
-            except ValueError as exc:
-                raise errors.bad_request(f"invalid sinceTime {query['sinceTime']!r}: {exc}") from exc
-        elif query.get("sinceSeconds"):
-            since_ns = time.time_ns() - int(query["sinceSeconds"]) * 1_000_000_000
-        tail = int(query["tailLines"]) if query.get("tailLines") else None
-        limit = int(query["limitBytes"]) if query.get("limitBytes") else None
+        since_ns, tail, limit = _log_window(query)
         if synthetic is not None:
             live = run
             return SyntheticReader(
@@ -724,3 +688,52 @@ class Kubelet:
             limit_bytes=limit,
             stopping=self._stop.is_set,
         )
+
+
+def _log_instance(pod: Obj, query: dict[str, str]) -> tuple[str, int]:
+    """The container a log request names (or the pod's only one) and which run of it: the current
+    one, or with `previous` the one before; the API server's errors when there is none."""
+    meta, spec = pod["metadata"], pod.get("spec") or {}
+    names = [c["name"] for c in spec.get("containers") or []]
+    container = query.get("container") or (names[0] if len(names) == 1 else "")
+    if not container:
+        raise errors.bad_request(
+            f"a container name must be specified for pod {meta['name']}, choose one of: [{' '.join(names)}]"
+        )
+    if container not in names:
+        raise errors.bad_request(f"container {container} is not valid for pod {meta['name']}")
+    statuses = {c["name"]: c for c in (pod.get("status") or {}).get("containerStatuses") or []}
+    st = statuses.get(container)
+    previous = query.get("previous") in ("1", "true", "True")
+    if st is None:
+        reason = "ContainerCreating" if spec.get("nodeName") else "PodInitializing"
+        raise errors.bad_request(
+            f'container "{container}" in pod "{meta["name"]}" is waiting to start: {reason}'
+        )
+    restart = int(st.get("restartCount", 0))
+    if "waiting" in (st.get("state") or {}) or previous:
+        # waiting after a crash: the current instance is the last one that ran
+        if previous and "waiting" not in (st.get("state") or {}):
+            restart -= 1
+        elif previous:
+            restart = restart if st.get("lastState") else -1
+        if restart < 0:
+            raise errors.bad_request(
+                f'previous terminated container "{container}" in pod "{meta["name"]}" not found'
+            )
+    return container, restart
+
+
+def _log_window(query: dict[str, str]) -> tuple[int | None, int | None, int | None]:
+    """The part of a log a request asks for: (since, in ns since the epoch; last lines; bytes)."""
+    since_ns = None
+    if query.get("sinceTime"):
+        try:
+            since_ns = parse_ts(query["sinceTime"])
+        except ValueError as exc:
+            raise errors.bad_request(f"invalid sinceTime {query['sinceTime']!r}: {exc}") from exc
+    elif query.get("sinceSeconds"):
+        since_ns = time.time_ns() - int(query["sinceSeconds"]) * 1_000_000_000
+    tail = int(query["tailLines"]) if query.get("tailLines") else None
+    limit = int(query["limitBytes"]) if query.get("limitBytes") else None
+    return since_ns, tail, limit

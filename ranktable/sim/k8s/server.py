@@ -23,7 +23,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import yaml
 
-from ranktable.sim.k8s import discovery, errors, openapi, protobuf, tables, validation
+from ranktable.sim.k8s import discovery, errors, openapi, protobuf, rbac, tables, validation
 from ranktable.sim.k8s.patch import apply_patch
 from ranktable.sim.k8s.resources import BY_KEY, ResourceType
 from ranktable.sim.k8s.routes import Route, parse_bool, resolve
@@ -180,9 +180,11 @@ class ApiServer:
         hooks: Hooks | None = None,
         limits: Limits | None = None,
         nodes: int = 0,
+        users: dict[str, rbac.SimUser] | None = None,
     ) -> None:
         self.store = store
         self.token = token
+        self.users = dict(users or {})  # bearer token -> a team member (`sim start --user`)
         self.hooks = hooks or Hooks()
         self.limits = limits or Limits()
         self.nodes = nodes  # the pool's size: the default connection cap grows with it
@@ -247,8 +249,8 @@ class ApiServer:
             admitter(rtype, obj, operation)
 
 
-def access_review(review: Any) -> dict[str, Any]:
-    """`kubectl auth can-i`: the pool has one identity, its token, and that may do everything."""
+def access_review(review: Any, user: rbac.SimUser = rbac.ADMIN) -> dict[str, Any]:
+    """`kubectl auth can-i`: the pool's token may do everything; a team member what its role allows."""
     if not isinstance(review, dict) or not isinstance(review.get("spec"), dict):
         raise errors.invalid(
             "SelfSubjectAccessReview",
@@ -261,10 +263,9 @@ def access_review(review: Any) -> dict[str, Any]:
         "apiVersion": "authorization.k8s.io/v1",
         "metadata": {"creationTimestamp": None},
         "spec": review["spec"],
-        "status": {
-            "allowed": True,
-            "reason": "the simulated pool's token is its administrator (no RBAC is modelled)",
-        },
+        "status": rbac.review(user, review["spec"])
+        if user is not rbac.ADMIN
+        else {"allowed": True, "reason": "the simulated pool's token is its administrator"},
     }
 
 
@@ -287,6 +288,7 @@ class RequestHandler(StreamingHandler):
 
     protocol_version = "HTTP/1.1"
     server_api: ApiServer
+    user: rbac.SimUser = rbac.ADMIN
 
     def setup(self) -> None:
         sock = self.request
@@ -400,11 +402,33 @@ class RequestHandler(StreamingHandler):
             raise errors.bad_request(f"the request body could not be decoded: {exc}") from exc
 
     def _authorised(self, path: str) -> bool:
+        """Whether the bearer token is the pool's or a team member's (then `self.user` is that member)."""
+        self.user = rbac.ADMIN
         if path in OPEN_PATHS:
             return True
         header = self.headers.get("Authorization") or ""
         scheme, _, token = header.partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(token.strip(), self.server_api.token)
+        if scheme.lower() != "bearer":
+            return False
+        if hmac.compare_digest(token.strip(), self.server_api.token):
+            return True
+        for known, user in self.server_api.users.items():
+            if hmac.compare_digest(token.strip(), known):
+                self.user = user
+                return True
+        return False
+
+    def _authorize(self, route: Route, query: dict[str, str]) -> None:
+        """RBAC for a team member's request (the pool's own token may do everything)."""
+        if self.user is rbac.ADMIN or not route.rtype.stored:
+            return
+        verb = rbac.verb_of(self.command, route.name is not None, parse_bool(query.get("watch")))
+        if route.subresource in ("exec", "attach", "portforward"):
+            verb = "create"  # what the API server authorizes a websocket upgrade as
+        resource = route.rtype.plural + (f"/{route.subresource}" if route.subresource else "")
+        namespace = route.namespace if route.rtype.namespaced else None
+        if not rbac.allowed(self.user, verb, namespace, resource)[0]:
+            raise rbac.forbidden(self.user, verb, namespace, resource, route.rtype.group)
 
     def _dispatch(self) -> None:
         if self.server_api.stopping.is_set():
@@ -477,6 +501,7 @@ class RequestHandler(StreamingHandler):
         method = self.command
         if not route.rtype.stored and method != "POST":
             raise errors.method_not_allowed()
+        self._authorize(route, query)
         if route.subresource == "exec":
             self._exec(route)
             return
@@ -643,7 +668,7 @@ class RequestHandler(StreamingHandler):
 
     def _create(self, route: Route, query: dict[str, str], body: Any) -> None:
         if not route.rtype.stored:
-            self._send_json(201, access_review(body))
+            self._send_json(201, access_review(body, self.user))
             return
         warn = self._field_validation(route, query, body)
         obj = copy.deepcopy(body)

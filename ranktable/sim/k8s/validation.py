@@ -381,62 +381,53 @@ def _network_topology(spec: Obj) -> Causes:
     return causes
 
 
-def validate_volcano_job(job: Obj, queues: set[str]) -> Causes:
-    """The rules of Volcano's `validatejob` admission webhook that users actually trip over, and the
-    pool's own limit on pods per job."""
-    spec = job.get("spec") or {}
+def _task(task: Obj, where: str, names: set[str], total: int, causes: Causes) -> int:
+    """One task's rules (name, replicas within the pool's limit with the `total` before it, its
+    policies, minAvailable, pod spec), its causes added to `causes`; the replicas it counts for."""
+    name = task.get("name", "")
+    if not name or not DNS_LABEL.match(name) or len(name) > 63:
+        causes.append(
+            (
+                f"{where}.name",
+                f'Invalid value: "{name}": a lowercase RFC 1123 label must consist '
+                "of lower case alphanumeric characters or '-', and must start and end with an "
+                "alphanumeric character",
+            )
+        )
+    if name in names:
+        causes.append((f"{where}.name", f'Duplicate value: "{name}": duplicated task name {name}'))
+    names.add(name)
+    replicas = _count(task.get("replicas", 1), f"{where}.replicas", causes)
+    if replicas < 0:
+        causes.append((f"{where}.replicas", f"Invalid value: {replicas}: must be >= 0"))
+    if replicas > MAX_JOB_PODS or total + replicas > MAX_JOB_PODS:
+        causes.append(
+            (
+                f"{where}.replicas",
+                f"Invalid value: {replicas}: the simulated pool runs at most {MAX_JOB_PODS} pods "
+                "per job (all tasks together)",
+            )
+        )
+        replicas = 0
+    causes += validate_policies(task.get("policies"), f"{where}.policies")
+    task_min = task.get("minAvailable")
+    if task_min is not None:
+        task_min = _count(task_min, f"{where}.minAvailable", causes)
+    if task_min is not None and task_min > replicas:
+        causes.append(
+            (
+                f"{where}.minAvailable",
+                f"Invalid value: {task_min}: taskMinAvailable should not be "
+                f"greater than task replicas {replicas}",
+            )
+        )
+    causes += validate_pod_spec((task.get("template") or {}).get("spec"), f"{where}.template.spec.")
+    return replicas
+
+
+def _job_fields(spec: Obj, total: int, queues: set[str]) -> Causes:
+    """The job-level rules once the tasks are counted: minAvailable, plugins, queue, maxRetry."""
     causes: Causes = []
-    tasks = spec.get("tasks") or []
-    if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
-        return [("spec.tasks", "Invalid value: must be a list of task objects")]
-    if not tasks:
-        return [("spec.tasks", "Required value: No task specified in job spec")]
-    causes += validate_policies(spec.get("policies"), "spec.policies")
-    causes += _network_topology(spec)
-    causes += _depends_on(tasks)
-    total = 0
-    names: set[str] = set()
-    for i, task in enumerate(tasks):
-        where = f"spec.tasks[{i}]"
-        name = task.get("name", "")
-        if not name or not DNS_LABEL.match(name) or len(name) > 63:
-            causes.append(
-                (
-                    f"{where}.name",
-                    f'Invalid value: "{name}": a lowercase RFC 1123 label must consist '
-                    "of lower case alphanumeric characters or '-', and must start and end with an "
-                    "alphanumeric character",
-                )
-            )
-        if name in names:
-            causes.append((f"{where}.name", f'Duplicate value: "{name}": duplicated task name {name}'))
-        names.add(name)
-        replicas = _count(task.get("replicas", 1), f"{where}.replicas", causes)
-        if replicas < 0:
-            causes.append((f"{where}.replicas", f"Invalid value: {replicas}: must be >= 0"))
-        if replicas > MAX_JOB_PODS or total + replicas > MAX_JOB_PODS:
-            causes.append(
-                (
-                    f"{where}.replicas",
-                    f"Invalid value: {replicas}: the simulated pool runs at most {MAX_JOB_PODS} pods "
-                    "per job (all tasks together)",
-                )
-            )
-            replicas = 0
-        causes += validate_policies(task.get("policies"), f"{where}.policies")
-        task_min = task.get("minAvailable")
-        if task_min is not None:
-            task_min = _count(task_min, f"{where}.minAvailable", causes)
-        if task_min is not None and task_min > replicas:
-            causes.append(
-                (
-                    f"{where}.minAvailable",
-                    f"Invalid value: {task_min}: taskMinAvailable should not be "
-                    f"greater than task replicas {replicas}",
-                )
-            )
-        total += replicas
-        causes += validate_pod_spec((task.get("template") or {}).get("spec"), f"{where}.template.spec.")
     min_available = spec.get("minAvailable")
     if min_available is not None:
         min_available = _count(min_available, "spec.minAvailable", causes)
@@ -470,6 +461,26 @@ def validate_volcano_job(job: Obj, queues: set[str]) -> Causes:
     if max_retry is not None and int(max_retry) < 0:
         causes.append(("spec.maxRetry", f"Invalid value: {max_retry}: 'maxRetry' cannot be less than zero"))
     return causes
+
+
+def validate_volcano_job(job: Obj, queues: set[str]) -> Causes:
+    """The rules of Volcano's `validatejob` admission webhook that users actually trip over, and the
+    pool's own limit on pods per job."""
+    spec = job.get("spec") or {}
+    causes: Causes = []
+    tasks = spec.get("tasks") or []
+    if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
+        return [("spec.tasks", "Invalid value: must be a list of task objects")]
+    if not tasks:
+        return [("spec.tasks", "Required value: No task specified in job spec")]
+    causes += validate_policies(spec.get("policies"), "spec.policies")
+    causes += _network_topology(spec)
+    causes += _depends_on(tasks)
+    total = 0
+    names: set[str] = set()
+    for i, task in enumerate(tasks):
+        total += _task(task, f"spec.tasks[{i}]", names, total, causes)
+    return causes + _job_fields(spec, total, queues)
 
 
 def default_volcano_job(job: Obj) -> None:

@@ -42,12 +42,13 @@ from ranktable.sim.controllers.logs import ensure_dir
 from ranktable.sim.controllers.sandbox import Confinement
 from ranktable.sim.k8s import errors
 from ranktable.sim.k8s.resources import BY_KEY
-from ranktable.sim.kubeconfig import write_kubeconfig
+from ranktable.sim.kubeconfig import write_kubeconfig, write_user_kubeconfigs
 from ranktable.sim.pool import PoolConfig, PoolFiles, _write_private
 from ranktable.sim.real import components
 from ranktable.sim.real.agents import RankTableController, VirtualKubelet
 from ranktable.sim.real.kube_store import KubeStore
 from ranktable.sim.real.kubelet_server import KubeletServer
+from ranktable.sim.real.team import team_objects, token_lines
 from ranktable.sim.tls import ensure_certificate
 
 STEP_TIMEOUT = 180.0
@@ -134,15 +135,26 @@ class RealPool(PoolFiles):
         cert, key = ensure_certificate(self.state_dir)
         self.token = secrets.token_urlsafe(32)
         tokens = self.state_dir / "tokens.csv"
-        _write_private(tokens, f'{self.token},ranktable-admin,ranktable-admin,"system:masters"\n')
+        users = self.config.users
+        user_tokens = {u.name: secrets.token_urlsafe(32) for u in users}
+        _write_private(
+            tokens,
+            f'{self.token},ranktable-admin,ranktable-admin,"system:masters"\n'
+            + token_lines(users, user_tokens),
+        )
         self.port = self.config.port or free_port()
         try:
             self._start_processes(bins, module, cert, key, tokens)
+            self._start_team(user_tokens, cert)
             self._start_controllers(cert, key)
         except BaseException:
             self.stop()
             raise
-        self.write_server_file(control_plane="real", **self._confinement())
+        self.write_server_file(
+            control_plane="real",
+            **self._confinement(),
+            users=[{**u.to_json(), "kubeconfig": str(self.user_kubeconfig(u.name))} for u in users],
+        )
         return self
 
     @property
@@ -155,6 +167,26 @@ class RealPool(PoolFiles):
         return {} if conf is None else {"confined": conf.active, "pods": conf.describe()}
 
     def _start_processes(self, bins: Path, module: Path, cert: Path, key: Path, tokens: Path) -> None:
+        """etcd, then the API server on it, the controller manager, then Volcano's three components."""
+        client_port = self._start_etcd(bins)
+        self._start_apiserver(bins, client_port, cert, key, tokens)
+        write_kubeconfig(self.kubeconfig, self.url, self.token, cert.read_bytes(), self.context)
+        self._spawn(
+            "kube-controller-manager",
+            [
+                str(bins / "kube-controller-manager"),
+                f"--kubeconfig={self.kubeconfig}",
+                "--leader-elect=false",
+                "--controllers=garbage-collector-controller,namespace-controller,pod-garbage-collector-controller",
+                "--secure-port=0",
+            ],
+        )
+        store = KubeStore(self._api_client())
+        self._install_volcano(store, module)
+        self._start_volcano(bins, module, cert, key, store)
+
+    def _start_etcd(self, bins: Path) -> int:
+        """A one-member etcd on loopback without fsync; its client port once it is healthy."""
         client_port, peer_port = free_port(), free_port()
         etcd = self._spawn(
             "etcd",
@@ -178,6 +210,10 @@ class RealPool(PoolFiles):
                 return b'"true"' in resp.read()
 
         _wait_for("etcd", etcd_ready, self.logs / "etcd.log")
+        return client_port
+
+    def _start_apiserver(self, bins: Path, client_port: int, cert: Path, key: Path, tokens: Path) -> None:
+        """kube-apiserver on etcd, serving our certificate and tokens, until it is ready."""
         apiserver = self._spawn(
             "kube-apiserver",
             [
@@ -217,20 +253,9 @@ class RealPool(PoolFiles):
             return self._https_ok("/readyz")
 
         _wait_for("kube-apiserver", api_ready, self.logs / "kube-apiserver.log")
-        write_kubeconfig(self.kubeconfig, self.url, self.token, cert.read_bytes(), self.context)
-        self._spawn(
-            "kube-controller-manager",
-            [
-                str(bins / "kube-controller-manager"),
-                f"--kubeconfig={self.kubeconfig}",
-                "--leader-elect=false",
-                "--controllers=garbage-collector-controller,namespace-controller,pod-garbage-collector-controller",
-                "--secure-port=0",
-            ],
-        )
-        api = self._api_client()
-        store = KubeStore(api)
-        self._install_volcano(store, module)
+
+    def _start_volcano(self, bins: Path, module: Path, cert: Path, key: Path, store: KubeStore) -> None:
+        """Volcano's admission webhook, controllers and scheduler, until the default queue exists."""
         webhook_port = free_port()
         self._spawn(
             "vc-webhook-manager",
@@ -269,6 +294,26 @@ class RealPool(PoolFiles):
             "the default queue",
             lambda: store.find(queues, None, "default") is not None,
             self.logs / "vc-scheduler.log",
+        )
+
+    def _start_team(self, tokens: dict[str, str], cert: Path) -> None:
+        """The team's namespaces and RBAC (`sim/real/team.py`), and a kubeconfig per member."""
+        if not self.config.users:
+            return
+        store = KubeStore(self._api_client())
+        for path, obj in team_objects(self.config.users):
+            try:
+                store.call("POST", path, obj)
+            except errors.ApiError as exc:
+                if exc.code != 409:  # already there is fine; anything else is a broken setup
+                    raise
+        write_user_kubeconfigs(
+            [(u.name, u.namespace) for u in self.config.users],
+            self.user_kubeconfig,
+            self.url,
+            tokens,
+            cert.read_bytes(),
+            self.context,
         )
 
     def _public_key(self, key: Path) -> Path:

@@ -1,0 +1,91 @@
+/**
+ * A hosted JupyterLab (#30): under `--ServerApp.base_url=/notebook/abc123/`, behind a reverse proxy that
+ * refuses WebSocket upgrades while REST goes through (`hosted_stack.py`). The Jobs section says the live
+ * updates are unavailable and why, and lists the running job by polling; once the proxy passes
+ * websockets the stream opens, the notice goes and the list is live. Debian chromium at 1440x900.
+ */
+import { expect, galata, test as base } from '@jupyterlab/galata';
+import { ChildProcess, spawn } from 'child_process';
+import * as path from 'path';
+import * as readline from 'readline';
+
+import { openSidebar } from './fixtures';
+
+interface IHosted {
+  url: string;
+  control: string;
+}
+
+const test = base.extend<object, { hosted: IHosted }>({
+  hosted: [
+    async ({}, use) => {
+      const child: ChildProcess = spawn(
+        'python',
+        [path.resolve(__dirname, '..', 'hosted_stack.py')],
+        { stdio: ['ignore', 'pipe', 'inherit'] }
+      );
+      const first = await new Promise<string>((resolve, reject) => {
+        const lines = readline.createInterface({ input: child.stdout! });
+        lines.once('line', resolve);
+        child.once('exit', code =>
+          reject(new Error(`hosted_stack.py exited (${code})`))
+        );
+      });
+      await use(JSON.parse(first) as IHosted);
+      child.kill('SIGTERM');
+      await new Promise(resolve => child.once('exit', resolve));
+    },
+    { scope: 'worker', timeout: 240 * 1000 }
+  ],
+  baseURL: async ({ hosted }, use) => use(hosted.url)
+});
+
+test.use({
+  autoGoto: false,
+  mockSettings: galata.DEFAULT_SETTINGS,
+  viewport: { width: 1440, height: 900 }
+});
+
+test('behind a proxy without websockets the Jobs section polls and says so, then goes live', async ({
+  page,
+  hosted,
+  request
+}) => {
+  test.setTimeout(180 * 1000);
+  const streams: string[] = [];
+  page.on('websocket', ws => streams.push(ws.url()));
+  await page.goto();
+  const panel = await openSidebar(page);
+  const notice = panel.locator('[data-notice="polling"]');
+  await expect(notice).toBeVisible({ timeout: 60 * 1000 });
+  await expect(notice).toContainText('Live updates unavailable');
+  await expect(notice).toContainText('WebSocket upgrades');
+  // REST through the proxy (under the base_url) still lists the job
+  await expect(
+    panel.locator('.jp-Ranktable-jobRow[data-job="hosted-job"]')
+  ).toBeVisible();
+  await expect(
+    panel.locator('[data-section="jobs"] .jp-Ranktable-empty')
+  ).toHaveCount(0);
+
+  // a Job view's live log cannot stream yet: it says why
+  await panel.locator('.jp-Ranktable-jobRow[data-job="hosted-job"]').click();
+  const view = page.locator('.jp-Ranktable-jobView');
+  await expect(view).toContainText('Live logs need the websocket');
+
+  const switched = await request.post(hosted.control, { data: 'allow' });
+  expect(await switched.json()).toEqual({ websockets: true });
+  // the stream's back-off retry (at most 10 s) opens the socket: the notice goes, the list is live
+  await expect(notice).toHaveCount(0, { timeout: 60 * 1000 });
+  await expect(
+    panel.locator('.jp-Ranktable-jobRow[data-job="hosted-job"]')
+  ).toBeVisible();
+  await expect(view.locator('.jp-Ranktable-logLine').first()).toContainText(
+    'hosted step 1',
+    { timeout: 60 * 1000 }
+  );
+  await expect(view).not.toContainText('Live logs need the websocket');
+  expect(
+    streams.some(u => u.includes('/notebook/abc123/ranktable/stream'))
+  ).toBe(true);
+});
