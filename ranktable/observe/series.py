@@ -450,7 +450,9 @@ class Alerts:
                 return
             means = moving_means(series.loss_mean, values[at:])
             before = means[:-1]
-            hit = np.flatnonzero(~np.isfinite(rest) | ((before > 0) & (rest > self.spike_factor * before)))
+            with np.errstate(over="ignore"):  # mean x factor past float max is inf: no spike, as in `check`
+                limit = self.spike_factor * before
+            hit = np.flatnonzero(~np.isfinite(rest) | ((before > 0) & (rest > limit)))
             if not len(hit):
                 series.loss_mean = float(means[-1])
                 series.loss_count += len(rest)
