@@ -1,8 +1,9 @@
 """JSON-like input -> a spec dataclass, read by its type hints and field info, so errors name the exact path.
 
-Every JobSpec field (and every field added later) is read the same way: ``None`` or ``""`` means "not
-set" (the default), scalars are type-checked against their named limits, records are read recursively,
-and a field's own ``check`` has the last word.
+Every JobSpec field (and every field added later) is read the same way: absent or ``""`` means "not
+set" (the default), and so does ``None`` where the type allows it (``X | None``, as the schema says);
+scalars are type-checked against their named limits, records are read recursively, and a field's own
+``check`` has the last word.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def read_record(cls: type[T], value: Any, where: str) -> T:
     values: dict[str, Any] = {}
     for f in fields:
         about, path, raw = info_of(f), f"{where}.{f.name}", data.get(f.name)
+        if raw is None and f.name in data and not _nullable(hints[f.name]):
+            raise InputError(
+                "must not be null", where=path, fix=f"set {about.title} or leave the field out"
+            )
         if raw is None or (isinstance(raw, str) and raw == ""):  # not set: the default
             if default_of(f) is dataclasses.MISSING:
                 raise InputError(
@@ -46,6 +51,11 @@ def read_record(cls: type[T], value: Any, where: str) -> T:
         value = read_value(hints[f.name], raw, path, about)
         values[f.name] = _content(about.check, value, path) if about.check else value
     return cls(**values)
+
+
+def _nullable(tp: Any) -> bool:
+    """``X | None``: the schema says null is allowed (for every other type it says it is not)."""
+    return typing.get_origin(tp) in (typing.Union, types.UnionType) and type(None) in typing.get_args(tp)
 
 
 def read_value(tp: Any, raw: Any, where: str, about: FieldInfo) -> Any:

@@ -140,7 +140,7 @@ def test_stop_with_keep_logs_0_keeps_none(
     assert run(pool, "job", "stop", "bare", "--keep-logs", "0", "--state-dir", str(state)) == 0
     assert capsys.readouterr().out.splitlines() == ["deleted job/bare, configmap/configmap1980-bare"]
     (record,) = (state / "logs" / "default" / "bare").iterdir()  # the run's record, no logs
-    assert [p.name for p in record.iterdir()] == ["meta.json"]
+    assert sorted(p.name for p in record.iterdir()) == ["meta.json", "meta.lock"]  # the record and its lock
     assert json.loads((record / "meta.json").read_text())["phase"] == "Stopped"
 
 
