@@ -39,9 +39,7 @@ def read_record(cls: type[T], value: Any, where: str) -> T:
     for f in fields:
         about, path, raw = info_of(f), f"{where}.{f.name}", data.get(f.name)
         if raw is None and f.name in data and not _nullable(hints[f.name]):
-            raise InputError(
-                "must not be null", where=path, fix=f"set {about.title} or leave the field out"
-            )
+            raise InputError("must not be null", where=path, fix=f"set {about.title} or leave the field out")
         if raw is None or (isinstance(raw, str) and raw == ""):  # not set: the default
             if default_of(f) is dataclasses.MISSING:
                 raise InputError(

@@ -54,6 +54,12 @@ def test_a_null_in_a_volume_is_read_as_the_schema_says(field: str, allows_null: 
 
 def test_an_absent_or_empty_field_is_still_the_default() -> None:
     assert JobSpec.from_dict({**MINIMAL, "cpu": ""}) == JobSpec.from_dict(MINIMAL)
-    assert SharedStorage.from_json(
-        {"instance_path": "/d", "volume": {"name": "s", "kind": "hostPath", "mount_path": "/d", "path": "/d"}}
-    ).volume.claim == ""
+    assert (
+        SharedStorage.from_json(
+            {
+                "instance_path": "/d",
+                "volume": {"name": "s", "kind": "hostPath", "mount_path": "/d", "path": "/d"},
+            }
+        ).volume.claim
+        == ""
+    )
