@@ -109,6 +109,19 @@ def _run_bytes(path: Path) -> int:
     return total
 
 
+def archived_lines(path: Path) -> int:
+    """How many lines a run's folder holds (every pod's file and its rotated part): what a stop can
+    say was kept when another process writes the run."""
+    total = 0
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(path):
+            if entry.name.endswith((".log", ".log.1")) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError), open(entry.path, "rb") as handle:
+                    while chunk := handle.read(1 << 20):
+                        total += chunk.count(b"\n")
+    return total
+
+
 def enforce_global_cap(
     root: Path, max_bytes: int = ARCHIVE_MAX_BYTES, max_runs: int = ARCHIVE_MAX_RUNS
 ) -> list[Path]:

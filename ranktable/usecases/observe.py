@@ -142,8 +142,11 @@ def keep_run_logs(
         return f"no logs kept: {exc.message}"
     where = f"`ranktable job logs {name} --run {follower.uid[:8]}`"
     if not follower.archive.writer:  # e.g. the Jupyter server archives the run while it runs
+        from ranktable.observe.archive import archived_lines
+
         follower.archive.close()
-        return f"logs of run {follower.uid[:8]} are archived by the process following them ({where})"
+        held = archived_lines(follower.archive.dir)
+        return f"{held:,} log lines of run {follower.uid[:8]} archived by the process following it ({where})"
     reader = threading.Thread(target=follower.run, name=f"keep-logs-{name}", daemon=True)
     reader.start()
     reader.join(timeout)

@@ -13,6 +13,7 @@ import pytest
 
 from ranktable.cli import main
 from ranktable.cluster.client import ClusterClient
+from ranktable.observe.archive import RunArchive
 from ranktable.usecases.observe import keep_run_logs
 from tests.integration.fixtures.simpool import SimPoolHandle
 
@@ -112,6 +113,16 @@ def test_stop_archives_the_runs_logs_first(
     client = ClusterClient(str(pool.kubeconfig), pool.context, "default")
     cut = keep_run_logs(client, "kept", state_dir=tmp_path / "cut", timeout=0.0)
     assert cut.endswith("; stopped reading after the 0 s limit"), cut
+    # another process (the Jupyter server) writes the run: the stop says how many lines that one kept
+    uid = client.get_job("kept")["metadata"]["uid"]
+    held = RunArchive(tmp_path / "held" / "logs", "default", "kept", uid, {"kept-worker-0": 0})
+    held.append("kept-worker-0", 0, [(f"2026-12-05T00:00:0{i}Z", f"line {i}") for i in range(3)])
+    held.flush()
+    try:
+        said = keep_run_logs(client, "kept", state_dir=tmp_path / "held", timeout=5.0)
+    finally:
+        held.close()
+    assert said.startswith(f"3 log lines of run {uid[:8]} archived by the process following it (`"), said
     assert run(pool, "job", "stop", "kept", "--state-dir", state) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "deleted job/kept, configmap/configmap1980-kept"

@@ -440,7 +440,7 @@ test('Stop in the Job view archives the run, says how many lines it kept, and th
   const dialog = page.locator('.jp-Dialog');
   await expect(dialog).toContainText('Its logs are archived first');
   await dialog.locator('.jp-Dialog-button.jp-mod-warn').click();
-  await expect(page.getByText(/\d+ new log lines of run/)).toBeVisible({
+  await expect(page.getByText(/[\d,]+ (new )?log lines of run/)).toBeVisible({
     timeout: 60000
   });
   const header = view.locator('.jp-Ranktable-jobHeader');
