@@ -133,6 +133,8 @@ class ForwardRegistry:
         forwarder = PortForwarder(link.open_forward, name=f"ranktable-forward-{profile}-{remote}")
         forward_id = f"fwd-{next(self._ids)}"
         path = str(_socket_dir() / f"{os.getpid()}-{forward_id}.sock") if private else None
+        if path:  # left by an ended process that had this pid (the folder is this user's alone)
+            Path(path).unlink(missing_ok=True)
         try:
             key = forwarder.listen_unix(path) if path else forwarder.listen(local)
         except OSError as exc:

@@ -4,6 +4,7 @@ Real sshd, a web app on the instance's loopback."""
 
 from __future__ import annotations
 
+import hashlib
 import http.server
 import json
 import os
@@ -22,11 +23,18 @@ from ranktable.server_ext.proxy import PROXY_MAX_BODY_BYTES
 from tests.integration.fixtures.sshd import SshdProfile
 from tests.integration.server_helpers import call
 
+BIG = os.urandom(8 << 20)
+
 
 class Echo(http.server.BaseHTTPRequestHandler):
     """Answers every method with what it was sent: method, path, body and the headers it saw."""
 
+    protocol_version = "HTTP/1.1"  # so a response can be chunked
+
     def _answer(self) -> None:
+        if self.path == "/big":
+            self._chunked()
+            return
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         seen = {
@@ -46,6 +54,17 @@ class Echo(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
+
+    def _chunked(self) -> None:
+        """BIG in chunks of 64 KiB (Transfer-Encoding: chunked): the proxy re-frames it."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        for start in range(0, len(BIG), 1 << 16):
+            part = BIG[start : start + (1 << 16)]
+            self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+        self.wfile.write(b"0\r\n\r\n")
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _answer
 
@@ -165,6 +184,17 @@ async def test_a_rest_forward_is_served_through_the_authenticated_proxy_path(
 
     listed = (await call(jp_fetch, "ranktable", "forwards"))["forwards"]
     assert [(f["id"], f["url"]) for f in listed] == [(opened["id"], opened["url"])]
+
+
+async def test_a_large_chunked_response_streams_through_whole(
+    jp_fetch: Any, fetch: Any, sshd_profile: SshdProfile, echo_app: int
+) -> None:
+    opened = await _open(jp_fetch, echo_app)
+    chunks: list[bytes] = []
+    big = await fetch(_proxy(opened, "big"), streaming_callback=chunks.append, request_timeout=60)
+    assert big.code == 200 and big.headers["Content-Type"] == "application/octet-stream"
+    assert "Content-Length" not in big.headers  # re-framed by the server, never buffered whole
+    assert len(chunks) > 1 and hashlib.sha256(b"".join(chunks)).digest() == hashlib.sha256(BIG).digest()
 
 
 async def test_the_socket_is_its_owners_alone_and_no_tcp_port_opens(
