@@ -5,11 +5,13 @@ reachable by its owner only, never by other local users or processes.
 Each request becomes one HTTP/1.1 request on a fresh connection to the forward's socket (tornado's own
 HTTP/1 client side): method, path, query string and body kept; hop-by-hop headers and the Jupyter
 server's own credentials (its token, its login and XSRF cookies) dropped; the response's status and
-headers relayed and its body streamed as it comes (flow-controlled by the client's pace).
+headers relayed and its body streamed as it comes (flow-controlled by the client's pace). A WebSocket
+(`Upgrade: websocket`, same origin only) is tunnelled: the handshake goes to the app, then bytes both ways.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import socket
 from typing import Any
@@ -72,7 +74,10 @@ class ForwardProxyHandler(RanktableHandler):
     @web.authenticated
     @authorized("execute")
     async def get(self, forward: str, path: str) -> None:
-        await self._proxy(forward)
+        if self.request.headers.get("Upgrade", "").lower() == "websocket":
+            await self._tunnel(forward)
+        else:
+            await self._proxy(forward)
 
     @web.authenticated
     @authorized("execute")
@@ -110,13 +115,7 @@ class ForwardProxyHandler(RanktableHandler):
             raise web.HTTPError(
                 413, "request body larger than the %s limit", limits.size_text(PROXY_MAX_BODY_BYTES)
             )
-        sock_path, remote_port = await self.blocking(self.services.remote.forward_socket, forward)
-        stream = iostream.IOStream(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
-        try:
-            await stream.connect(sock_path)
-        except OSError as exc:
-            stream.close()
-            raise web.HTTPError(502, "the forward is not reachable") from exc
+        stream, remote_port = await self._connect(forward)
         params = HTTP1ConnectionParameters(
             no_keep_alive=True,
             max_header_size=PROXY_MAX_HEADER_BYTES,
@@ -139,6 +138,32 @@ class ForwardProxyHandler(RanktableHandler):
             conn.close()
         self.finish()
 
+    async def _connect(self, forward: str) -> tuple[iostream.IOStream, int]:
+        """A connection to the forward's socket, and the remote port behind it."""
+        sock_path, remote_port = await self.blocking(self.services.remote.forward_socket, forward)
+        stream = iostream.IOStream(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+        try:
+            await stream.connect(sock_path)
+        except OSError as exc:
+            stream.close()
+            raise web.HTTPError(502, "the forward is not reachable") from exc
+        return stream, remote_port
+
+    async def _tunnel(self, forward: str) -> None:
+        """A WebSocket: the handshake goes to the app as is (less the server's credentials), its answer
+        (101 or a refusal) comes back, then bytes flow both ways until either side closes."""
+        if not self.check_origin():  # a page of another site must not ride the user's cookie
+            raise web.HTTPError(403, "cross-origin websocket refused")
+        upstream, remote_port = await self._connect(forward)
+        headers = self._upstream_headers(remote_port, upgrade=True)
+        head = [f"GET {self._target()} HTTP/1.1", *(f"{k}: {v}" for k, v in headers.get_all())]
+        try:
+            await upstream.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
+        except iostream.StreamClosedError as exc:
+            raise web.HTTPError(502, "the forwarded app closed the connection") from exc
+        client = self.detach()
+        await asyncio.gather(_splice(client, upstream), _splice(upstream, client))
+
     def _target(self) -> str:
         """The raw path after `.../proxy` (percent-encoding kept) and the query (the server's token out)."""
         prefix = _PREFIX.search(self.request.path)  # the route's own match: the first such segment
@@ -148,8 +173,10 @@ class ForwardProxyHandler(RanktableHandler):
             query = "&".join(p for p in query.split("&") if p.split("=", 1)[0] != "token")
         return target + ("?" + query if query else "")
 
-    def _upstream_headers(self, remote_port: int) -> httputil.HTTPHeaders:
+    def _upstream_headers(self, remote_port: int, *, upgrade: bool = False) -> httputil.HTTPHeaders:
         dropped = _hop_by_hop(self.request.headers) | {"host", "content-length", "cookie", "expect"}
+        if upgrade:
+            dropped -= {"upgrade"}
         if self.token_authenticated:
             dropped.add("authorization")  # the Jupyter token is not the app's business
         headers = httputil.HTTPHeaders()
@@ -157,7 +184,7 @@ class ForwardProxyHandler(RanktableHandler):
             if name.lower() not in dropped:
                 headers.add(name, value)
         headers["Host"] = f"127.0.0.1:{remote_port}"
-        headers["Connection"] = "close"
+        headers["Connection"] = "Upgrade" if upgrade else "close"
         if self.request.body or self.request.method in ("POST", "PUT", "PATCH"):
             headers["Content-Length"] = str(len(self.request.body))
         cookies = self._app_cookies()
@@ -175,6 +202,18 @@ class ForwardProxyHandler(RanktableHandler):
             if part.strip() and part.split("=", 1)[0].strip() not in ours
         ]
         return "; ".join(kept)
+
+
+async def _splice(source: iostream.IOStream, sink: iostream.IOStream) -> None:
+    """Bytes from ``source`` to ``sink`` until one closes; then both are closed."""
+    try:
+        while True:
+            await sink.write(await source.read_bytes(1 << 16, partial=True))
+    except iostream.StreamClosedError:
+        pass
+    finally:
+        source.close()
+        sink.close()
 
 
 class _Relay(httputil.HTTPMessageDelegate):

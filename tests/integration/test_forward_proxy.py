@@ -4,6 +4,7 @@ Real sshd, a web app on the instance's loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import http.server
 import json
@@ -17,6 +18,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+import tornado.httpclient
+import tornado.httpserver
+import tornado.testing
+import tornado.web
+import tornado.websocket
 from jupyter_server.auth.authorizer import AllowAllAuthorizer, Authorizer
 
 from ranktable.server_ext.proxy import PROXY_MAX_BODY_BYTES
@@ -263,3 +269,59 @@ async def test_the_proxy_asks_for_execute_on_ranktable(
         refused = await fetch(_proxy(opened), method=method, body=body)
         assert refused.code == 403 and "not authorized" in json.loads(refused.body)["message"]
     assert DenyExecute.asked == [("execute", "ranktable")] * 2
+
+
+class EchoSocket(tornado.websocket.WebSocketHandler):
+    def on_message(self, message: str | bytes) -> None:
+        self.write_message(f"echo {message}")
+
+
+@pytest.fixture
+def ws_app() -> Iterator[int]:
+    """A WebSocket echo on the instance's loopback (the sshd runs on this machine), on its own loop."""
+    sock, port = tornado.testing.bind_unused_port()
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+
+        async def start() -> None:
+            server = tornado.httpserver.HTTPServer(tornado.web.Application([(r"/ws", EchoSocket)]))
+            server.add_sockets([sock])
+            started.set()
+
+        loop.run_until_complete(start())
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    started.wait(10)
+    yield port
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+
+
+async def test_a_websocket_is_tunnelled_for_its_owner_and_refused_cross_origin(
+    jp_fetch: Any,
+    jp_http_port: int,
+    jp_base_url: str,
+    jp_auth_header: dict[str, str],
+    sshd_profile: SshdProfile,
+    ws_app: int,
+) -> None:
+    opened = await _open(jp_fetch, ws_app)
+    url = f"ws://127.0.0.1:{jp_http_port}{jp_base_url}{_proxy(opened, 'ws')}"
+    ws = await tornado.websocket.websocket_connect(
+        tornado.httpclient.HTTPRequest(url, headers=jp_auth_header)
+    )
+    try:
+        for text in ("hello", "again"):
+            await ws.write_message(text)
+            assert await asyncio.wait_for(ws.read_message(), 20) == f"echo {text}"
+    finally:
+        ws.close()
+    for headers in ({}, {**jp_auth_header, "Origin": "http://evil.example"}):
+        with pytest.raises(tornado.httpclient.HTTPClientError) as refused:
+            await tornado.websocket.websocket_connect(tornado.httpclient.HTTPRequest(url, headers=headers))
+        assert refused.value.code == 403
