@@ -1629,6 +1629,7 @@ export interface paths {
     /**
      * HTTP to the forwarded web app (its owner only): the same method, path, query and body; the app's status, headers (hop-by-hop ones dropped) and body, streamed. Also HEAD and OPTIONS. Authorized as opening a forward (execute).
      * @description The Jupyter server's own credentials (its token, its login and XSRF cookies) are not passed on.
+     *     A GET with `Upgrade: websocket` (same origin only) is tunnelled: the app answers the handshake.
      *     A request body above 16 MiB gets 413. A forward that is unknown, closed, another process's (ID@PID)
      *     or a TCP one gets 404; an app that cannot be reached 502.
      */
@@ -1659,6 +1660,7 @@ export interface paths {
     /**
      * HTTP to the forwarded web app (its owner only): the same method, path, query and body; the app's status, headers (hop-by-hop ones dropped) and body, streamed. Also HEAD and OPTIONS. Authorized as opening a forward (execute).
      * @description The Jupyter server's own credentials (its token, its login and XSRF cookies) are not passed on.
+     *     A GET with `Upgrade: websocket` (same origin only) is tunnelled: the app answers the handshake.
      *     A request body above 16 MiB gets 413. A forward that is unknown, closed, another process's (ID@PID)
      *     or a TCP one gets 404; an app that cannot be reached 502.
      */
@@ -1689,6 +1691,7 @@ export interface paths {
     /**
      * HTTP to the forwarded web app (its owner only): the same method, path, query and body; the app's status, headers (hop-by-hop ones dropped) and body, streamed. Also HEAD and OPTIONS. Authorized as opening a forward (execute).
      * @description The Jupyter server's own credentials (its token, its login and XSRF cookies) are not passed on.
+     *     A GET with `Upgrade: websocket` (same origin only) is tunnelled: the app answers the handshake.
      *     A request body above 16 MiB gets 413. A forward that is unknown, closed, another process's (ID@PID)
      *     or a TCP one gets 404; an app that cannot be reached 502.
      */
@@ -1719,6 +1722,7 @@ export interface paths {
     /**
      * HTTP to the forwarded web app (its owner only): the same method, path, query and body; the app's status, headers (hop-by-hop ones dropped) and body, streamed. Also HEAD and OPTIONS. Authorized as opening a forward (execute).
      * @description The Jupyter server's own credentials (its token, its login and XSRF cookies) are not passed on.
+     *     A GET with `Upgrade: websocket` (same origin only) is tunnelled: the app answers the handshake.
      *     A request body above 16 MiB gets 413. A forward that is unknown, closed, another process's (ID@PID)
      *     or a TCP one gets 404; an app that cannot be reached 502.
      */
@@ -1751,6 +1755,7 @@ export interface paths {
     /**
      * HTTP to the forwarded web app (its owner only): the same method, path, query and body; the app's status, headers (hop-by-hop ones dropped) and body, streamed. Also HEAD and OPTIONS. Authorized as opening a forward (execute).
      * @description The Jupyter server's own credentials (its token, its login and XSRF cookies) are not passed on.
+     *     A GET with `Upgrade: websocket` (same origin only) is tunnelled: the app answers the handshake.
      *     A request body above 16 MiB gets 413. A forward that is unknown, closed, another process's (ID@PID)
      *     or a TCP one gets 404; an app that cannot be reached 502.
      */
