@@ -129,9 +129,9 @@ class ForwardProxyHandler(RanktableHandler):
             await conn.write_headers(start, self._upstream_headers(remote_port), self.request.body or None)
             conn.finish()
             await conn.read_response(relay)
-        except iostream.StreamClosedError as exc:
+        except (iostream.StreamClosedError, httputil.HTTPInputError) as exc:  # gone, or not HTTP
             if not relay.started:
-                raise web.HTTPError(502, "the forwarded app closed the connection") from exc
+                raise web.HTTPError(502, "the forwarded app closed or answered no HTTP") from exc
             self.request.connection.close()  # type: ignore[union-attr]  # cut mid-body: so is the client's
             return
         finally:

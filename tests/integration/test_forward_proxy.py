@@ -154,7 +154,12 @@ def _listening_tcp_ports() -> set[int]:
 
 
 async def test_a_rest_forward_is_served_through_the_authenticated_proxy_path(
-    jp_fetch: Any, fetch: Any, jp_base_url: str, sshd_profile: SshdProfile, echo_app: int
+    jp_fetch: Any,
+    fetch: Any,
+    jp_base_url: str,
+    jp_auth_header: dict[str, str],
+    sshd_profile: SshdProfile,
+    echo_app: int,
 ) -> None:
     opened = await _open(jp_fetch, echo_app)
     assert opened["bind"] == "unix" and opened["local_port"] == 0
@@ -171,6 +176,9 @@ async def test_a_rest_forward_is_served_through_the_authenticated_proxy_path(
     assert seen["method"] == "GET" and seen["path"] == "/data/runs?tag=loss&run=a+b"
     assert seen["host"] == f"127.0.0.1:{echo_app}" and seen["cookie"] == "app=1"
     assert seen["authorization"] is None  # the Jupyter token stays with the Jupyter server
+    token = jp_auth_header["Authorization"].split()[-1]
+    by_query = await fetch(_proxy(opened, f"data?token={token}&run=b"), auth=False)
+    assert json.loads(by_query.body)["path"] == "/data?run=b"  # nor does it go in the query
 
     payload = json.dumps({"x": [1, 2, 3]})
     for method in ("POST", "PUT", "PATCH"):
