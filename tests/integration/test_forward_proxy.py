@@ -333,3 +333,32 @@ async def test_a_websocket_is_tunnelled_for_its_owner_and_refused_cross_origin(
         with pytest.raises(tornado.httpclient.HTTPClientError) as refused:
             await tornado.websocket.websocket_connect(tornado.httpclient.HTTPRequest(url, headers=headers))
         assert refused.value.code == 403
+
+
+def test_a_home_too_long_for_a_socket_falls_back_to_a_private_runtime_or_temp_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ranktable.remote import forwards
+
+    home = tmp_path / ("h" * 100)
+    monkeypatch.setenv("RANKTABLE_HOME", str(home))
+    monkeypatch.setattr(forwards, "_sockets", None)
+    runtime = tmp_path / "run"
+    runtime.mkdir()
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    chosen = forwards._socket_dir()
+    assert chosen == runtime / f"ranktable-{os.getuid()}" and chosen.stat().st_mode & 0o777 == 0o700
+    assert not (home / "fwd").exists()
+
+    monkeypatch.setattr(forwards, "_sockets", None)
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    temp = forwards._socket_dir()
+    try:
+        assert temp.name.startswith("rt-fwd-") and temp.stat().st_mode & 0o777 == 0o700
+        assert forwards._socket_dir() == temp  # one per process
+    finally:
+        temp.rmdir()
+
+    monkeypatch.setenv("RANKTABLE_HOME", str(tmp_path / "short"))
+    short = forwards._socket_dir()
+    assert short == tmp_path / "short" / "fwd" and short.stat().st_mode & 0o777 == 0o700
