@@ -132,10 +132,11 @@ class ForwardRegistry:
         probe.close()
         forwarder = PortForwarder(link.open_forward, name=f"ranktable-forward-{profile}-{remote}")
         forward_id = f"fwd-{next(self._ids)}"
-        path = str(_socket_dir() / f"{os.getpid()}-{forward_id}.sock") if private else None
-        if path:  # left by an ended process that had this pid (the folder is this user's alone)
-            Path(path).unlink(missing_ok=True)
+        path: str | None = None
         try:
+            if private:
+                path = str(_socket_dir() / f"{os.getpid()}-{forward_id}.sock")
+                Path(path).unlink(missing_ok=True)  # left by an ended process that had this pid
             key = forwarder.listen_unix(path) if path else forwarder.listen(local)
         except OSError as exc:
             forwarder.close()
@@ -143,7 +144,7 @@ class ForwardRegistry:
                 raise ConflictError(
                     f"local port {local} is already in use", where="local_port", fix="pick another or omit it"
                 ) from exc
-            where = path or f"127.0.0.1:{local}"
+            where = path or ("a private socket folder" if private else f"127.0.0.1:{local}")
             raise InputError(f"cannot listen on {where}: {exc}", where="local_port") from exc
         forwarder.point(key, (REMOTE_HOST, remote))
         forwarder.start()
