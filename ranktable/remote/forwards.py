@@ -1,8 +1,13 @@
-"""Port forwards to a Notebook instance (TensorBoard, a web app): a 127.0.0.1 listener per forward whose
-connections become ``direct-tcpip`` channels on the profile's transport (ProxyJump included).
+"""Port forwards to a Notebook instance (TensorBoard, a web app): a listener per forward whose connections
+become ``direct-tcpip`` channels on the profile's transport (ProxyJump included).
 
-Never bound to any other interface. One process-wide registry (``default_forwards()``) is shared by the
-server extension (REST + panel) and the magics; the CLI runs its own forward in the foreground.
+The listener is either a 127.0.0.1 TCP port (the CLI, the magics, a REST caller asking for a local port:
+every local user can connect to it) or a Unix socket of mode 600 in a folder of mode 700 that only its
+owner reaches (``private=True``: the server's forwards, served through its authenticated proxy path
+``/ranktable/forwards/ID/proxy/``). Never bound to any other interface.
+
+One process-wide registry (``default_forwards()``) is shared by the server extension (REST + panel) and
+the magics; the CLI runs its own forward in the foreground.
 
 Every open forward is also recorded under the user's ranktable home (``forwards/PID-ID.json``, mode 600:
 pid, the process's start time, profile, ports), so the panel lists the forwards of the CLI and of kernels
@@ -18,6 +23,8 @@ import errno
 import itertools
 import json
 import os
+import stat
+import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -38,6 +45,7 @@ MAX_FORWARDS = 32  # per process: each holds a listener and up to a few channels
 REMOTE_HOST = "127.0.0.1"  # what the instance's own loopback serves (TensorBoard's default bind)
 CLOSE_POLL = 0.25  # how often a registry with open forwards looks for close requests from other processes
 CLOSE_WAIT = 10.0  # how long a close request waits for the owning process to close its forward
+UNIX_PATH_MAX = 107  # bytes in an AF_UNIX path (sun_path is 108 with its NUL)
 
 
 def check_port(value: object, where: str, *, allow_zero: bool = False) -> int:
@@ -58,15 +66,25 @@ class Forward:
     id: str
     profile: str
     remote_port: int
-    local_port: int
+    local_port: int  # 0 for a Unix-socket forward
     created: float
+    socket: str | None = None  # the Unix socket's path (mode 600), else a 127.0.0.1 TCP port
+
+    @property
+    def proxy_path(self) -> str | None:
+        """Where the Jupyter server serves a Unix-socket forward (relative to its base URL)."""
+        return f"/ranktable/forwards/{self.id}/proxy/" if self.socket else None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.local_port}/"
+        return self.proxy_path or f"http://127.0.0.1:{self.local_port}/"
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "url": self.url, "remote_host": REMOTE_HOST, "bind": "127.0.0.1"}
+        data = {**asdict(self), "url": self.url, "remote_host": REMOTE_HOST}
+        if self.socket:
+            return {**data, "bind": "unix", "proxy_path": self.proxy_path}
+        del data["socket"]
+        return {**data, "bind": "127.0.0.1"}
 
 
 class ForwardRegistry:
@@ -84,8 +102,11 @@ class ForwardRegistry:
     def manager(self) -> ConnectionManager:
         return self._manager or default_manager()
 
-    def open(self, profile: str, remote_port: object, local_port: object = 0) -> Forward:
-        """Forward 127.0.0.1:``local_port`` (0: a free one) to ``remote_port`` on the profile's instance.
+    def open(
+        self, profile: str, remote_port: object, local_port: object = 0, *, private: bool = False
+    ) -> Forward:
+        """Forward 127.0.0.1:``local_port`` (0: a free one) to ``remote_port`` on the profile's instance;
+        ``private``: a Unix socket only this user can connect to instead (``local_port`` ignored).
 
         Checks first that something listens on the remote port, so a typo is an error now, not a blank
         browser tab later.
@@ -110,18 +131,24 @@ class ForwardRegistry:
             ) from exc
         probe.close()
         forwarder = PortForwarder(link.open_forward, name=f"ranktable-forward-{profile}-{remote}")
+        forward_id = f"fwd-{next(self._ids)}"
+        path: str | None = None
         try:
-            bound = forwarder.listen(local)
+            if private:
+                path = str(_socket_dir() / f"{os.getpid()}-{forward_id}.sock")
+                Path(path).unlink(missing_ok=True)  # left by an ended process that had this pid
+            key = forwarder.listen_unix(path) if path else forwarder.listen(local)
         except OSError as exc:
             forwarder.close()
-            if exc.errno == errno.EADDRINUSE:
+            if exc.errno == errno.EADDRINUSE and not path:
                 raise ConflictError(
                     f"local port {local} is already in use", where="local_port", fix="pick another or omit it"
                 ) from exc
-            raise InputError(f"cannot listen on 127.0.0.1:{local}: {exc}", where="local_port") from exc
-        forwarder.point(bound, (REMOTE_HOST, remote))
+            where = path or ("a private socket folder" if private else f"127.0.0.1:{local}")
+            raise InputError(f"cannot listen on {where}: {exc}", where="local_port") from exc
+        forwarder.point(key, (REMOTE_HOST, remote))
         forwarder.start()
-        forward = Forward(f"fwd-{next(self._ids)}", profile, remote, bound, time.time())
+        forward = Forward(forward_id, profile, remote, max(key, 0), time.time(), path)
         with self._lock:
             self._open[forward.id] = (forward, forwarder)
         _record(forward)
@@ -166,6 +193,15 @@ class ForwardRegistry:
         with self._lock:
             return [forward for forward, _ in self._open.values()]
 
+    def get(self, forward_id: str) -> Forward:
+        with self._lock:
+            found = self._open.get(forward_id)
+        if found is None:
+            raise NotFoundError(
+                f"no open forward {forward_id!r}", where="forward", fix="list the open forwards"
+            )
+        return found[0]
+
     def close(self, forward_id: str) -> Forward:
         with self._lock:
             found = self._open.pop(forward_id, None)
@@ -200,6 +236,39 @@ def default_forwards() -> ForwardRegistry:
         if _default is None:
             _default = ForwardRegistry()
         return _default
+
+
+# -- where private (Unix socket) forwards listen -----------------------------------------------------------
+_sockets: Path | None = None
+
+
+def _private_dir(path: Path) -> Path:
+    """``path`` as a folder of mode 700 owned by this user (created if missing; refused otherwise)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise OSError(errno.EPERM, "not a folder of this user", str(path))
+    os.chmod(path, 0o700)
+    return path
+
+
+def _socket_dir() -> Path:
+    """The folder of this process's forward sockets: ``RANKTABLE_HOME/fwd`` (mode 700), or a private folder
+    under $XDG_RUNTIME_DIR or the temp dir when that path is too long for a Unix socket."""
+    global _sockets
+    longest = f"/{os.getpid()}-fwd-{MAX_FORWARDS * 1000000}.sock"
+    home = ranktable_home() / "fwd"
+    if len(os.fsencode(str(home) + longest)) <= UNIX_PATH_MAX:
+        return _private_dir(home)
+    if _sockets is not None and _sockets.is_dir():
+        return _sockets
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and len(os.fsencode(f"{runtime}/ranktable-{os.getuid()}{longest}")) <= UNIX_PATH_MAX:
+        with contextlib.suppress(OSError):
+            _sockets = _private_dir(Path(runtime) / f"ranktable-{os.getuid()}")
+            return _sockets
+    _sockets = Path(tempfile.mkdtemp(prefix="rt-fwd-"))  # mode 700
+    return _sockets
 
 
 # -- forwards of every ranktable process of this user ---------------------------------------------------
@@ -275,10 +344,20 @@ def other_forwards() -> list[dict[str, Any]]:
         if not _alive(entry):
             path.unlink(missing_ok=True)
             path.with_suffix(".close").unlink(missing_ok=True)
+            _remove_stale_socket(entry)
             continue
-        public = {k: v for k, v in entry.items() if k != "started"}
+        public = {k: v for k, v in entry.items() if k not in ("started", "proxy_path")}
+        if public.get("bind") == "unix":  # served by that process's Jupyter server, not this one
+            public["url"] = f"unix:{public.get('socket')}"
         listed.append({**public, "id": f"{entry.get('id')}@{entry['pid']}", "owner": "another process"})
     return listed
+
+
+def _remove_stale_socket(entry: dict[str, Any]) -> None:
+    """The socket file of a forward whose process ended, if it is in this user's forward socket folder."""
+    sock = entry.get("socket")
+    if isinstance(sock, str) and Path(sock).parent == ranktable_home() / "fwd" and ".." not in sock:
+        Path(sock).unlink(missing_ok=True)
 
 
 def close_other(qualified_id: str, wait: float = CLOSE_WAIT) -> dict[str, Any]:
@@ -307,5 +386,5 @@ def close_other(qualified_id: str, wait: float = CLOSE_WAIT) -> dict[str, Any]:
                 fix=f"stop it where it runs (Ctrl+C for `ranktable ssh forward`, or kill {pid_text})",
             )
         time.sleep(0.05)
-    public = {k: v for k, v in entry.items() if k != "started"}
+    public = {k: v for k, v in entry.items() if k not in ("started", "proxy_path")}
     return {**public, "id": qualified_id, "owner": "another process"}

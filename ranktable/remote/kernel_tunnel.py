@@ -1,5 +1,5 @@
-"""Local port forwarding over an SSH transport: 127.0.0.1 listeners whose connections become ``direct-tcpip``
-channels to ports on the remote's loopback.
+"""Local port forwarding over an SSH transport: 127.0.0.1 (or Unix socket) listeners whose connections become
+``direct-tcpip`` channels to ports on the remote's loopback.
 
 Why not ``ssh -L``: no subprocesses to leak, one authenticated, host-key-verified transport shared with the
 rest of the profile, and nothing opened on any remote interface. Each accepted connection gets one thread
@@ -10,7 +10,9 @@ the client (ZMQ) reconnects, and the next connection asks ``open_channel`` again
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import os
 import selectors
 import socket
 import threading
@@ -30,7 +32,10 @@ OpenChannel = Callable[[tuple[str, int], tuple[str, int]], ChannelLike]
 
 
 class PortForwarder:
-    """A set of 127.0.0.1 listeners, each forwarding to one remote (host, port) through ``open_channel``."""
+    """A set of 127.0.0.1 listeners, each forwarding to one remote (host, port) through ``open_channel``.
+
+    A listener may be a Unix socket instead (``listen_unix``): only its owner can connect (mode 600). It is
+    named by a negative key where a TCP listener is named by its port."""
 
     def __init__(self, open_channel: OpenChannel, *, name: str = "ranktable-forward") -> None:
         self._open_channel = open_channel
@@ -45,6 +50,8 @@ class PortForwarder:
         self._selector.register(self._wake_r, selectors.EVENT_READ)
         self._conns: set[tuple[socket.socket, ChannelLike]] = set()
         self._thread: threading.Thread | None = None
+        self._unix_paths: dict[int, str] = {}
+        self._unix_keys = itertools.count(-1, -1)
 
     # -- configuration ------------------------------------------------------------------------------
     def listen(self, local_port: int = 0) -> int:
@@ -59,11 +66,34 @@ class PortForwarder:
         sock.listen(16)
         sock.setblocking(False)
         port = int(sock.getsockname()[1])
-        with self._lock:
-            self._listeners[port] = sock
-        self._selector.register(sock, selectors.EVENT_READ, port)
-        self._wake()
+        self._add_listener(port, sock)
         return port
+
+    def listen_unix(self, path: str) -> int:
+        """Open a listener on the Unix socket ``path`` (mode 600; its folder should be the owner's alone);
+        returns the listener's key (negative) for ``point``. The socket file is removed on ``close``."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(path)
+            os.chmod(path, 0o600)  # before listen(): nobody could connect in between
+            sock.listen(16)
+        except OSError:
+            sock.close()
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            raise
+        sock.setblocking(False)
+        key = next(self._unix_keys)
+        with self._lock:
+            self._unix_paths[key] = path
+        self._add_listener(key, sock)
+        return key
+
+    def _add_listener(self, key: int, sock: socket.socket) -> None:
+        with self._lock:
+            self._listeners[key] = sock
+        self._selector.register(sock, selectors.EVENT_READ, key)
+        self._wake()
 
     def point(self, local_port: int, target: tuple[str, int] | None) -> None:
         """(Re)direct a listener to a remote target; existing connections to the old target are closed.
@@ -81,7 +111,7 @@ class PortForwarder:
     @property
     def ports(self) -> list[int]:
         with self._lock:
-            return sorted(self._listeners)
+            return sorted(key for key in self._listeners if key > 0)
 
     def start(self) -> None:
         if self._thread is None:
@@ -108,10 +138,15 @@ class PortForwarder:
         with self._lock:
             listeners = list(self._listeners.values())
             self._listeners.clear()
+            paths = list(self._unix_paths.values())
+            self._unix_paths.clear()
         for sock in listeners:
             with contextlib.suppress(Exception):
                 self._selector.unregister(sock)
             sock.close()
+        for path in paths:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
         self._selector.close()
         self._wake_r.close()
         self._wake_w.close()
@@ -139,7 +174,7 @@ class PortForwarder:
                     target=self._serve, args=(client, peer, key.data), name=f"{self._name}-conn", daemon=True
                 ).start()
 
-    def _serve(self, client: socket.socket, peer: tuple[str, int], local_port: int) -> None:
+    def _serve(self, client: socket.socket, peer: object, local_port: int) -> None:
         with self._lock:
             target = self._targets.get(local_port)
             backing_off = target is not None and time.monotonic() < self._refused_until.get(target, 0.0)
@@ -148,8 +183,10 @@ class PortForwarder:
             # remote a storm of doomed channel opens.
             client.close()
             return
+        # a Unix socket's peer has no address: the channel's originator is then the loopback
+        origin = (str(peer[0]), int(peer[1])) if isinstance(peer, tuple) else ("127.0.0.1", 0)
         try:
-            chan = self._open_channel(target, (peer[0], int(peer[1])))
+            chan = self._open_channel(target, origin)
         except Exception as exc:
             log.debug("cannot forward 127.0.0.1:%s to remote %s:%s: %s", local_port, *target, exc)
             if isinstance(exc, paramiko.ChannelException):  # nothing listens there (kernel down)

@@ -40,7 +40,8 @@ class RanktableApp(ExtensionApp):
         config = Ranktable(parent=serverapp, config=serverapp.config)
         share_state_dir(config.state_dir)
         root_dir = getattr(serverapp, "root_dir", ".")
-        self.services = Services(config, root_dir=root_dir, log=self.log)
+        base_url = str(getattr(serverapp, "base_url", "/") or "/")
+        self.services = Services(config, root_dir=root_dir, log=self.log, base_url=base_url)
         self.settings["ranktable_services"] = self.services
         self._hook_contents_manager()
         self._hook_kernel_env(config)

@@ -79,18 +79,30 @@ class RemoteService:
         )
 
     def list_forwards(self) -> dict[str, Any]:
-        return {"forwards": self.usecases.list_forwards()}
+        return {"forwards": [self._with_base_url(f) for f in self.usecases.list_forwards()]}
 
     def open_forward(self, body: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(body) - {"profile", "remote_port", "local_port"})
         if unknown:
             raise InputError(f"unknown field(s) {', '.join(unknown)}", where=unknown[0])
-        return self.usecases.open_forward(
-            _name(body, "profile"), body.get("remote_port"), body.get("local_port")
+        local_port = body.get("local_port")
+        # without a local port asked for, a Unix socket only this user reaches, served at `proxy_path`
+        opened = self.usecases.open_forward(
+            _name(body, "profile"), body.get("remote_port"), local_port, private=local_port is None
         )
+        return self._with_base_url(opened)
+
+    def _with_base_url(self, forward: dict[str, Any]) -> dict[str, Any]:
+        """A proxied forward's `url`: its authenticated path under the server's base URL."""
+        if forward.get("proxy_path"):
+            return {**forward, "url": self.services.base_url.rstrip("/") + forward["proxy_path"]}
+        return forward
+
+    def forward_socket(self, forward_id: str) -> tuple[str, int]:
+        return self.usecases.forward_socket(forward_id)
 
     def close_forward(self, forward_id: str) -> dict[str, Any]:
-        return self.usecases.close_forward(forward_id)
+        return self._with_base_url(self.usecases.close_forward(forward_id))
 
     def list_remote_kernels(self, kernel_manager: Any) -> dict[str, Any]:
         return {"kernels": self.usecases.list_kernels(kernel_manager)}

@@ -18,6 +18,7 @@ from tornado import web
 from ranktable.errors import InputError
 from ranktable.server_ext.base import RanktableHandler
 from ranktable.server_ext.bodies import logs_request
+from ranktable.server_ext.proxy import ForwardProxyHandler
 from ranktable.server_ext.stream import StreamHandler
 
 NAME = r"(?P<{}>[^/]+)"
@@ -414,6 +415,7 @@ ROUTES: list[tuple[str, Any]] = [
     (r"/ranktable/remote-kernels/" + NAME.format("kernel_id") + "/attach", RemoteKernelAttachHandler),
     (r"/ranktable/forwards", ForwardsHandler),
     (r"/ranktable/forwards/" + NAME.format("forward"), ForwardHandler),
+    (r"/ranktable/forwards/" + NAME.format("forward") + r"/proxy/(?P<path>.*)", ForwardProxyHandler),
     (r"/ranktable/sync", SyncHandler),
     (r"/ranktable/download", DownloadHandler),
     (r"/ranktable/run", RunHandler),

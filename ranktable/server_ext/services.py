@@ -32,8 +32,11 @@ T = TypeVar("T")
 class Services:
     """The shared state of the extension: thread pool, operation hub, Jupyter root, domain services."""
 
-    def __init__(self, config: Ranktable, *, root_dir: str, log: logging.Logger | None = None) -> None:
+    def __init__(
+        self, config: Ranktable, *, root_dir: str, log: logging.Logger | None = None, base_url: str = "/"
+    ) -> None:
         self.config = config
+        self.base_url = base_url  # the Jupyter server's, for the authenticated URL of a proxied forward
         self.root_dir = str(Path(root_dir).expanduser().resolve())
         self.log = log or logging.getLogger("ranktable.server_ext")
         self.executor = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="ranktable")

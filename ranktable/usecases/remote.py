@@ -268,9 +268,26 @@ class Remote:
 
         return [f.to_json() for f in self.forwards.list()] + other_forwards()
 
-    def open_forward(self, profile: str, remote_port: Any, local_port: Any = 0) -> dict[str, Any]:
+    def open_forward(
+        self, profile: str, remote_port: Any, local_port: Any = 0, *, private: bool = False
+    ) -> dict[str, Any]:
+        """``private``: on a Unix socket only this user reaches (the server's proxy path serves it)."""
         self.profiles.get(profile)
-        return dict(self.forwards.open(profile, remote_port, local_port or 0).to_json())
+        return dict(self.forwards.open(profile, remote_port, local_port or 0, private=private).to_json())
+
+    def forward_socket(self, forward_id: str) -> tuple[str, int]:
+        """The Unix socket of this process's private forward ``forward_id`` and its remote port (404 if
+        there is none: unknown, closed, another process's or a TCP one)."""
+        from ranktable.errors import NotFoundError
+
+        forward = self.forwards.get(forward_id)
+        if not forward.socket:
+            raise NotFoundError(
+                f"forward {forward_id!r} is a TCP forward (http://127.0.0.1:{forward.local_port}/)",
+                where="forward",
+                fix="open it without local_port to reach it through the server",
+            )
+        return forward.socket, forward.remote_port
 
     def close_forward(self, forward_id: str) -> dict[str, Any]:
         if "@" in forward_id:  # another process's forward: ask it to close

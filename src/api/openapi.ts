@@ -1511,7 +1511,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Open port forwards (127.0.0.1 listeners to ports on instances). */
+    /** Open port forwards (Unix sockets served at their proxy path, or 127.0.0.1 listeners, to ports on instances). */
     get: {
       parameters: {
         query?: never;
@@ -1536,7 +1536,7 @@ export interface paths {
       };
     };
     put?: never;
-    /** Forward a port of the profile's instance (e.g. TensorBoard 6006) to 127.0.0.1 on the server's machine. */
+    /** Forward a port of the profile's instance (e.g. TensorBoard 6006): without local_port to a Unix socket only this user reaches, served at the authenticated proxy_path; with local_port to 127.0.0.1 on the server's machine (every local user can connect). */
     post: {
       parameters: {
         query?: never;
@@ -1549,7 +1549,7 @@ export interface paths {
           'application/json': {
             profile: components['schemas']['ProfileName'];
             remote_port: number;
-            /** @description 0 or omitted for a free port */
+            /** @description a 127.0.0.1 TCP port (0: a free one); omitted: a Unix socket, reached through proxy_path */
             local_port?: number;
           };
         };
@@ -1612,6 +1612,177 @@ export interface paths {
     options?: never;
     head?: never;
     patch?: never;
+    trace?: never;
+  };
+  '/ranktable/forwards/{forward}/proxy/{path}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description a forward of this server (bind unix) */
+        forward: string;
+        /** @description the path on the forwarded app (may contain /) */
+        path: string;
+      };
+      cookie?: never;
+    };
+    /**
+     * HTTP to the forwarded web app (its owner only): the same method, path, query and body; the app's status, headers (hop-by-hop ones dropped) and body, streamed. Also HEAD and OPTIONS. Authorized as opening a forward (execute).
+     * @description The Jupyter server's own credentials (its token, its login and XSRF cookies) are not passed on.
+     *     A GET with `Upgrade: websocket` (same origin only) is tunnelled: the app answers the handshake.
+     *     A request body above 16 MiB gets 413. A forward that is unknown, closed, another process's (ID@PID)
+     *     or a TCP one gets 404; an app that cannot be reached 502.
+     */
+    get: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description a forward of this server (bind unix) */
+          forward: string;
+          /** @description the path on the forwarded app (may contain /) */
+          path: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The app's response, whatever its status and content type */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    /**
+     * HTTP to the forwarded web app (its owner only): the same method, path, query and body; the app's status, headers (hop-by-hop ones dropped) and body, streamed. Also HEAD and OPTIONS. Authorized as opening a forward (execute).
+     * @description The Jupyter server's own credentials (its token, its login and XSRF cookies) are not passed on.
+     *     A GET with `Upgrade: websocket` (same origin only) is tunnelled: the app answers the handshake.
+     *     A request body above 16 MiB gets 413. A forward that is unknown, closed, another process's (ID@PID)
+     *     or a TCP one gets 404; an app that cannot be reached 502.
+     */
+    put: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description a forward of this server (bind unix) */
+          forward: string;
+          /** @description the path on the forwarded app (may contain /) */
+          path: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The app's response, whatever its status and content type */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    /**
+     * HTTP to the forwarded web app (its owner only): the same method, path, query and body; the app's status, headers (hop-by-hop ones dropped) and body, streamed. Also HEAD and OPTIONS. Authorized as opening a forward (execute).
+     * @description The Jupyter server's own credentials (its token, its login and XSRF cookies) are not passed on.
+     *     A GET with `Upgrade: websocket` (same origin only) is tunnelled: the app answers the handshake.
+     *     A request body above 16 MiB gets 413. A forward that is unknown, closed, another process's (ID@PID)
+     *     or a TCP one gets 404; an app that cannot be reached 502.
+     */
+    post: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description a forward of this server (bind unix) */
+          forward: string;
+          /** @description the path on the forwarded app (may contain /) */
+          path: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The app's response, whatever its status and content type */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    /**
+     * HTTP to the forwarded web app (its owner only): the same method, path, query and body; the app's status, headers (hop-by-hop ones dropped) and body, streamed. Also HEAD and OPTIONS. Authorized as opening a forward (execute).
+     * @description The Jupyter server's own credentials (its token, its login and XSRF cookies) are not passed on.
+     *     A GET with `Upgrade: websocket` (same origin only) is tunnelled: the app answers the handshake.
+     *     A request body above 16 MiB gets 413. A forward that is unknown, closed, another process's (ID@PID)
+     *     or a TCP one gets 404; an app that cannot be reached 502.
+     */
+    delete: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description a forward of this server (bind unix) */
+          forward: string;
+          /** @description the path on the forwarded app (may contain /) */
+          path: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The app's response, whatever its status and content type */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        default: components['responses']['Error'];
+      };
+    };
+    options?: never;
+    head?: never;
+    /**
+     * HTTP to the forwarded web app (its owner only): the same method, path, query and body; the app's status, headers (hop-by-hop ones dropped) and body, streamed. Also HEAD and OPTIONS. Authorized as opening a forward (execute).
+     * @description The Jupyter server's own credentials (its token, its login and XSRF cookies) are not passed on.
+     *     A GET with `Upgrade: websocket` (same origin only) is tunnelled: the app answers the handshake.
+     *     A request body above 16 MiB gets 413. A forward that is unknown, closed, another process's (ID@PID)
+     *     or a TCP one gets 404; an app that cannot be reached 502.
+     */
+    patch: {
+      parameters: {
+        query?: never;
+        header?: never;
+        path: {
+          /** @description a forward of this server (bind unix) */
+          forward: string;
+          /** @description the path on the forwarded app (may contain /) */
+          path: string;
+        };
+        cookie?: never;
+      };
+      requestBody?: never;
+      responses: {
+        /** @description The app's response, whatever its status and content type */
+        200: {
+          headers: {
+            [name: string]: unknown;
+          };
+          content?: never;
+        };
+        default: components['responses']['Error'];
+      };
+    };
     trace?: never;
   };
   '/ranktable/sync': {
@@ -2934,11 +3105,19 @@ export interface components {
       profile: string;
       remote_host?: string;
       remote_port: number;
+      /** @description 0 for a Unix-socket forward */
       local_port: number;
-      /** @description http://127.0.0.1:LOCAL_PORT/ */
+      /** @description http://127.0.0.1:LOCAL_PORT/ (bind 127.0.0.1: every local user can connect), or the authenticated proxy URL under the server's base URL (bind unix) */
       url: string;
-      /** @constant */
-      bind: '127.0.0.1';
+      /**
+       * @description unix: a socket of mode 600 only its owner reaches, served at proxy_path (a POST without local_port)
+       * @enum {unknown}
+       */
+      bind: '127.0.0.1' | 'unix';
+      /** @description /ranktable/forwards/ID/proxy/, relative to the server's base URL (bind unix, this server's forwards) */
+      proxy_path?: string;
+      /** @description the Unix socket's path (bind unix) */
+      socket?: string;
       created?: number;
       /** @description the process holding the forward (listed for other processes' forwards) */
       pid?: number;

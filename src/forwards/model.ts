@@ -1,9 +1,25 @@
+import { PageConfig } from '@jupyterlab/coreutils';
+
 import { RanktableAPIError, del, get, post } from '../api/client';
 import type { components, paths } from '../api/openapi';
 import { ListModel } from '../ui/model';
 
-/** A port forward (`components/schemas/Forward` in openapi.yaml): a 127.0.0.1 listener to a port on an instance. */
+/**
+ * A port forward (`components/schemas/Forward` in openapi.yaml): a Unix socket only its owner reaches, served
+ * at the server's authenticated `proxy_path` (bind `unix`), or a 127.0.0.1 listener (bind `127.0.0.1`).
+ */
 export type IForward = components['schemas']['Forward'];
+
+/**
+ * Where the panel opens a forward: this server's authenticated proxy path (under its base URL) for its own
+ * Unix-socket forwards, the 127.0.0.1 URL for a TCP one, `null` for another process's Unix-socket forward.
+ */
+export function forwardHref(f: IForward): string | null {
+  if (f.proxy_path) {
+    return PageConfig.getBaseUrl().replace(/\/+$/, '') + f.proxy_path;
+  }
+  return /^https?:\/\//.test(f.url) ? f.url : null;
+}
 
 /** POST /ranktable/forwards's body. */
 export type IForwardRequest =
@@ -33,7 +49,10 @@ export class ForwardsModel extends ListModel<IForward> {
     return (await get('/ranktable/forwards')).forwards;
   }
 
-  /** Forward `remotePort` of the profile's instance to a free 127.0.0.1 port (or `localPort`). */
+  /**
+   * Forward `remotePort` of the profile's instance to a Unix socket served at the authenticated proxy path
+   * (or, with `localPort`, to that 127.0.0.1 port: every local user can connect to it).
+   */
   open(profile: string, remotePort: string, localPort = ''): Promise<IForward> {
     if (!profile) {
       throw new RanktableAPIError(

@@ -7,6 +7,8 @@ import { createRoot } from 'react-dom/client';
 
 import { ForwardsSection } from './view';
 import { RanktableModel } from '../connections/model';
+import { PageConfig } from '@jupyterlab/coreutils';
+
 import { ForwardsModel } from './model';
 import { requestAPI } from '../api/request';
 import { FakeStream, trans } from '../testing/fakes';
@@ -68,6 +70,54 @@ describe('ForwardsSection', () => {
         r => r.dataset.forward
       )
     ).toEqual(['fwd-1']);
+    act(() => root.unmount());
+  });
+
+  it("links this server's forward to its authenticated proxy path, never a 127.0.0.1 port", async () => {
+    PageConfig.setOption('baseUrl', 'http://localhost:8888/lab-user/');
+    const request = requestAPI as jest.Mock;
+    request.mockReset();
+    const mine = {
+      id: 'fwd-3',
+      profile: 'nb',
+      remote_port: 6006,
+      local_port: 0,
+      url: '/lab-user/ranktable/forwards/fwd-3/proxy/',
+      proxy_path: '/ranktable/forwards/fwd-3/proxy/',
+      socket: '/home/u/.local/share/jupyter/ranktable/fwd/1-fwd-3.sock',
+      bind: 'unix' as const
+    };
+    const theirs = {
+      ...mine,
+      id: 'fwd-1@4242',
+      url: 'unix:/home/u/.local/share/jupyter/ranktable/fwd/4242-fwd-1.sock',
+      proxy_path: undefined,
+      pid: 4242,
+      owner: 'another process' as const
+    };
+    request.mockResolvedValue({ forwards: [mine, theirs] });
+    const model = new RanktableModel(new FakeStream() as any);
+    const forwards = new ForwardsModel();
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    const root = createRoot(host);
+    act(() => {
+      root.render(
+        <ForwardsSection model={model} trans={trans} forwards={forwards} />
+      );
+    });
+    await flush();
+    const rows = [...host.querySelectorAll<HTMLElement>('[data-forward]')];
+    const link = rows[0].querySelector('a')!;
+    const proxied =
+      'http://localhost:8888/lab-user/ranktable/forwards/fwd-3/proxy/';
+    expect(link.getAttribute('href')).toBe(proxied);
+    expect(link.getAttribute('target')).toBe('_blank');
+    expect(rows[0].querySelector('.jp-Ranktable-forwardUrl')!.textContent).toBe(
+      proxied
+    );
+    // another server's Unix-socket forward: nothing this server could open
+    expect(rows[1].querySelector('a')).toBeNull();
     act(() => root.unmount());
   });
 });

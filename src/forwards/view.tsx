@@ -1,7 +1,7 @@
 import * as React from 'react';
 
 import { ProfileSelect } from '../connections/profileselect';
-import { ForwardsModel, IForward } from './model';
+import { ForwardsModel, IForward, forwardHref } from './model';
 import {
   ErrorLine,
   Field,
@@ -22,7 +22,8 @@ interface IFormError {
   message: string;
 }
 
-/** Port forwards (TensorBoard, a web app on the instance): open, list with a link to 127.0.0.1, close. */
+/** Port forwards (TensorBoard, a web app on the instance): open, list with a link (the server's authenticated
+ * proxy path for its own forwards), close. */
 export function ForwardsSection(
   props: ISectionProps & { forwards: ForwardsModel }
 ): JSX.Element {
@@ -87,7 +88,7 @@ export function ForwardsSection(
   );
 }
 
-/** One forward: the instance and port, its 127.0.0.1 address, Open (a new tab) and Close. */
+/** One forward: the instance and port, its address, Open (a new tab; the authenticated path) and Close. */
 function ForwardRow(props: {
   forward: IForward;
   trans: ISectionProps['trans'];
@@ -96,6 +97,7 @@ function ForwardRow(props: {
 }): JSX.Element {
   const { forward: f, trans } = props;
   const readOnly = useWhyNot('write');
+  const href = forwardHref(f);
   return (
     <li key={f.id} className="jp-Ranktable-forward" data-forward={f.id}>
       <div className="jp-Ranktable-forwardMain">
@@ -104,7 +106,7 @@ function ForwardRow(props: {
           {' '}
           {trans.__('port %1', f.remote_port)} →{' '}
         </span>
-        <code className="jp-Ranktable-forwardUrl">{f.url}</code>
+        <code className="jp-Ranktable-forwardUrl">{href ?? f.url}</code>
         {f.owner && (
           <span className="jp-Ranktable-muted">
             {' '}
@@ -113,15 +115,17 @@ function ForwardRow(props: {
         )}
       </div>
       <div className="jp-Ranktable-actions">
-        <a
-          className="jp-mod-styled jp-Ranktable-linkButton"
-          href={f.url}
-          target="_blank"
-          rel="noopener noreferrer"
-          title={trans.__('Open %1 in a new tab', f.url)}
-        >
-          {trans.__('Open')}
-        </a>
+        {href && (
+          <a
+            className="jp-mod-styled jp-Ranktable-linkButton"
+            href={href}
+            target="_blank"
+            rel="noopener noreferrer"
+            title={trans.__('Open %1 in a new tab', href)}
+          >
+            {trans.__('Open')}
+          </a>
+        )}
         <button
           className="jp-mod-styled jp-mod-reject"
           disabled={props.busy || !!readOnly}
@@ -191,7 +195,7 @@ function ForwardForm(
         disabled={forwards.busy === 'open' || !profile || !!noExecute}
         title={noExecute || undefined}
       >
-        {trans.__('Forward to 127.0.0.1')}
+        {trans.__('Forward port')}
       </button>
     </form>
   );

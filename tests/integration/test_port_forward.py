@@ -185,7 +185,8 @@ def jp_server_config(ranktable_home: Path) -> dict[str, Any]:
 
 
 async def test_rest_forward_open_list_close(jp_fetch: Any, sshd_profile: SshdProfile, web_app: int) -> None:
-    body = {"profile": "box", "remote_port": web_app}
+    """With a local port asked for (0: any), a 127.0.0.1 TCP forward; without, see test_forward_proxy.py."""
+    body = {"profile": "box", "remote_port": web_app, "local_port": 0}
     opened = await call(jp_fetch, "ranktable", "forwards", method="POST", body=body, expect=201)
     assert opened["bind"] == "127.0.0.1" and opened["url"] == f"http://127.0.0.1:{opened['local_port']}/"
     assert await asyncio.to_thread(fetch, opened["url"]) == "<h1>TensorBoard</h1>"

@@ -305,7 +305,7 @@ def openapi() -> dict[str, Any]:
 def route_to_openapi(pattern: str) -> str:
     import re
 
-    return re.sub(r"\(\?P<(\w+)>\[\^/\]\+\)", r"{\1}", pattern)
+    return re.sub(r"\(\?P<(\w+)>(\[\^/\]\+|\.\*)\)", r"{\1}", pattern)
 
 
 def test_openapi_lists_exactly_the_registered_routes() -> None:

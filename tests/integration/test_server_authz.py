@@ -54,6 +54,7 @@ def documented_operations() -> list[tuple[str, str]]:
         concrete = path.replace("{namespace}", "default").replace("{name}", "x")
         concrete = concrete.replace("{profile}", "x").replace("{operation}", "sync-1")
         concrete = concrete.replace("{forward}", "x").replace("{kernel_id}", "x").replace("{run}", "x")
+        concrete = concrete.replace("{path}", "x")
         for method in item:
             if method != "parameters":
                 out.append((method.upper(), concrete))
@@ -99,6 +100,10 @@ EXPECTED = {
     ("GET", "/ranktable/forwards"): ("read", "ranktable"),
     ("POST", "/ranktable/forwards"): ("execute", "ranktable"),
     ("DELETE", "/ranktable/forwards/x"): ("write", "ranktable"),
+    # the forwarded app: each method as opening the forward (a tunnel to the instance's network)
+    **{(m, "/ranktable/forwards/x/proxy/x"): ("execute", "ranktable") for m in ("GET", "POST", "PUT")},
+    ("PATCH", "/ranktable/forwards/x/proxy/x"): ("execute", "ranktable"),
+    ("DELETE", "/ranktable/forwards/x/proxy/x"): ("execute", "ranktable"),
     ("POST", "/ranktable/sync"): ("write", "ranktable"),
     ("POST", "/ranktable/download"): ("write", "contents"),
     ("POST", "/ranktable/run"): ("execute", "ranktable"),

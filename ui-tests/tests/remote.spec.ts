@@ -262,7 +262,7 @@ test('forward a port of the instance: open it in a new tab, then close it', asyn
       'No port forwards open.'
     );
     const port = s.locator('#jp-Ranktable-field-forward-port');
-    const submit = s.getByRole('button', { name: 'Forward to 127.0.0.1' });
+    const submit = s.getByRole('button', { name: 'Forward port' });
     // a bad port names the field and the limit, and opens nothing
     await port.fill('70000');
     await submit.click();
@@ -286,8 +286,9 @@ test('forward a port of the instance: open it in a new tab, then close it', asyn
     await expect(row).toContainText('sim-notebook');
     const link = row.getByRole('link', { name: 'Open' });
     const href = (await link.getAttribute('href'))!;
-    expect(href).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
-    expect(href).not.toContain(`:${remotePort}/`);
+    // the server's authenticated proxy path, never a 127.0.0.1 port other local users could reach
+    expect(href).toMatch(/\/ranktable\/forwards\/fwd-\d+\/proxy\/$/);
+    expect(new URL(href).origin).toBe(new URL(page.url()).origin); // JupyterLab's own
     await expect(row.locator('.jp-Ranktable-forwardUrl')).toHaveText(href);
     await expect(link).toHaveAttribute('target', '_blank');
     const listed = (await (await request.get('/ranktable/forwards')).json())
@@ -296,9 +297,9 @@ test('forward a port of the instance: open it in a new tab, then close it', asyn
     expect(listed[0]).toMatchObject({
       profile: 'sim-notebook',
       remote_port: remotePort,
-      url: href,
-      bind: '127.0.0.1'
+      bind: 'unix'
     });
+    expect(href.endsWith(listed[0].proxy_path)).toBe(true);
 
     const [tab] = await Promise.all([
       context.waitForEvent('page'),
@@ -314,7 +315,7 @@ test('forward a port of the instance: open it in a new tab, then close it', asyn
     expect(
       (await (await request.get('/ranktable/forwards')).json()).forwards
     ).toEqual([]);
-    await expect(get(href)).rejects.toThrow(/ECONNREFUSED/);
+    expect((await request.get(href)).status()).toBe(404);
   } finally {
     app.close();
   }
