@@ -13,6 +13,7 @@ from pathlib import Path
 import paramiko
 from paramiko.pkey import UnknownKeyType
 
+from ranktable.limits import brief
 from ranktable.remote.errors import KeyFileError, KeyPermissionsTooOpen, PassphraseRequired, WrongPassphrase
 
 
@@ -31,7 +32,15 @@ def check_permissions(path: Path) -> None:
 
 def load_private_key(path: str | Path, passphrase: str | None = None) -> paramiko.PKey:
     path = Path(path).expanduser()
-    if not path.is_file():
+    try:
+        found = path.is_file()
+    except OSError as exc:  # a name too long for the file system, a folder we may not enter
+        raise KeyFileError(
+            f"key file {brief(str(path))} cannot be read ({exc.strerror})",
+            where="key_file",
+            fix="give the path of the .pem/.key file (--key FILE)",
+        ) from exc
+    if not found:
         raise KeyFileError(
             f"key file {path} not found",
             where=str(path),

@@ -1357,7 +1357,9 @@ export interface paths {
       requestBody?: {
         content: {
           'application/json': {
-            python?: string;
+            /** @description The remote interpreter (a command or path on one line); null or empty: python3. */
+            python?:
+              null | string | (components['schemas']['NonBlank'] & unknown);
           };
         };
       };

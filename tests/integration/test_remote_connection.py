@@ -14,6 +14,7 @@ from ranktable.remote.errors import (
     ConnectionRefused,
     HostKeyChanged,
     HostKeyError,
+    KeyFileError,
     HostNotResolved,
     KeyNotAccepted,
     KeyPermissionsTooOpen,
@@ -325,3 +326,10 @@ def test_connections_send_at_once_and_acknowledge_at_once(sshd_profile: SshdProf
             peer.sendall(b"x")
             assert client.recv(1) == b"x"
             assert client.getsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK) == 1  # re-armed by recv
+
+
+def test_a_key_file_name_too_long_for_the_file_system_is_a_key_error_not_a_crash(tmp_path: Path) -> None:
+    """schemathesis: a profile whose key_file has a 1,000-character name gave a 500 (ENAMETOOLONG, #26.9)."""
+    with pytest.raises(KeyFileError) as info:
+        load_private_key(tmp_path / ("0" * 1000))
+    assert info.value.where == "key_file" and "File name too long" in str(info.value), str(info.value)
