@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,8 +28,10 @@ THROUGH_WARM = (
 
 
 @pytest.fixture
-def warm_env(tmp_path: Path, sim_pool_factory: Callable[..., SimPoolHandle]) -> Iterator[dict[str, str]]:
-    pool = sim_pool_factory()
+def warm_env(tmp_path: Path, sim_pool_process: SimPoolHandle) -> Iterator[dict[str, str]]:
+    """A pool in its own process (`ranktable sim serve`), as users run it: its pods are not children of this
+    test process, where the earlier tests' in-process pools ran (#28: a pod here once ended at once)."""
+    pool = sim_pool_process
     env = {
         **os.environ,
         "RANKTABLE_HOME": str(tmp_path / "home"),
