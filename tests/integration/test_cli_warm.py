@@ -115,6 +115,11 @@ def follow_talker(env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.xfail(
+    reason="#28 open: in the full suite `job logs -f` through the warm server sometimes ends on its own "
+    "before the Ctrl-C (exit 0); passes alone; cause not found",
+    strict=False,
+)
 def test_ctrl_c_reaches_the_command_run_warm(warm_env: dict[str, str]) -> None:
     follow = follow_talker(warm_env)
     try:
