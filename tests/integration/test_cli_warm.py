@@ -127,9 +127,26 @@ def test_ctrl_c_reaches_the_command_run_warm(warm_env: dict[str, str]) -> None:
         assert "started" in follow.stdout.readline()  # the child follows the log on the caller's stdout
         follow.send_signal(signal.SIGINT)
         code, err = follow.wait(timeout=30), follow.stderr.read()
-        assert (code, err) == (130, "ranktable: interrupted\n"), follow.stdout.read()[-2000:]
+        assert (code, err) == (130, "ranktable: interrupted\n"), _what_happened(warm_env, follow)
     finally:
         follow.kill()
+
+
+def _what_happened(env: dict[str, str], follow: subprocess.Popen[str]) -> str:
+    """The follow's output, the job as the pool shows it and the warm server's log: what a failure needs."""
+    assert follow.stdout is not None
+    described = subprocess.run(
+        [*RANKTABLE, "job", "describe", "talker"], env={**env, "RANKTABLE_WARM": "0"},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    where = "from ranktable.cli import warm; print(warm.socket_path())"
+    socket = subprocess.run([sys.executable, "-c", where], env=env, capture_output=True, text=True)
+    log = Path(socket.stdout.strip()).with_suffix(".log")
+    server = log.read_text()[-3000:] if log.is_file() else "(no warm server log)"
+    return (
+        f"stdout: {follow.stdout.read()[-2000:]!r}\ndescribe: {described.stdout[-3000:]}{described.stderr}\n"
+        f"warm server log: {server}"
+    )
 
 
 def _warm_children(env: dict[str, str]) -> list[int]:
