@@ -78,7 +78,7 @@ def served_warm(env: dict[str, str]) -> bool:
 def submit_job(env: dict[str, str], ranktable: str, name: str) -> None:
     subprocess.run(
         [ranktable, "job", "submit", "--name", name, "--image", "bench", "--nodes", "2", "--npus", "8",
-         "--command", "echo step 1 loss 2.5; echo step 2 loss 2.4; sleep 900"],
+         "--command", "sh -c 'echo step 1 loss 2.5; echo step 2 loss 2.4; exec sleep 900'"],
         env=env, check=True, capture_output=True,
     )  # fmt: skip
     deadline = time.monotonic() + 120

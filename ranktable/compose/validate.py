@@ -160,6 +160,27 @@ def _names(spec: JobSpec, out: list[Issue]) -> None:
         )
 
 
+SHELL_OPERATORS = frozenset((";", "&&", "||", "|", "&", ">", ">>", "<", "2>&1", "2>"))
+
+
+def _shell_words(command: Sequence[str], out: list[Issue]) -> None:
+    """A command is an argv, run by no shell: `echo started; sleep 300` prints `started; sleep 300` and
+    ends at once. A word that is a shell operator, or a bare word ending in `;` before another word, is
+    almost always meant for a shell (`--sep=;` and a `sh -c` line are not)."""
+    for index, word in enumerate(command):
+        ends_a_statement = word.endswith(";") and index < len(command) - 1
+        if word in SHELL_OPERATORS or (ends_a_statement and not any(c.isspace() or c == "=" for c in word)):
+            out.append(
+                Issue(
+                    f"command[{index}]",
+                    WARNING,
+                    f"{word!r} is passed to {command[0]!r} as an argument: the command is not run by a shell",
+                    f"to run a shell line, make it one word after sh -c, e.g. sh -c '{' '.join(command)}'",
+                )
+            )
+            return
+
+
 def _program(spec: JobSpec, out: list[Issue]) -> None:
     if spec.framework not in FRAMEWORKS:
         out.append(
@@ -183,6 +204,7 @@ def _program(spec: JobSpec, out: list[Issue]) -> None:
                 "set entry.script to run it with the framework launcher, or give a command",
             )
         )
+    _shell_words(spec.command, out)
     if spec.entry is not None:
         if not spec.entry.script:
             out.append(Issue("entry.script", ERROR, "is empty", "name the training script, e.g. train.py"))

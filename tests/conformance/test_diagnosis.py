@@ -20,6 +20,7 @@ from kubernetes.client.rest import ApiException
 
 from tests.conformance.planes import Plane, conform, wait_until
 from tests.integration.sim_helpers import volcano_job
+from tests.interrupt import interruptible
 
 NS = "default"
 GROUP, VERSION = "batch.volcano.sh", "v1alpha1"
@@ -89,6 +90,7 @@ def test_the_first_failing_pod_restarting_twice_is_named_with_its_first_error(pl
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            **interruptible(),
         )
         try:
 

@@ -160,3 +160,34 @@ def test_relative_script_path_warns_before_it_crash_loops() -> None:
     code = VolumeSpec("code", "pvc", mount_path="/home/ma-user/work", claim="code")
     absolute = JobSpec(name="a", image="i", entry=EntryPoint("/home/ma-user/work/train.py"), volumes=[code])
     assert not [i for i in validate_spec(absolute) if i.field == "entry.script"]
+
+
+@pytest.mark.parametrize(
+    ("command", "field"),
+    [
+        (["echo", "started;", "sleep", "300"], "command[1]"),
+        (["python", "train.py", "&&", "echo", "done"], "command[2]"),
+        (["python", "train.py", "|", "tee", "log"], "command[2]"),
+        (["python", "train.py", ">", "out.log"], "command[2]"),
+    ],
+)
+def test_a_shell_operator_in_the_argv_is_a_warning_that_names_sh_c(command: list[str], field: str) -> None:
+    """The container command runs no shell: `echo started; sleep 300` printed one line and ended."""
+    [warning] = findings(replace(BASE, command=command), "warning")
+    assert warning.field == field
+    assert "not run by a shell" in warning.message
+    assert (
+        warning.fix == f"to run a shell line, make it one word after sh -c, e.g. sh -c '{' '.join(command)}'"
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sh", "-c", "echo started; sleep 300;"],  # a shell line in one word
+        ["python", "train.py", "--sep=;"],
+        ["bash", "-c", "python train.py && echo done"],
+    ],
+)
+def test_a_shell_line_after_sh_c_is_no_warning(command: list[str]) -> None:
+    assert findings(replace(BASE, command=command), "warning") == []

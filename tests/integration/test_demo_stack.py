@@ -19,6 +19,7 @@ from tornado.websocket import websocket_connect
 
 from ranktable.hccl import parse_rank_table
 from ranktable.topology import load_topology
+from tests.interrupt import interruptible
 
 DEMO = [sys.executable, "-m", "ranktable.server_ext.demo"]
 
@@ -66,6 +67,7 @@ async def test_demo_prints_what_runs_prepares_the_workspace_and_ctrl_c_stops_eve
         text=True,
         env=env,
         start_new_session=True,  # as in a terminal: Ctrl-C is sent to the demo (its children have their own)
+        **interruptible(),
     )
     try:
         printed = "".join(_wait_for_line(proc, "Ctrl-C stops everything", 240))
