@@ -8,6 +8,7 @@ Each concern registers its own sub-commands from a module in this package (``cor
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -135,6 +136,11 @@ def _run(handler: Handler, args: argparse.Namespace) -> int:
             raise
         print(f"ranktable {command_name(args)}: {missing_dependency(exc.name)}", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise  # a socket's, not the terminal's: reported as any other bug
+        quiet_stdout()
+        return 141  # what a shell reports for a command ended by SIGPIPE, as `kubectl ... | head` is
     except OSError as exc:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         print(f"ranktable {command_name(args)}: {where}{exc.strerror or exc}", file=sys.stderr)
@@ -162,3 +168,24 @@ def missing_dependency(module: str) -> str:
         f"this command needs the Python package {package!r}, which is not installed "
         "(`pip install jupyter-ranktable` installs the whole product; docs/install.md)"
     )
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe nobody reads any more (`ranktable job logs -f NAME | head`): poll reports
+    an error on a pipe's write end once its read end is closed."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _fd, events in poller.poll(0))
+    except (OSError, ValueError):
+        return False
+
+
+def quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not fail again on the closed pipe."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)

@@ -84,8 +84,10 @@ class _Handler(socketserver.BaseRequestHandler):
         sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the caller's, for the process's lifetime
         sys.stdout = open(1, "w", buffering=1 if os.isatty(1) else -1, closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+        # SIGPIPE stays ignored, as in any Python process: at its default, a write to a socket the other
+        # end had closed (a log stream's TLS close after a Ctrl-C) killed the run silently (#28).
+        # A reader of stdout that went away is handled as in-process (`ranktable.cli._run`).
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         self.request.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
         self._answered = threading.Event()
