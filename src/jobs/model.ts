@@ -1,6 +1,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { StreamClient, del, get, post, subscribe } from '../api/client';
+import { messageOf } from '../api/errors';
 import type { components, paths } from '../api/openapi';
 import { Model } from '../ui/model';
 import { PermissionsModel } from '../permissions/model';
@@ -331,7 +332,9 @@ export class JobsModel extends Model {
   private _fail(error: unknown): void {
     const e = error as { message?: string; reason?: string };
     this.banner = {
-      message: e?.message || String(error),
+      // a stream error is a plain {message, reason}; a request's is an Error (no answer: "cannot reach")
+      message:
+        error instanceof Error ? messageOf(error) : e?.message || String(error),
       reason: e?.reason || 'unavailable',
       retryAt: Date.now() + this._delay
     };
