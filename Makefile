@@ -73,10 +73,12 @@ screenshots: env system-deps $(UI_STAMP)
 pytest: env system-deps
 	$(BIN)/pytest -q tests/integration
 
-# The fault suite alone (`make test` runs it with the rest of tests/integration): kill -9 and restarts of the
-# pool, sshd and the Jupyter server, SSH cut in a cell, a sync and a forward (marker `fault`).
-test-faults: env system-deps
+# The fault suite alone (`make test` runs it with the rest of tests/integration and ui-tests): kill -9 and
+# restarts of the pool, sshd and the Jupyter server, SSH cut in a cell, a sync and a forward (marker `fault`),
+# and the Jupyter server killed and restarted as the panel sees it (ui-tests/tests/outage.spec.ts).
+test-faults: env system-deps $(UI_STAMP)
 	$(BIN)/pytest -q -m fault tests/integration
+	cd ui-tests && CI=1 $(JLPM) playwright test tests/outage.spec.ts
 
 # Core tests in a venv holding only the core dependencies (tests/core/requirements.txt) and this checkout
 # (editable, --no-deps): a test that needs more fails there.

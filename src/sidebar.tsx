@@ -65,9 +65,16 @@ export function createSidebar(options: {
     ))
   );
   restoreCollapsed(panel, model.store);
+  // back after an outage: the polled sections read again now, not at their next poll (no stale error)
+  const reread = () => {
+    void forwards.refresh();
+    void remoteKernels.refresh();
+  };
+  jobs.stream.reconnected.connect(reread);
   // each section is as tall as its content and the panel scrolls (style/base.css): nothing is cut at a
   // section's bottom edge
   panel.disposed.connect(() => {
+    jobs.stream.reconnected.disconnect(reread);
     forwards.dispose();
     remoteKernels.dispose();
   });

@@ -2,8 +2,11 @@
 reverse proxy that can refuse WebSocket upgrades (as some proxies in front of a hosted Notebook do).
 
 Starts the simulated pool (with one running job), JupyterLab with the extension under
-`/notebook/abc123/`, and the proxy; prints one JSON line `{"url", "control"}` and serves until SIGTERM.
-`POST control` with body `allow` or `block` switches websockets (blocked at start).
+`/notebook/abc123/`, and the proxy; prints one JSON line `{"url", "control", "lab", "server"}` and serves
+until SIGTERM. `POST control` with body `allow` or `block` switches websockets (blocked at start). `lab` is
+JupyterLab itself, without the proxy; `POST server` with `kill` kills it with SIGKILL (an outage, as the
+browser sees it: connections refused) and with `start` starts it again on the same port and state, answering
+once it serves (the fault test `tests/outage.spec.ts`, #26).
 """
 
 from __future__ import annotations
@@ -39,12 +42,46 @@ def free_port() -> int:
 class State:
     allow_websockets = False
     upstream = ""
+    lab: subprocess.Popen[bytes] | None = None
+    lab_argv: list[str] = []
+    lab_log: Path = Path(os.devnull)
+
+
+def start_lab() -> None:
+    """Start JupyterLab in its own process group (so a kill reaches all of it), logging to `State.lab_log`."""
+    with State.lab_log.open("ab") as log:
+        State.lab = subprocess.Popen(
+            State.lab_argv, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+        )
+
+
+def kill_lab(sig: int) -> None:
+    if State.lab is not None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(State.lab.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            State.lab.wait(20)
 
 
 class Control(web.RequestHandler):
     def post(self) -> None:
         State.allow_websockets = self.request.body.strip() == b"allow"
         self.finish({"websockets": State.allow_websockets})
+
+
+class ServerControl(web.RequestHandler):
+    """`kill`: SIGKILL JupyterLab, no shutdown of any kind; `start`: the same command again, once serving."""
+
+    async def post(self) -> None:
+        action = self.request.body.strip()
+        if action == b"kill":
+            kill_lab(signal.SIGKILL)
+        elif action == b"start" and State.lab is not None and State.lab.poll() is not None:
+            start_lab()
+            await asyncio.to_thread(_wait, f"{State.upstream}{BASE}api/status")
+        elif action != b"start":
+            raise web.HTTPError(400)
+        self.finish({"running": State.lab is not None and State.lab.poll() is None})
 
 
 class Proxy(websocket.WebSocketHandler):
@@ -149,43 +186,44 @@ async def main() -> None:
     )
     lab_port = free_port()
     State.upstream = f"http://127.0.0.1:{lab_port}"
-    lab = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            f"--port={lab_port}",
-            f"--ServerApp.base_url={BASE}",
-            f"--config={HERE / 'jupyter_server_test_config.py'}",
-            f"--Ranktable.kubeconfig={pool.kubeconfig}",
-            f"--Ranktable.state_dir={home / 'state'}",
-            f"--ServerApp.root_dir={home}",
-            "--ServerApp.allow_root=True",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=open(home / "lab.log", "wb"),  # noqa: SIM115 - the child owns it
-        start_new_session=True,
-    )
+    State.lab_log = home / "lab.log"
+    State.lab_argv = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        f"--port={lab_port}",
+        "--ServerApp.port_retries=0",  # a restart takes the same port or fails, never moves
+        f"--ServerApp.base_url={BASE}",
+        f"--config={HERE / 'jupyter_server_test_config.py'}",
+        f"--Ranktable.kubeconfig={pool.kubeconfig}",
+        f"--Ranktable.state_dir={home / 'state'}",
+        f"--ServerApp.root_dir={home}",
+        "--ServerApp.allow_root=True",
+    ]
+    start_lab()
     try:
         await asyncio.to_thread(_wait, f"{State.upstream}{BASE}api/status")
         port = free_port()
-        app = web.Application([(r"/__proxy__/websockets", Control), (r"/.*", Proxy)])
+        app = web.Application(
+            [(r"/__proxy__/websockets", Control), (r"/__proxy__/server", ServerControl), (r"/.*", Proxy)]
+        )
         app.listen(port, address="127.0.0.1")
         url = f"http://127.0.0.1:{port}"
-        print(
-            json.dumps({"url": url + BASE.rstrip("/"), "control": f"{url}/__proxy__/websockets"}), flush=True
-        )
+        urls = {
+            "url": url + BASE.rstrip("/"),
+            "control": f"{url}/__proxy__/websockets",
+            "lab": State.upstream + BASE.rstrip("/"),
+            "server": f"{url}/__proxy__/server",
+        }
+        print(json.dumps(urls), flush=True)
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         await stop.wait()
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(lab.pid, signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            lab.wait(20)
+        kill_lab(signal.SIGTERM)
         pool.stop()
         shutil.rmtree(home, ignore_errors=True)
 

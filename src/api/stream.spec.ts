@@ -134,7 +134,7 @@ describe('StreamClient reconnect', () => {
     expect(FakeSocket.all).toHaveLength(2);
     const second = FakeSocket.last();
     second.open();
-    expect(jobs.banner?.reason).toBe('websocket'); // "lost the connection" until data flows again
+    expect(jobs.disconnected).toBe(true); // the rows are the last known state until data flows again
     expect(logs.status).toBe('reconnecting…');
 
     const after = second.subscriptions();
@@ -248,7 +248,39 @@ describe('StreamClient state', () => {
     expect(states).toEqual(['blocked', 'open']);
     expect(FakeSocket.last().subscriptions().jobs).toBeDefined();
     FakeSocket.last().drop(); // an open socket that drops is a reconnect, not a block
-    expect(stream.state).toBe('idle');
+    expect(stream.state).toBe('lost');
+    stream.dispose();
+  });
+
+  it('stays lost while the server is gone (retries refused), says when it tries next, and opens again', () => {
+    const stream = new StreamClient(settings);
+    const states: string[] = [];
+    stream.stateChanged.connect((_, s) => states.push(s));
+    let reconnected = 0;
+    stream.reconnected.connect(() => reconnected++);
+    stream.subscribe('jobs', {}, { onData: () => undefined });
+    FakeSocket.last().open();
+    expect(reconnected).toBe(0); // the first socket is no reconnect
+    FakeSocket.last().drop(); // the Jupyter server killed
+    expect(stream.state).toBe('lost');
+    expect(stream.retryAt).toBe(Date.now() + 500);
+    jest.advanceTimersByTime(500);
+    FakeSocket.last().drop(); // refused while it is down: still lost, not "a proxy blocks websockets"
+    expect(stream.state).toBe('lost');
+    expect(stream.retryAt).toBe(Date.now() + 1000);
+    // "Reconnect now" does not wait for the back-off
+    const tries = FakeSocket.all.length;
+    stream.reconnect();
+    expect(FakeSocket.all).toHaveLength(tries + 1);
+    expect(stream.retryAt).toBe(0);
+    stream.reconnect(); // one socket at a time
+    expect(FakeSocket.all).toHaveLength(tries + 1);
+    FakeSocket.last().open(); // the server is back
+    expect(states).toEqual(['open', 'lost', 'open']);
+    expect(reconnected).toBe(1);
+    expect(FakeSocket.last().subscriptions().jobs).toBeDefined();
+    jest.advanceTimersByTime(10_000); // the cancelled back-off opens no second socket
+    expect(FakeSocket.all).toHaveLength(tries + 1);
     stream.dispose();
   });
 });

@@ -21,9 +21,11 @@ export interface ISubscriptionHandlers<T = unknown> {
 
 /**
  * The websocket's state: `open`; `blocked` when it could not be opened at all (a proxy that does not
- * pass WebSocket upgrades, while REST works); `idle` before the first try and between reconnects.
+ * pass WebSocket upgrades, while REST works); `lost` once a socket that was open closed, until one opens
+ * again (the Jupyter server restarted or unreachable: the views say so rather than show stale data as
+ * live); `idle` before the first try.
  */
-export type StreamState = 'idle' | 'open' | 'blocked';
+export type StreamState = 'idle' | 'open' | 'blocked' | 'lost';
 
 /** `WebSocket.OPEN`, without needing the global (the socket class comes from the settings). */
 const OPEN = 1;
@@ -48,6 +50,8 @@ export class StreamClient implements IDisposable {
   private _opened = false;
   private _state: StreamState = 'idle';
   private _stateChanged = new Signal<this, StreamState>(this);
+  private _retryAt = 0;
+  private _reconnected = new Signal<this, void>(this);
 
   constructor(
     private _settings: ServerConnection.ISettings = ServerConnection.makeSettings()
@@ -61,7 +65,17 @@ export class StreamClient implements IDisposable {
     return this._state;
   }
 
-  /** The websocket opened, or could not be opened (then the models poll REST instead). */
+  /** A socket opened after one was lost: what was read over REST meanwhile may be stale. */
+  get reconnected(): ISignal<this, void> {
+    return this._reconnected;
+  }
+
+  /** When the next reconnect is tried (ms since the epoch; 0 while none is planned). */
+  get retryAt(): number {
+    return this._retryAt;
+  }
+
+  /** The websocket opened, was lost, or could not be opened (then the models poll REST instead). */
   get stateChanged(): ISignal<this, StreamState> {
     return this._stateChanged;
   }
@@ -96,6 +110,19 @@ export class StreamClient implements IDisposable {
     };
   }
 
+  /** Open a lost socket now, without waiting for the back-off (a user's "Reconnect now"). */
+  reconnect(): void {
+    if (this._socket || this._disposed || this._subs.size === 0) {
+      return;
+    }
+    if (this._timer) {
+      clearTimeout(this._timer);
+      this._timer = null;
+    }
+    this._retryAt = 0;
+    this._ensure();
+  }
+
   dispose(): void {
     this._disposed = true;
     if (this._timer) {
@@ -116,9 +143,8 @@ export class StreamClient implements IDisposable {
     }
     const socket = new this._settings.WebSocket(url);
     this._socket = socket;
-    let opened = false;
     socket.onopen = () => {
-      opened = true;
+      this._retryAt = 0;
       this._setState('open');
       this._delay = 500;
       const reopened = this._opened;
@@ -129,14 +155,21 @@ export class StreamClient implements IDisposable {
         }
         this._sendSubscribe(id);
       }
+      if (reopened) {
+        this._reconnected.emit();
+      }
     };
     socket.onmessage = event => this._onMessage(String(event.data));
     socket.onclose = () => {
       this._socket = null;
-      this._setState(opened ? 'idle' : 'blocked');
+      // a socket this page had open is lost (whatever the retries meet) until one opens again
+      const live = this._subs.size > 0 ? 'lost' : 'idle';
+      this._setState(this._opened ? live : 'blocked');
       if (this._disposed || this._subs.size === 0) {
+        this._retryAt = 0;
         return;
       }
+      this._retryAt = Date.now() + this._delay;
       this._timer = setTimeout(() => this._ensure(), this._delay);
       this._delay = Math.min(this._delay * 2, 10_000);
     };

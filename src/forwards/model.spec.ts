@@ -1,5 +1,8 @@
 import { ForwardsModel, parsePort } from './model';
+import { ServerConnection } from '@jupyterlab/services';
+
 import { RanktableAPIError, postJSON, requestAPI } from '../api/request';
+import { UNREACHABLE } from '../api/errors';
 
 jest.mock('../api/request', () => jest.requireActual('../testing/requestmock'));
 
@@ -21,6 +24,24 @@ beforeEach(() => {
 });
 
 describe('ForwardsModel', () => {
+  it('says the server cannot be reached while it is down (not "Failed to fetch"), keeps the list, then clears', async () => {
+    const model = new ForwardsModel();
+    request.mockResolvedValueOnce({ forwards: [forward('a', 6006, 40001)] });
+    await model.refresh();
+    request.mockRejectedValueOnce(
+      new ServerConnection.NetworkError(new TypeError('Failed to fetch'))
+    );
+    await model.refresh();
+    expect(model.error).toBe(UNREACHABLE);
+    expect(model.forwards).toHaveLength(1); // the last good list stays
+    request.mockRejectedValueOnce(new Error('disk full')); // any other error says what it is
+    await model.refresh();
+    expect(model.error).toBe('disk full');
+    request.mockResolvedValueOnce({ forwards: [] });
+    await model.refresh();
+    expect(model.error).toBe('');
+  });
+
   it('lists, opens and closes forwards, reloading the list after each action', async () => {
     const model = new ForwardsModel();
     let changes = 0;

@@ -3,6 +3,8 @@ import { ComposeModel } from '../spec/model';
 import { RunModel } from '../jobview/model';
 import { requestAPI, requestChanged, postJSON } from '../api/request';
 import { FakeStream, logMessage } from '../testing/fakes';
+import { UNREACHABLE } from '../api/errors';
+import { ServerConnection } from '@jupyterlab/services';
 import { followedLogs } from '../testing/logs';
 
 jest.mock('../api/request', () => jest.requireActual('../testing/requestmock'));
@@ -18,6 +20,25 @@ const row = (name: string, phase: string, extra: object = {}) => ({
 describe('JobsModel', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
+
+  it('says a request without an answer cannot reach the server, and a stream error as it was told', async () => {
+    const stream = new FakeStream();
+    const jobs = new JobsModel(stream as any);
+    (requestAPI as jest.Mock).mockRejectedValueOnce(
+      new ServerConnection.NetworkError(new TypeError('Failed to fetch'))
+    );
+    await jobs.refresh();
+    expect(jobs.banner?.message).toBe(UNREACHABLE);
+    jobs.watch();
+    stream
+      .last()
+      .handlers.onError({ message: 'pool gone', reason: 'unreachable' });
+    expect(jobs.banner).toMatchObject({
+      message: 'pool gone',
+      reason: 'unreachable'
+    });
+    jobs.dispose();
+  });
 
   it('follows snapshots, records each run’s phases and signals phase changes', () => {
     const stream = new FakeStream();

@@ -1,6 +1,7 @@
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { StreamClient, del, get, post, subscribe } from '../api/client';
+import { messageOf } from '../api/errors';
 import type { components, paths } from '../api/openapi';
 import { Model } from '../ui/model';
 import { PermissionsModel } from '../permissions/model';
@@ -125,6 +126,11 @@ export class JobsModel extends Model {
   readonly team = new TeamModel();
   /** True while the websocket cannot be opened and the list is polled instead. */
   polling = false;
+  /**
+   * True from losing an open websocket (the Jupyter server killed, restarting, unreachable) until the
+   * renewed watch gets data: the list is the last known state, not live.
+   */
+  disconnected = false;
 
   constructor(readonly stream: StreamClient) {
     super();
@@ -155,11 +161,21 @@ export class JobsModel extends Model {
         void this.refresh();
         this.every('poll', () => void this.refresh(), POLL_MS);
       }
-    } else if (state === 'open' && this.polling) {
+    } else if (state === 'lost') {
+      this.disconnected = true;
+      this.emit();
+    } else if (state === 'open') {
+      // the watch clears it on its first data (the list is stale until then); without one, now
+      this.disconnected = this.disconnected && this.holds('watch');
       this.polling = false;
       this.cancel('poll');
       this.emit();
     }
+  }
+
+  /** Try the lost websocket again now rather than at the end of its back-off. */
+  reconnect(): void {
+    this.stream.reconnect();
   }
 
   /** A job moved to another phase (not emitted for the first snapshot). */
@@ -215,10 +231,12 @@ export class JobsModel extends Model {
             this._apply(this.jobs.filter(j => jobKey(j) !== gone));
           }
           this.banner = null;
+          this.disconnected = false;
           this._delay = RETRY_MIN_MS;
           this.emit();
         },
         onError: error => {
+          this.disconnected = false;
           this.forget('watch');
           this._fail(error);
           this.emit();
@@ -229,11 +247,7 @@ export class JobsModel extends Model {
           this._retry();
         },
         onReconnect: () => {
-          this.banner = {
-            message: 'Lost the connection to the Jupyter server',
-            reason: 'websocket',
-            retryAt: Date.now()
-          };
+          this.disconnected = true; // until the new snapshot replaces the rows
           this.emit();
         }
       }
@@ -318,7 +332,9 @@ export class JobsModel extends Model {
   private _fail(error: unknown): void {
     const e = error as { message?: string; reason?: string };
     this.banner = {
-      message: e?.message || String(error),
+      // a stream error is a plain {message, reason}; a request's is an Error (no answer: "cannot reach")
+      message:
+        error instanceof Error ? messageOf(error) : e?.message || String(error),
       reason: e?.reason || 'unavailable',
       retryAt: Date.now() + this._delay
     };

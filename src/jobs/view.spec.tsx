@@ -99,4 +99,68 @@ describe('JobsList', () => {
     act(() => root.unmount());
     jobs.dispose();
   });
+
+  it('says the Jupyter server is lost and reconnecting, keeps the rows as stale, and goes live again once', async () => {
+    const { requestAPI } = jest.requireMock('../api/request');
+    (requestAPI as jest.Mock).mockRejectedValue(
+      new TypeError('Failed to fetch')
+    );
+    const stream = new FakeStream();
+    const jobs = new JobsModel(stream as any);
+    const host = document.createElement('div');
+    document.body.appendChild(host);
+    const root = createRoot(host);
+    act(() =>
+      root.render(
+        <JobsList jobs={jobs} trans={trans} onOpen={() => undefined} />
+      )
+    );
+    const row = (name: string) => ({
+      name,
+      namespace: 'default',
+      uid: `u-${name}`,
+      phase: 'Running',
+      nodes: 1
+    });
+    const watch = stream.last();
+    act(() => watch.handlers.onData({ event: 'snapshot', jobs: [row('a')] }));
+    const notice = () => host.querySelector('[data-notice="disconnected"]');
+    const list = () => host.querySelector('.jp-Ranktable-jobList')!;
+    expect(notice()).toBeNull();
+    expect(list().classList.contains('jp-mod-stale')).toBe(false);
+
+    // the server is killed: the socket is lost, and a REST call made meanwhile fails too
+    stream.retryAt = Date.now() + 4000;
+    act(() => stream.stateChanged.emit('lost'));
+    await act(() => jobs.refresh());
+    expect(notice()!.textContent).toContain(
+      'Disconnected from the Jupyter server'
+    );
+    expect(notice()!.textContent).toContain('next try in 4 s');
+    // one notice, not a second "Cluster unavailable" alert for the failed request
+    expect(host.querySelector('[role="alert"]')).toBeNull();
+    expect(list().classList.contains('jp-mod-stale')).toBe(true);
+    expect(host.textContent).toContain('Last known state, not live:');
+    act(() => (notice()!.querySelector('button') as HTMLButtonElement).click());
+    expect(stream.reconnects).toBe(1);
+
+    // back: the socket opens, the watch is renewed and its snapshot replaces the rows (no doubles)
+    act(() => {
+      stream.stateChanged.emit('open');
+      watch.handlers.onReconnect();
+    });
+    expect(notice()).not.toBeNull(); // stale until the new snapshot
+    act(() =>
+      watch.handlers.onData({ event: 'snapshot', jobs: [row('a'), row('b')] })
+    );
+    expect(notice()).toBeNull();
+    expect(list().classList.contains('jp-mod-stale')).toBe(false);
+    expect(
+      [...host.querySelectorAll('.jp-Ranktable-jobRow')].map(r =>
+        r.getAttribute('data-job')
+      )
+    ).toEqual(['a', 'b']);
+    act(() => root.unmount());
+    jobs.dispose();
+  });
 });

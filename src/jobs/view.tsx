@@ -50,6 +50,41 @@ export function Banner(props: {
   );
 }
 
+/** The Jupyter server was lost (killed, restarting, unreachable): the list is stale until it is back. */
+export function DisconnectedNotice(props: {
+  jobs: JobsModel;
+  trans: TranslationBundle;
+}): JSX.Element | null {
+  const { jobs, trans } = props;
+  if (!jobs.disconnected) {
+    return null;
+  }
+  const retryAt = jobs.stream.retryAt;
+  const wait = Math.max(0, Math.ceil((retryAt - Date.now()) / 1000));
+  return (
+    <div
+      className="jp-Ranktable-banner"
+      role="status"
+      data-notice="disconnected"
+    >
+      <strong>{trans.__('Disconnected from the Jupyter server')}</strong>
+      <div className="jp-Ranktable-bannerReason">
+        {trans.__(
+          'Reconnecting by itself; the jobs below are the last known state, not live.'
+        )}
+      </div>
+      <div className="jp-Ranktable-muted">
+        {retryAt && wait > 0
+          ? trans.__('next try in %1 s', wait)
+          : trans.__('reconnecting…')}{' '}
+        <button className="jp-Ranktable-link" onClick={() => jobs.reconnect()}>
+          {trans.__('Reconnect now')}
+        </button>
+      </div>
+    </div>
+  );
+}
+
 /** The websocket could not be opened (a proxy refusing upgrades): the list is polled, and why. */
 export function PollingNotice(props: {
   jobs: JobsModel;
@@ -165,9 +200,15 @@ export function JobsList(props: {
   const rows = jobs.jobs.filter(
     j => !search || j.name.toLowerCase().includes(search.toLowerCase())
   );
+  const stale = !!jobs.banner || jobs.disconnected;
   return (
     <div className="jp-Ranktable-sectionBody" data-section="jobs">
-      <Banner jobs={jobs} trans={trans} />
+      {/* while disconnected, failed requests are a consequence: one notice says it all */}
+      {jobs.disconnected ? (
+        <DisconnectedNotice jobs={jobs} trans={trans} />
+      ) : (
+        <Banner jobs={jobs} trans={trans} />
+      )}
       <PollingNotice jobs={jobs} trans={trans} />
       <input
         className="jp-mod-styled jp-Ranktable-jobSearch"
@@ -177,22 +218,22 @@ export function JobsList(props: {
         value={search}
         onChange={e => setSearch(e.target.value)}
       />
-      {jobs.banner && rows.length > 0 && (
+      {stale && rows.length > 0 && (
         <div className="jp-Ranktable-muted">
           {trans.__('Last known state, not live:')}
         </div>
       )}
       <ul
-        className={
-          'jp-Ranktable-jobList' + (jobs.banner ? ' jp-mod-stale' : '')
-        }
+        className={'jp-Ranktable-jobList' + (stale ? ' jp-mod-stale' : '')}
         aria-label={trans.__('Jobs')}
       >
         {rows.length === 0 && (
           <li className="jp-Ranktable-empty">
-            {jobs.banner
-              ? trans.__('Jobs unknown while the cluster is unavailable.')
-              : trans.__('No jobs.')}
+            {jobs.disconnected
+              ? trans.__('Jobs unknown while the server is unreachable.')
+              : jobs.banner
+                ? trans.__('Jobs unknown while the cluster is unavailable.')
+                : trans.__('No jobs.')}
           </li>
         )}
         {rows.map(job => (

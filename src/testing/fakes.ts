@@ -8,6 +8,12 @@ export class FakeStream {
     [];
   /** The websocket's state (`StreamClient.stateChanged`): the test emits 'blocked' or 'open'. */
   readonly stateChanged = new Signal<this, string>(this);
+  /** When the next reconnect is tried (`StreamClient.retryAt`), and how often "Reconnect now" was asked. */
+  retryAt = 0;
+  reconnects = 0;
+  reconnect(): void {
+    this.reconnects++;
+  }
   subscribe(channel: string, params: any, handlers: any) {
     const sub = { channel, params, handlers, disposed: false };
     this.subs.push(sub);

@@ -2,7 +2,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { RanktableModel, SectionId } from '../connections/model';
-import { RanktableAPIError } from '../api/errors';
+import { RanktableAPIError, messageOf } from '../api/errors';
 import { useSignal } from './usesignal';
 
 /** Re-render when the shared model changes. */
@@ -37,7 +37,7 @@ export function errorText(error: unknown): string {
   if (error instanceof RanktableAPIError) {
     return error.fix ? `${error.message}` : error.message;
   }
-  return error instanceof Error ? error.message : String(error);
+  return messageOf(error);
 }
 
 export function ErrorLine(props: { error: string }): JSX.Element | null {

@@ -1,6 +1,8 @@
 import { ISignal, Signal } from '@lumino/signaling';
 import { IDisposable } from '@lumino/disposable';
 
+import { messageOf } from '../api/errors';
+
 type Handle = ReturnType<typeof setTimeout>;
 
 /**
@@ -123,7 +125,7 @@ export abstract class ListModel<T> extends Model {
       this.items = await this.fetch();
       this.error = '';
     } catch (e) {
-      this.error = e instanceof Error ? e.message : String(e);
+      this.error = messageOf(e);
     }
     this.emit();
   }
