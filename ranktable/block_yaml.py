@@ -172,7 +172,7 @@ def _document(repeats: _Repeats, start: int, end: int, max_depth: int) -> Any:
         dash = rest[0] == "-" and (len(rest) == 1 or rest[1] == " ")
         container = doc.container(col, dash)
         if dash and type(container) is list:
-            after = repeats.items(container, index, col)
+            after = repeats.items(container, index, len(doc.frames))
             if after != index:
                 index = after
                 continue
@@ -284,8 +284,9 @@ class _Template:
     """The shape of one sequence item (its lines with their values cut out): the next items of the same
     shape are matched by one regex each and built by one call, not read line by line."""
 
-    def __init__(self, pattern: re.Pattern[str], item: Any, bare: list[bool]) -> None:
-        self.pattern, self.bare = pattern, bare
+    def __init__(self, pattern: re.Pattern[str], item: Any, bare: list[bool], size: int) -> None:
+        self.pattern, self.bare, self.size = pattern, bare, size  # size: the item's lines
+        self.depth = 0  # the containers open where its first item was read
         self.keys: list[Any] = []
         # a lambda of `K[i]` and `v[j]` only (K: the item's keys, v: an item's values): the source holds
         # no text of the document, and one call builds an item's dicts and lists in C
@@ -343,7 +344,8 @@ class _Repeats:
     def __init__(self, text: str, lines: list[str]) -> None:
         self.text, self.lines = text, lines
         self._offsets: list[int] | None = None  # each line's start in `text`, once one is needed
-        self.templates: dict[str, _Template] = {}  # by pattern: a file's documents share their shapes
+        self.templates: dict[tuple[str, int], _Template] = {}  # by pattern and depth: documents share them
+        self.recent: _Template | None = None  # the last template that took items
         self.document(len(lines), {})
 
     def document(self, end: int, cache: dict[str, Any]) -> None:
@@ -357,20 +359,31 @@ class _Repeats:
             self._offsets = [0, *accumulate(map(len, self.lines))]
         return self._offsets[index] + index  # + the newlines
 
-    def items(self, seq: list[Any], index: int, col: int) -> int:
-        """The line after the items of `seq` read by template from line `index` on (`index`: none)."""
+    def items(self, seq: list[Any], index: int, depth: int) -> int:
+        """The line after the items of `seq` read by template from line `index` on (`index`: none);
+        `depth`: the containers open (the sequence's included), as `_Document.frames` counts them."""
         key = id(seq)
         last = self.last.get(key)
         self.last[key] = (seq, index, len(seq))
-        if last is None or last[0] is not seq or len(seq) != last[2] + 1 or index - last[1] > _MAX_ITEM_LINES:
+        if last is None or last[0] is not seq:  # a new sequence: its items may have the last one's shape
+            recent = self.recent  # (taken at the same depth only: `max_depth` was checked at that one)
+            return self.taken(seq, recent, index) if recent and recent.depth == depth and not seq else index
+        if len(seq) != last[2] + 1 or index - last[1] > _MAX_ITEM_LINES:
             return index
         misses = self.misses.get(key, 0)
-        template = self.template(seq[-1], last[1], index) if misses < _MAX_MISSES else None
-        taken = index if template is None else self.take(template, seq, index, index - last[1])
+        template = self.template(seq[-1], last[1], index, depth) if misses < _MAX_MISSES else None
+        taken = index if template is None else self.taken(seq, template, index)
         if taken == index:
             self.misses[key] = misses + 1
-        else:
-            self.last[key] = (seq, taken - (index - last[1]), len(seq) - 1)
+        return taken
+
+    def taken(self, seq: list[Any], template: _Template, index: int) -> int:
+        """`take`, noting where the last item taken starts (a template that took items is the one
+        tried first on the next sequence: a HyperNode file's 272 member lists share one shape)."""
+        taken = self.take(template, seq, index, template.size)
+        if taken != index:
+            self.last[id(seq)] = (seq, taken - template.size, len(seq) - 1)
+            self.recent = template
         return taken
 
     def take(self, template: _Template, seq: list[Any], index: int, size: int) -> int:
@@ -429,7 +442,7 @@ class _Repeats:
                 self.values[text] = value
         return value
 
-    def template(self, item: Any, start: int, end: int) -> _Template | None:
+    def template(self, item: Any, start: int, end: int, depth: int) -> _Template | None:
         """The template of the item read from lines[start:end], or None if it would not be exact."""
         parts: list[str] = []
         bare: list[bool] = []
@@ -463,7 +476,8 @@ class _Repeats:
         values = [self.resolve(text, b, start) for text, b in zip(found.groups(), bare, strict=True)]
         if any(type(a) is not type(b) or a != b for a, b in zip(values, leaves, strict=True)):
             return None  # (a text read otherwise is _NO_VALUE, of its own type)
-        template = self.templates.get(pattern.pattern)
+        template = self.templates.get((pattern.pattern, depth))
         if template is None:
-            template = self.templates[pattern.pattern] = _Template(pattern, item, bare)
+            template = self.templates[pattern.pattern, depth] = _Template(pattern, item, bare, end - start)
+            template.depth = depth
         return template if template.build(values) == item else None

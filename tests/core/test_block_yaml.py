@@ -233,3 +233,15 @@ def test_random_repeated_items_read_back_as_pyyaml_reads_them() -> None:
             read += 1
             assert found == pyyaml(text), text
     assert read > 150
+
+
+def test_a_template_is_reused_only_at_its_own_depth() -> None:
+    """A later document's sequence of the same shape is taken by the template learnt before, but only
+    where as many containers are open (the depth limit was checked there)."""
+    items = "".join(f"  - a: {i}\n    b: x\n" for i in range(4))
+    shallow = f"m:\n{items}"  # the items 3 levels down: the document, m's list, the item
+    deep = f"n:\n  m:\n{items}z: 1\n"  # the same lines 4 levels down (m's list at its key's indent)
+    for text in (f"{shallow}---\n{shallow}", f"{shallow}---\n{deep}", f"{deep}---\n{shallow}"):
+        assert load_block_yaml(text) == pyyaml(text)
+    assert load_block_yaml(f"{shallow}---\n{shallow}", max_depth=3) == pyyaml(f"{shallow}---\n{shallow}")
+    assert load_block_yaml(f"{shallow}---\n{deep}", max_depth=3) is None
