@@ -9,11 +9,14 @@ PyYAML would read as a float, a timestamp or an octal) makes :func:`load_block_y
 the caller reads the text with PyYAML, which also gives the error for a text that is not valid YAML.
 For the texts it accepts, the values are the ones PyYAML's SafeLoader gives (YAML 1.1 resolution:
 ``yes``/``on`` are booleans, ``~``/``null`` are None); ``tests/core/test_block_yaml.py`` compares the two.
+A sequence's items that repeat the shape of the one before (a HyperNode's thousands of members) are
+matched by one regex each and built in one call (`_Repeats`), not read line by line.
 """
 
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 from typing import Any
 
 __all__ = ["load_block_yaml"]
@@ -46,6 +49,7 @@ _WORDS: dict[str, Any] = {
     **{w: None for w in ("~", "null", "Null", "NULL")},
 }
 _NO_VALUE = object()
+_MARKER = re.compile(r"\n(?:---|\.\.\.|%)")  # a line that starts or ends a document, or a directive
 
 
 class _NotSimple(Exception):
@@ -58,18 +62,22 @@ def load_block_yaml(text: str, max_depth: int = 100) -> list[Any] | None:
     if "#" in text or "&" in text or "*" in text or "!" in text or not _SAFE_TEXT.fullmatch(text):
         return None
     lines = text.split("\n")
+    repeats = _Repeats(text, lines)
     try:
         docs: list[Any] = []
         start, marker = 0, False
-        for index, line in enumerate(lines):
-            if line.startswith(("---", "...", "%")):
-                if line.rstrip(" ") != "---":
-                    return None
-                if marker or _has_content(lines, start, index):
-                    docs.append(_document(lines, start, index, max_depth))
-                start, marker = index + 1, True
+        index = searched = 0
+        first = [0] if text.startswith(("---", "...", "%")) else []
+        for at in first + [found.start() + 1 for found in _MARKER.finditer(text)]:  # (in C: 37,000 lines)
+            index += text.count("\n", searched, at)
+            searched = at
+            if lines[index].rstrip(" ") != "---":
+                return None
+            if marker or _has_content(lines, start, index):
+                docs.append(_document(repeats, start, index, max_depth))
+            start, marker = index + 1, True
         if marker or _has_content(lines, start, len(lines)):
-            docs.append(_document(lines, start, len(lines), max_depth))
+            docs.append(_document(repeats, start, len(lines), max_depth))
         return docs
     except _NotSimple:
         return None
@@ -147,9 +155,11 @@ def _multiline_single(head: str, lines: list[str], index: int, end: int, indent:
     raise _NotSimple
 
 
-def _document(lines: list[str], start: int, end: int, max_depth: int) -> Any:
+def _document(repeats: _Repeats, start: int, end: int, max_depth: int) -> Any:
     """One document from lines[start:end] (no markers inside)."""
+    lines = repeats.lines
     doc = _Document(lines, end, max_depth)
+    repeats.document(end, doc.values)
     index = start
     while index < end:
         raw = lines[index]
@@ -161,7 +171,13 @@ def _document(lines: list[str], start: int, end: int, max_depth: int) -> Any:
         rest = raw.lstrip(" ")
         col = len(raw) - len(rest)
         dash = rest[0] == "-" and (len(rest) == 1 or rest[1] == " ")
-        index = doc.entry(doc.container(col, dash), rest, col, dash, index)
+        container = doc.container(col, dash)
+        if dash and type(container) is list:
+            after = repeats.items(container, index, len(doc.frames))
+            if after != index:
+                index = after
+                continue
+        index = doc.entry(container, rest, col, dash, index)
     return doc.root
 
 
@@ -256,3 +272,213 @@ class _Document:
         if after_value == index + 1 and type(container[key]) not in (dict, list):
             self.values[text] = container[key]
         return after_value
+
+
+# a line of an item, split: indentation and `- ` dashes, then a `key:` (with or without its value) or a value
+_ITEM_LINE = re.compile(r"( *)((?:-(?: +|$))*)(.*)")
+_VALUE_GROUP = r"([^ \n][^\n]*?) *"
+_MAX_ITEM_LINES = 64
+_MAX_MISSES = 3
+
+
+class _Template:
+    """The shape of one sequence item (its lines with their values cut out): the next items of the same
+    shape are matched by one regex each and built by one call, not read line by line."""
+
+    def __init__(self, pattern: re.Pattern[str], item: Any, bare: list[bool], size: int) -> None:
+        self.pattern, self.bare, self.size = pattern, bare, size  # size: the item's lines
+        self.depth = 0  # the containers open where its first item was read
+        self.keys: list[Any] = []
+        # a lambda of `K[i]` and `v[j]` only (K: the item's keys, v: an item's values): the source holds
+        # no text of the document, and one call builds an item's dicts and lists in C
+        source = _source(item, self.keys, [0])
+        self.build = eval(f"lambda v, K=K: {source}", {"K": self.keys})  # noqa: S307 - indexes only
+
+
+def _source(value: Any, keys: list[Any], leaves: list[int]) -> str:
+    """The expression that builds `value` anew from its leaves (scalars and empty containers, in
+    document order) `v[j]` and its keys `K[i]`."""
+    if type(value) is dict and value:
+        parts = []
+        for key, child in value.items():
+            keys.append(key)
+            parts.append(f"K[{len(keys) - 1}]: {_source(child, keys, leaves)}")
+        return "{" + ", ".join(parts) + "}"
+    if type(value) is list and value:
+        return "[" + ", ".join(_source(child, keys, leaves) for child in value) + "]"
+    leaves[0] += 1
+    return f"v[{leaves[0] - 1}]"
+
+
+def _leaves(value: Any, out: list[Any]) -> list[Any]:
+    """`value`'s scalars and empty containers in document order."""
+    if type(value) is dict and value:
+        for child in value.values():
+            _leaves(child, out)
+    elif type(value) is list and value:
+        for child in value:
+            _leaves(child, out)
+    else:
+        out.append(value)
+    return out
+
+
+def _count(value: Any) -> int:
+    """Entries (keys and sequence items) in `value`, nested ones included."""
+    if type(value) is dict:
+        return len(value) + sum(_count(child) for child in value.values())
+    if type(value) is list:
+        return len(value) + sum(_count(child) for child in value)
+    return 0
+
+
+class _Repeats:
+    """Sequences whose items repeat one shape (a HyperNode's 8,192 `- selector: ... type: Node` members,
+    a NodeList's nodes): the item read first becomes a `_Template`, and each next item of its shape is
+    one regex match and one build, where reading it line by line cost ~10 us an item (issue 28).
+
+    Exact by construction: a template is made only when the first item's entries, its values and the
+    values its pattern captures agree one to one, and an item is taken only when its pattern matches
+    its whole lines and the line after it starts a sibling, a parent's entry or nothing.
+    """
+
+    def __init__(self, text: str, lines: list[str]) -> None:
+        self.text, self.lines = text, lines
+        self._offsets: list[int] | None = None  # each line's start in `text`, once one is needed
+        self.templates: dict[tuple[str, int], _Template] = {}  # by pattern and depth: documents share them
+        self.recent: _Template | None = None  # the last template that took items
+        self.document(len(lines), {})
+
+    def document(self, end: int, cache: dict[str, Any]) -> None:
+        """Start the document that ends before line `end` (`cache`: its plain values read so far)."""
+        self.end, self.values = end, cache
+        self.last: dict[int, tuple[list[Any], int, int]] = {}  # id(list) -> (list, start line, length)
+        self.misses: dict[int, int] = {}
+
+    def offset(self, index: int) -> int:
+        if self._offsets is None:
+            self._offsets = [0, *accumulate(map(len, self.lines))]
+        return self._offsets[index] + index  # + the newlines
+
+    def items(self, seq: list[Any], index: int, depth: int) -> int:
+        """The line after the items of `seq` read by template from line `index` on (`index`: none);
+        `depth`: the containers open (the sequence's included), as `_Document.frames` counts them."""
+        key = id(seq)
+        last = self.last.get(key)
+        self.last[key] = (seq, index, len(seq))
+        if last is None or last[0] is not seq:  # a new sequence: its items may have the last one's shape
+            recent = self.recent  # (taken at the same depth only: `max_depth` was checked at that one)
+            return self.taken(seq, recent, index) if recent and recent.depth == depth and not seq else index
+        if len(seq) != last[2] + 1 or index - last[1] > _MAX_ITEM_LINES:
+            return index
+        misses = self.misses.get(key, 0)
+        template = self.template(seq[-1], last[1], index, depth) if misses < _MAX_MISSES else None
+        taken = index if template is None else self.taken(seq, template, index)
+        if taken == index:
+            self.misses[key] = misses + 1
+        return taken
+
+    def taken(self, seq: list[Any], template: _Template, index: int) -> int:
+        """`take`, noting where the last item taken starts (a template that took items is the one
+        tried first on the next sequence: a HyperNode file's 272 member lists share one shape)."""
+        taken = self.take(template, seq, index, template.size)
+        if taken != index:
+            self.last[id(seq)] = (seq, taken - template.size, len(seq) - 1)
+            self.recent = template
+        return taken
+
+    def take(self, template: _Template, seq: list[Any], index: int, size: int) -> int:
+        """Append the items of `template`'s shape from line `index` on; the line after them."""
+        match, build, bare, end = template.pattern.match, template.build, template.bare, self.end
+        text, get, resolve = self.text, self.values.get, self.resolve
+        taken, pos = index, self.offset(index)
+        while taken + size <= end:
+            found = match(text, pos)
+            if found is None:
+                break
+            values = []
+            for value_text, after_dash in zip(found.groups(), bare, strict=True):
+                value = get(value_text, _NO_VALUE)
+                if value is _NO_VALUE or after_dash:
+                    value = resolve(value_text, after_dash, taken)
+                    if value is _NO_VALUE:
+                        break
+                values.append(value)
+            else:
+                seq.append(build(values))
+                taken += size
+                pos = found.end()
+                continue
+            break
+        if taken != index and not self.ends_item(taken, seq, size):
+            taken -= size
+        return taken
+
+    def ends_item(self, index: int, seq: list[Any], size: int) -> bool:
+        """Line `index` cannot continue the item above it (indented no deeper than its `- `, or none);
+        else that item is dropped, to be read line by line."""
+        if index >= self.end:
+            return True
+        line, dash = self.lines[index], self.lines[index - size]
+        rest = line.lstrip(" ")
+        if rest and len(line) - len(rest) <= len(dash) - len(dash.lstrip(" ")):
+            return True
+        seq.pop()
+        return False
+
+    def resolve(self, text: str, after_dash: bool, index: int) -> Any:
+        """The value of a captured text as `_value` reads it; _NO_VALUE for one it would read otherwise
+        (a `key: value` or `- ` after a `- `, a quote that goes on below)."""
+        if after_dash and (_KEY.match(text) is not None or text[0] == "-"):
+            return _NO_VALUE
+        value = self.values.get(text, _NO_VALUE)
+        if value is _NO_VALUE:
+            try:
+                value, after = _value(text, self.lines, index, self.end, 0)
+            except _NotSimple:
+                return _NO_VALUE
+            if after != index + 1:
+                return _NO_VALUE
+            if type(value) is not dict and type(value) is not list:
+                self.values[text] = value
+        return value
+
+    def template(self, item: Any, start: int, end: int, depth: int) -> _Template | None:
+        """The template of the item read from lines[start:end], or None if it would not be exact."""
+        parts: list[str] = []
+        bare: list[bool] = []
+        entries = 0
+        for line in self.lines[start:end]:
+            found = _ITEM_LINE.fullmatch(line.rstrip(" "))
+            if found is None or not found.group(3):
+                return None
+            lead, dashes, rest = found.groups()
+            entries += dashes.count("-")
+            pair = _KEY.match(rest)
+            if pair is not None:
+                entries += 1
+                if pair.group(4) is None:
+                    parts.append(re.escape(lead + dashes + rest) + " *")
+                    continue
+                parts.append(re.escape(lead + dashes + rest[: pair.start(4)]) + _VALUE_GROUP)
+                bare.append(False)
+            elif dashes:
+                parts.append(re.escape(lead + dashes) + _VALUE_GROUP)
+                bare.append(True)
+            else:
+                return None
+        leaves = _leaves(item, [])
+        if entries != 1 + _count(item) or len(leaves) != len(bare):
+            return None
+        pattern = re.compile("\n".join(parts) + r"(?:\n|\Z)")
+        found = pattern.match(self.text, self.offset(start))
+        if found is None:
+            return None
+        values = [self.resolve(text, b, start) for text, b in zip(found.groups(), bare, strict=True)]
+        if any(type(a) is not type(b) or a != b for a, b in zip(values, leaves, strict=True)):
+            return None  # (a text read otherwise is _NO_VALUE, of its own type)
+        template = self.templates.get((pattern.pattern, depth))
+        if template is None:
+            template = self.templates[pattern.pattern, depth] = _Template(pattern, item, bare, end - start)
+            template.depth = depth
+        return template if template.build(values) == item else None

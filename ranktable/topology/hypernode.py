@@ -59,8 +59,10 @@ def _read_hypernode(item: Field) -> _HyperNode:
         over = annotations.opt(OVERSUBSCRIPTION_ANNOTATION)
         hn.uplink_gbps = uplink.number() if uplink is not None else None
         hn.oversubscription = over.number() if over is not None else 1.0
-    members = list(spec.key("members").items())
-    if not members:
+    members = spec.key("members")
+    if type(members.value) is not list:
+        next(members.items())  # raises: not a list (no Field per member: a leaf has thousands)
+    if not members.value:
         raise spec.child("members", []).error("must list at least one member")
     return hn
 

@@ -157,3 +157,91 @@ def test_scalars_starting_with_a_digit_resolve_as_pyyaml_resolves_them() -> None
     assert read > 1000
     assert load_block_yaml("a: 10.0.0.1\nb: 3f9a0c\nc: 1.5\n") is None  # the float: PyYAML's
     assert load_block_yaml("a: 10.0.0.1\nb: 3f9a0c\n") == [{"a": "10.0.0.1", "b": "3f9a0c"}]
+
+
+# sequences whose items repeat one shape, and every way a later item can differ from the first
+REPEATED = [
+    "m:\n" + "".join(f"- selector:\n    exactMatch:\n      name: n{i}\n  type: Node\n" for i in range(6)),
+    "m:\n" + "".join(f"  - a: {v}\n    b: x\n" for v in ("1", "x", "yes", "null", "'q'", '"d"', "{}", "[]")),
+    "m:\n- a: 1\n  b: 2\n- a: 3\n  b: 4\n- a: 5\n  b: 6\n  c: 7\n- a: 8\n  b: 9\n",  # a longer item
+    "m:\n- a: 1\n  b: 2\n- a: 3\n  b: 4\n- a: 5\n  b:\n    c: 7\n- a: 8\n  b: 9\nz: 1\n",  # a value below
+    "m:\n- a: 1\n  a: 2\n- a: 3\n  a: 4\n- a: 5\n  a: 6\n",  # a key given twice: PyYAML keeps the last
+    "m:\n- a: null\n  a: null\n  b:\n- a: 1\n  a: 2\n  b:\n- a: 3\n  a: 4\n  b:\n",
+    "m:\n- a: 1\n  b:\n- a: 2\n  b:\n- a: 3\n  b:\n",  # an empty value
+    "m:\n- x\n- y\n- k: v\n- z\n- - w\n- 'q'\n- 7\n",  # a scalar list, then items of other shapes
+    "m:\n- a: 'one\n    two'\n- a: x\n- a: 'three\n    four'\n- a: y\n- a: z\n",  # a quote that goes on below
+    "m:\n- - 1\n  - 2\n- - 3\n  - 4\n- - 5\n  - 6\n",
+    "m:\n- a:\n  - 1\n  - 2\n- a:\n  - 3\n  - 4\n- a:\n  - 5\n  - 6\nb: 1\n",
+    "m:\n  - a: 1\n  - a: 2\n\n  - a: 3\n  - a: 4\n",  # a blank line between items
+    "m:\n- a: 1\n- a: 2\n- a: 3\n---\nm:\n- a: 4\n- a: 5\n- a: 6\n",  # the same shape in two documents
+    "m:\n- a: 1\n- a: 2\n- a: 3\n---\n- a: 4\n",
+    "m:\n- a: 1\n- a:   2\n- a: 3  \n- a: 4\n",  # other spacing
+    "a:\n- k: 1\n- k: 2\nb:\n- k: 3\n- k: 4\n",  # a sequence at its key's indent ends at the next key
+]
+
+
+@pytest.mark.parametrize("text", REPEATED)
+def test_repeated_items_read_as_pyyaml_reads_them(text: str) -> None:
+    assert load_block_yaml(text) == pyyaml(text), text
+
+
+def test_repeated_items_are_not_read_line_by_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2,000-member HyperNode's members after the first two are built from one template each."""
+    from ranktable import block_yaml
+
+    lines: list[int] = []
+    entry = block_yaml._Document.entry
+    monkeypatch.setattr(
+        block_yaml._Document, "entry", lambda self, *args: lines.append(1) or entry(self, *args)
+    )
+    members = "".join(
+        f"  - selector:\n      exactMatch:\n        name: node-{i}\n    type: Node\n" for i in range(2000)
+    )
+    text = f"kind: HyperNode\nspec:\n  members:\n{members}  tier: 1\n"
+    docs = load_block_yaml(text)
+    assert docs == pyyaml(text)
+    assert len(lines) < 20  # line by line: 8,000 lines
+
+
+def test_random_repeated_items_read_back_as_pyyaml_reads_them() -> None:
+    """Items of one shape with random values, a few of them changed in shape or value kind."""
+    rng = random.Random(2028)
+    values = ["a", "node-1", "7", "0", "yes", "null", "'q'", '"d"', "{}", "[]", "10.0.0.1", "x y", "-3"]
+    odd = ["k: v", "- z", "-", "", "'open", "1.5", "a: b", "~"]
+    read = 0
+    for _ in range(300):
+        shape = rng.choice(
+            [
+                ["- selector:", "    exactMatch:", "      name: {v}", "  type: {v}"],
+                ["- {v}"],
+                ["- a: {v}", "  b: {v}"],
+                ["- - {v}", "  - {v}"],
+                ["- a:", "  - {v}", "  - {v}"],
+            ]
+        )
+        indent = " " * rng.choice([0, 2])
+        body = []
+        for _ in range(rng.randint(2, 9)):
+            for line in shape:
+                value = rng.choice(odd if rng.random() < 0.03 else values)
+                body.append(indent + line.replace("{v}", value))
+            if rng.random() < 0.05:
+                body.append(indent + " " * rng.choice([0, 2, 4]) + "extra: 1")
+        text = "m:\n" + "\n".join(body) + rng.choice(["\n", "\nz: 1\n", "\n---\nm: []\n"])
+        found = load_block_yaml(text)
+        if found is not None:
+            read += 1
+            assert found == pyyaml(text), text
+    assert read > 150
+
+
+def test_a_template_is_reused_only_at_its_own_depth() -> None:
+    """A later document's sequence of the same shape is taken by the template learnt before, but only
+    where as many containers are open (the depth limit was checked there)."""
+    items = "".join(f"  - a: {i}\n    b: x\n" for i in range(4))
+    shallow = f"m:\n{items}"  # the items 3 levels down: the document, m's list, the item
+    deep = f"n:\n  m:\n{items}z: 1\n"  # the same lines 4 levels down (m's list at its key's indent)
+    for text in (f"{shallow}---\n{shallow}", f"{shallow}---\n{deep}", f"{deep}---\n{shallow}"):
+        assert load_block_yaml(text) == pyyaml(text)
+    assert load_block_yaml(f"{shallow}---\n{shallow}", max_depth=3) == pyyaml(f"{shallow}---\n{shallow}")
+    assert load_block_yaml(f"{shallow}---\n{deep}", max_depth=3) is None
