@@ -13,7 +13,8 @@ import {
   ISectionProps,
   Section,
   errorText,
-  useModel
+  useModel,
+  ItemList
 } from '../ui/common';
 import { useWhyNot } from '../permissions/view';
 
@@ -66,16 +67,13 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
 
   return (
     <Section id="connections" title={trans.__('Connections')} model={model}>
-      <ul
+      <ItemList
         className="jp-Ranktable-profiles"
-        aria-label={trans.__('SSH profiles')}
+        label={trans.__('SSH profiles')}
+        items={model.profiles}
+        empty={trans.__('No SSH profiles yet.')}
       >
-        {model.profiles.length === 0 && (
-          <li className="jp-Ranktable-empty">
-            {trans.__('No SSH profiles yet.')}
-          </li>
-        )}
-        {model.profiles.map(p => (
+        {p => (
           <ProfileRow
             key={p.name}
             {...props}
@@ -83,8 +81,8 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
             tester={tester}
             onRemove={() => void remove(p)}
           />
-        ))}
-      </ul>
+        )}
+      </ItemList>
       {!adding && (
         <button
           className="jp-mod-styled"

@@ -15,7 +15,8 @@ import {
   errorText,
   formatBytes,
   formatSeconds,
-  useModel
+  useModel,
+  NoProfileYet
 } from '../ui/common';
 import { useWhyNot } from '../permissions/view';
 
@@ -42,9 +43,7 @@ export function SyncSection(props: ISectionProps): JSX.Element {
   return (
     <Section id="sync" title={trans.__('Sync')} model={model}>
       {model.profiles.length === 0 ? (
-        <div className="jp-Ranktable-empty">
-          {trans.__('Add an SSH profile under Connections first.')}
-        </div>
+        <NoProfileYet trans={trans} />
       ) : (
         <>
           <Field name="sync-profile" label={trans.__('Profile')}>
