@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from wall_time import wall
+
 from tests.integration.warm_helpers import THROUGH_WARM
 
 if TYPE_CHECKING:
@@ -42,15 +44,6 @@ HERE = Path(__file__).resolve().parent
 
 def load() -> float:
     return os.getloadavg()[0]
-
-
-def wall(argv: list[str], env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    seconds = time.perf_counter() - t0
-    if done.returncode:
-        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[-400:]}")
-    return seconds
 
 
 def medians(runners: list[Callable[[], float]], runs: int) -> list[float]:

@@ -266,14 +266,19 @@ class IopubRelay:
         return self
 
     def close(self) -> None:
+        self._stop_threads(self._thread)
+        self._socket.close(linger=0)
+
+    def _stop_threads(self, *threads: threading.Thread | None) -> None:
+        """Stop following (the remote reader's session closed too) and wait a little for `threads`."""
         self._stop.set()
         lease = self._lease
         if lease is not None:
             with contextlib.suppress(Exception):
                 lease.close()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(5)
-        self._socket.close(linger=0)
+        for thread in threads:
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(5)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -395,14 +400,7 @@ class ShellRelay(IopubRelay):
                 raise
 
     def close(self) -> None:
-        self._stop.set()
-        lease = self._lease
-        if lease is not None:
-            with contextlib.suppress(Exception):
-                lease.close()
-        for thread in (self._thread, self._pump_thread):
-            if thread is not None and thread is not threading.current_thread():
-                thread.join(5)
+        self._stop_threads(self._thread, self._pump_thread)
         for sock in (self._router, self._dealer, self._pull, self._push):
             sock.close(linger=0)
 

@@ -34,6 +34,14 @@ def extension_without_cluster(tmp_path: Path, **server_app: Any) -> dict[str, An
     }
 
 
+def extension_with_state(state_dir: Path) -> dict[str, Any]:
+    """`jp_server_config` for the extension keeping its state in `state_dir`, with no cluster to reach."""
+    return {
+        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
+        "Ranktable": {"state_dir": str(state_dir), "kubeconfig": "/nonexistent"},
+    }
+
+
 def extension_on_pool(pool: SimPoolHandle, tmp_path: Path, **settings: Any) -> dict[str, Any]:
     """`jp_server_config` for the extension on the simulated `pool`: a private state dir and `settings`."""
     ranktable = {
