@@ -16,7 +16,7 @@ import {
   useModel,
   ItemList
 } from '../ui/common';
-import { useWhyNot } from '../permissions/view';
+import { useWhyNot, WriteButton } from '../permissions/view';
 
 const EMPTY = {
   name: '',
@@ -84,14 +84,13 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
         )}
       </ItemList>
       {!adding && (
-        <button
+        <WriteButton
           className="jp-mod-styled"
+          whyNot={readOnly}
           onClick={() => setAdding(true)}
-          disabled={!!readOnly}
-          title={readOnly || undefined}
         >
           {trans.__('Add profile…')}
-        </button>
+        </WriteButton>
       )}
       {adding && (
         <ProfileForm
@@ -277,22 +276,21 @@ function ProfileRow(
         />
       )}
       <div className="jp-Ranktable-actions">
-        <button
+        <WriteButton
           className="jp-mod-styled jp-mod-accept"
-          disabled={tester.busy === p.name || !!readOnly}
-          title={readOnly || undefined}
+          whyNot={readOnly}
+          busy={tester.busy === p.name}
           onClick={() => void tester.test(p)}
         >
           {trans.__('Test')}
-        </button>
-        <button
+        </WriteButton>
+        <WriteButton
           className="jp-mod-styled jp-mod-reject"
+          whyNot={readOnly}
           onClick={props.onRemove}
-          disabled={!!readOnly}
-          title={readOnly || undefined}
         >
           {trans.__('Remove')}
-        </button>
+        </WriteButton>
       </div>
     </li>
   );

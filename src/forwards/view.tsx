@@ -13,7 +13,7 @@ import {
 } from '../ui/common';
 import type { ISectionProps } from '../ui/common';
 import { useListModel } from '../ui/uselist';
-import { useWhyNot } from '../permissions/view';
+import { useWhyNot, WriteButton } from '../permissions/view';
 
 export const FORWARDS_REFRESH_MS = 5000;
 
@@ -124,14 +124,14 @@ function ForwardRow(props: {
             {trans.__('Open')}
           </a>
         )}
-        <button
+        <WriteButton
           className="jp-mod-styled jp-mod-reject"
-          disabled={props.busy || !!readOnly}
-          title={readOnly || undefined}
+          whyNot={readOnly}
+          busy={props.busy}
           onClick={props.onClose}
         >
           {trans.__('Close')}
-        </button>
+        </WriteButton>
       </div>
     </li>
   );
