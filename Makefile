@@ -32,7 +32,7 @@ JLPM := PATH="$(CURDIR)/$(BIN):$$PATH" PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 $(CURD
 NODE_STAMP := node_modules/.ranktable-installed
 UI_STAMP := ui-tests/node_modules/.ranktable-installed
 LABEXT := ranktable/labextension/package.json
-TS_SOURCES := $(shell find src style schema -type f 2>/dev/null) package.json tsconfig.json
+TS_SOURCES := $(shell find src style schema -type f 2>/dev/null) package.json tsconfig.json ranktable/server_ext/openapi.yaml
 
 $(NODE_STAMP): package.json yarn.lock | $(STAMP)
 	$(JLPM) install

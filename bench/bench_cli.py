@@ -29,6 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from wall_time import wall
+
+from tests.integration.warm_helpers import THROUGH_WARM
+
 if TYPE_CHECKING:
     from ranktable.sim.control import Running
 
@@ -41,15 +46,6 @@ def load() -> float:
     return os.getloadavg()[0]
 
 
-def wall(argv: list[str], env: dict[str, str]) -> float:
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    seconds = time.perf_counter() - t0
-    if done.returncode:
-        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[-400:]}")
-    return seconds
-
-
 def medians(runners: list[Callable[[], float]], runs: int) -> list[float]:
     """Each runner `runs` times, interleaved; the median of each."""
     times: list[list[float]] = [[] for _ in runners]
@@ -57,17 +53,6 @@ def medians(runners: list[Callable[[], float]], runs: int) -> list[float]:
         for i, run in enumerate(runners):
             times[i].append(run())
     return [statistics.median(t) for t in times]
-
-
-# Runs `job list` through the warm server only: exit 3 if none answers (then it is not warm yet).
-THROUGH_WARM = (
-    "import sys\n"
-    "from ranktable.cli import warm\n"
-    "try:\n"
-    "    sys.exit(warm.run_warm(sys.argv[1:]))\n"
-    "except warm.WarmUnavailable:\n"
-    "    sys.exit(3)\n"
-)
 
 
 def served_warm(env: dict[str, str]) -> bool:

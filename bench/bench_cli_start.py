@@ -11,22 +11,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
+
+from wall_time import wall
 
 TARGET_SECONDS = 0.15
 TABLE = Path(__file__).resolve().parent.parent / "ranktable" / "examples" / "jobstart_hccl.json"
-
-
-def wall(argv: list[str]) -> float:
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    seconds = time.perf_counter() - t0
-    if done.returncode:
-        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode()[-400:]}")
-    return seconds
 
 
 def main() -> int:

@@ -32,7 +32,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +47,12 @@ from ranktable.compose.manifests import compose  # noqa: E402
 from ranktable.compose.spec import JobSpec  # noqa: E402
 from ranktable.server_ext.demo import stop_process  # noqa: E402
 from ranktable.sim.control import find_running  # noqa: E402
-from tests.integration.server_helpers import stalled_reader  # noqa: E402
+from tests.integration.server_helpers import (  # noqa: E402
+    free_port,
+    jupyter_server_process,
+    stalled_reader,
+    wait_answering,
+)
 from tests.integration.sim_helpers import eventually  # noqa: E402
 
 PODS = int(os.environ.get("BENCH_PODS", "1024"))
@@ -62,12 +66,6 @@ GAP_S = 5.0  # between the stalled reader's subscribe and its window: its queue 
 TOKEN = "bench-fairness-token"
 JOB = "fairness"
 PERIOD_NS = max(1, round(1e9 / RATE))  # the synthetic log's period (`SyntheticLog.period_ns`)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def load() -> str:
@@ -271,52 +269,11 @@ async def measure(port: int, server_pid: int) -> dict[str, Any]:
     return out
 
 
-def start_server(tmp: Path, port: int, kubeconfig: Path, context: str) -> tuple[subprocess.Popen[bytes], Any]:
-    root = tmp / "root"
-    root.mkdir()
-    config = {
-        "ServerApp": {
-            "jpserver_extensions": {"ranktable": True},
-            "root_dir": str(root),
-            "ip": "127.0.0.1",
-            "port": port,
-            "port_retries": 0,
-            "open_browser": False,
-            "allow_root": True,
-        },
-        "IdentityProvider": {"token": TOKEN},
-        "Ranktable": {"kubeconfig": str(kubeconfig), "context": context, "state_dir": str(tmp / "state")},
-    }
-    (tmp / "server.json").write_text(json.dumps(config))
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp / "jconfig"),
-        "JUPYTER_RUNTIME_DIR": str(tmp / "jruntime"),
-        "JUPYTER_DATA_DIR": str(tmp / "jdata"),
-        "RANKTABLE_HOME": str(tmp / "home"),
-    }
-    log = open(tmp / "server.log", "ab")  # noqa: SIM115 - the child owns it
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", f"--config={tmp / 'server.json'}"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-
-    def answering() -> bool:
-        if proc.poll() is not None:
-            raise RuntimeError((tmp / "server.log").read_text(errors="replace")[-3000:])
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{port}/api/status", headers={"Authorization": f"token {TOKEN}"}
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=2) as response:
-                return response.status == 200
-        except OSError:
-            return False
-
-    eventually(answering, 90, "the Jupyter server to start", every=0.5)
-    return proc, log
+def start_server(tmp: Path, port: int, kubeconfig: Path, context: str) -> subprocess.Popen[bytes]:
+    ranktable = {"kubeconfig": str(kubeconfig), "context": context, "state_dir": str(tmp / "state")}
+    proc = jupyter_server_process(tmp, port, TOKEN, ranktable)
+    wait_answering(proc, f"http://127.0.0.1:{port}/api/status", TOKEN, tmp / "server.log", timeout=90)
+    return proc
 
 
 def main() -> int:
@@ -332,12 +289,11 @@ def main() -> int:
         stderr=subprocess.STDOUT,
     )
     server: subprocess.Popen[bytes] | None = None
-    server_log = None
     try:
         running = eventually(lambda: find_running(tmp / "pool"), 300, "the pool to start", every=0.5)
         client = ClusterClient(str(running.kubeconfig), running.context, "default", timeout=(5.0, 120.0))
         port = int(os.environ.get("BENCH_PORT") or free_port())
-        server, server_log = start_server(tmp, port, Path(running.kubeconfig), running.context)
+        server = start_server(tmp, port, Path(running.kubeconfig), running.context)
         spec = JobSpec(
             name=JOB,
             image="bench:v1",
@@ -392,7 +348,6 @@ def main() -> int:
     finally:
         if server is not None:
             stop_process(server, timeout=60)
-            server_log.close()
         stop_process(pool, timeout=60)
         pool_log.close()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 import yaml
+from wall_time import wall
 
 from ranktable.cli import main as cli_main
 from ranktable.hccl import Device, RankTable, Server, dump_rank_table, parse_rank_table, write_rank_table
@@ -114,15 +115,6 @@ def topology_files(topology: Topology, folder: Path) -> dict[str, Path]:
             path.write_text(content, encoding="utf-8")
         files[name] = path
     return files
-
-
-def wall(argv: list[str], env: dict[str, str] | None = None) -> float:
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
-    seconds = time.perf_counter() - t0
-    if done.returncode:
-        raise SystemExit(f"{' '.join(argv[:4])} ... failed: {done.stderr.decode()[-300:]}")
-    return seconds
 
 
 def start_warm_server(env: dict[str, str], argv: list[str]) -> None:

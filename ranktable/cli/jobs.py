@@ -189,55 +189,69 @@ def _register_lifecycle(group: Any) -> None:
     _cluster_flags(p)
     p.set_defaults(handler=_wait)
 
-    p = group.add_parser("watch", help="print the job's phase changes until it ends")
-    p.add_argument("name")
-    p.add_argument("--timeout", type=float, default=None, help="stop watching after SECONDS")
-    _cluster_flags(p)
-    p.set_defaults(handler=_watch)
-
-    p = group.add_parser(
+    _named_job_command(
+        group,
+        "watch",
+        _watch,
+        lambda p: p.add_argument("--timeout", type=float, default=None, help="stop watching after SECONDS"),
+        state_dir=False,
+        help="print the job's phase changes until it ends",
+    )
+    _named_job_command(
+        group,
         "stop",
+        _stop,
+        lambda p: p.add_argument(
+            "--keep-logs",
+            type=float,
+            default=KEEP_LOGS_S,
+            metavar="SECONDS",
+            help="wait at most this long for the logs to be archived "
+            f"(default {KEEP_LOGS_S:g}; 0: keep none)",
+        ),
         help="archive the run's logs, then delete the job and its rank-table ConfigMap",
         description="The pods' logs go with the job, so the current run's logs are read into its archive "
         "first (`job logs NAME --runs` lists it afterwards).",
     )
-    p.add_argument("name")
-    p.add_argument(
-        "--keep-logs",
-        type=float,
-        default=KEEP_LOGS_S,
-        metavar="SECONDS",
-        help=f"wait at most this long for the logs to be archived (default {KEEP_LOGS_S:g}; 0: keep none)",
-    )
-    _state_dir_flag(p)
-    _cluster_flags(p)
-    p.set_defaults(handler=_stop)
-
-    p = group.add_parser(
+    _named_job_command(
+        group,
         "resume",
+        _resume,
+        lambda p: p.add_argument(
+            "--from-scratch", action="store_true", help="resubmit even when the run logged no checkpoint"
+        ),
         help="resubmit the latest run from its last checkpoint, avoiding the node a fault was blamed on",
         description="Reads the run's diagnosis and its last finished checkpoint save, then submits the "
         "next run of its lineage: the same spec, the resume arguments appended, the blamed node excluded.",
     )
-    p.add_argument("name")
-    p.add_argument(
-        "--from-scratch", action="store_true", help="resubmit even when the run logged no checkpoint"
-    )
-    _state_dir_flag(p)
-    _cluster_flags(p)
-    p.set_defaults(handler=_resume)
-
-    p = group.add_parser(
+    _named_job_command(
+        group,
         "lineage",
+        _lineage,
+        lambda p: p.add_argument("--json", action="store_true", help="the lineage as JSON"),
         help="the job's runs as one lineage: each fault, its cost, and the goodput",
         description="Run 1 -> fault on NODE NPU N at step S -> run 2 from checkpoint C ...: per fault the "
         "detection, restart and replayed steps; goodput = training steps kept / wall time.",
     )
+
+
+def _named_job_command(
+    group: Any,
+    command: str,
+    handler: Callable[[argparse.Namespace], int],
+    add_flags: Callable[[argparse.ArgumentParser], object],
+    *,
+    state_dir: bool = True,
+    **texts: str,
+) -> None:
+    """`job COMMAND NAME [flags]` on one job: `add_flags` after the name, then the state and cluster flags."""
+    p = group.add_parser(command, **texts)
     p.add_argument("name")
-    p.add_argument("--json", action="store_true", help="the lineage as JSON")
-    _state_dir_flag(p)
+    add_flags(p)
+    if state_dir:
+        _state_dir_flag(p)
     _cluster_flags(p)
-    p.set_defaults(handler=_lineage)
+    p.set_defaults(handler=handler)
 
 
 def _state_dir_flag(p: argparse.ArgumentParser) -> None:

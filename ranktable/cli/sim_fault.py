@@ -11,6 +11,7 @@ import argparse
 import time
 from typing import Any
 
+from ranktable.cli.sim_pool import state_dir_flag
 from ranktable.errors import InputError
 
 STEP_POLL_SECONDS = 0.5
@@ -87,10 +88,6 @@ def _repair(args: argparse.Namespace) -> int:
     return 0
 
 
-def _state(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state-dir", metavar="DIR", default=None, help="the pool's state directory")
-
-
 def register(group: Any) -> None:
     fault = group.add_parser(
         "fault",
@@ -110,9 +107,9 @@ def register(group: Any) -> None:
     fault.add_argument(
         "--timeout", type=float, default=AT_STEP_TIMEOUT, metavar="SECONDS", help="how long --at-step waits"
     )
-    _state(fault)
+    state_dir_flag(fault)
     fault.set_defaults(handler=_fault)
     mend = group.add_parser("repair", help="clear every fault of a node of the simulated pool")
     mend.add_argument("node", metavar="NODE")
-    _state(mend)
+    state_dir_flag(mend)
     mend.set_defaults(handler=_repair)

@@ -23,6 +23,11 @@ def _state_dir(args: argparse.Namespace) -> Path:
     return Path(args.state_dir).expanduser().resolve() if args.state_dir else default_state_dir()
 
 
+def state_dir_flag(parser: argparse.ArgumentParser) -> None:
+    """`--state-dir`: which pool a command acts on (the default one when omitted)."""
+    parser.add_argument("--state-dir", metavar="DIR", default=None, help="the pool's state directory")
+
+
 def _pool_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, default=8, metavar="N", help="number of Snt9B nodes (default 8)")
     parser.add_argument("--leaves", type=int, default=2, metavar="L", help="leaf switches (default 2)")
@@ -284,10 +289,10 @@ def register(group: Any) -> None:
         description="Say whether a pool serves from the state directory, its KUBECONFIG and server, and how "
         "its pod processes are confined (or why they are not). Exit code 1 when none is running.",
     )
-    status.add_argument("--state-dir", metavar="DIR", default=None, help="the pool's state directory")
+    state_dir_flag(status)
     status.set_defaults(handler=_status)
     stop = group.add_parser("stop", help="stop the simulated pool and its pod processes")
-    stop.add_argument("--state-dir", metavar="DIR", default=None, help="the pool's state directory")
+    state_dir_flag(stop)
     stop.set_defaults(handler=_stop)
     serve = group.add_parser(
         "serve",

@@ -99,6 +99,17 @@ class FieldReader:
             return []
         return value
 
+    def objects(
+        self, obj: dict[str, Any], key: str, path: str, *, required: bool
+    ) -> Iterator[tuple[str, dict[str, Any]]]:
+        """The array's JSON objects with their paths; any other element is a problem and skipped."""
+        where = f"{path}.{key}" if path else key
+        for i, item in enumerate(self.array(obj, key, path, required=required)):
+            if isinstance(item, dict):
+                yield f"{where}[{i}]", item
+            else:
+                self.problem(f"{where}[{i}]", "must be a JSON object")
+
 
 def decode_json(data: str | bytes, source: str, *, nesting: bool = True) -> Any:
     """Parse JSON text within the limits of `ranktable.limits`; errors name the file, line or limit.

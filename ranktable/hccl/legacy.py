@@ -33,20 +33,12 @@ def read_legacy(doc: dict[str, Any], reader: FieldReader) -> RankTable:
             continue
         reader.number(group, "device_count", gpath, required=False)
         reader.number(group, "instance_count", gpath, required=False)
-        for i, inst in enumerate(reader.array(group, "instance_list", gpath, required=True)):
-            ipath = f"{gpath}.instance_list[{i}]"
-            if not isinstance(inst, dict):
-                reader.problem(ipath, "must be a JSON object")
-                continue
+        for ipath, inst in reader.objects(group, "instance_list", gpath, required=True):
             pod_name = reader.text(inst, "pod_name", ipath)
             server_id = reader.text(inst, "server_id", ipath, required=True)
             rank_id = reader.number(inst, "rank_id", ipath, required=False)
             devices: list[tuple[int, str | None]] = []
-            for d, dev in enumerate(reader.array(inst, "devices", ipath, required=True)):
-                dpath = f"{ipath}.devices[{d}]"
-                if not isinstance(dev, dict):
-                    reader.problem(dpath, "must be a JSON object")
-                    continue
+            for dpath, dev in reader.objects(inst, "devices", ipath, required=True):
                 device_id = reader.number(dev, "device_id", dpath)
                 device_ip = reader.text(dev, "device_ip", dpath)
                 if device_id is not None:

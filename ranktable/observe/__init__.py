@@ -8,8 +8,9 @@ The names below are imported on first use (PEP 562): a module that needs only `o
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ranktable.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ranktable.observe.catalogue import Catalogue, Signature
@@ -41,10 +42,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'ranktable.observe' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"ranktable.observe.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES, globals())

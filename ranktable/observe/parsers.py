@@ -207,24 +207,31 @@ _P_INT = frozenset({"step", "rank"})
 _P_TPUT = re.compile(rf"({NUM})\s*(samples|tokens|it)/s")
 
 
+def plain_field(key: str, value: str, ms: str) -> tuple[str, str] | None:
+    """The field one plain ``word number [ms]`` pair gives and how its number reads ("int", "ms" or
+    "float"); None when it gives none. Shared by `plain` and the templates learnt from its lines."""
+    name = _P_KEYS.get(key)
+    if name is None:
+        return None
+    if name in _P_INT:
+        return (name, "int") if value.isdigit() else None
+    if name == "step_time_s":
+        if key == "time" and not ms:
+            return None  # a bare "time 10:01" is a clock, not a step time
+        return name, "ms" if ms else "float"
+    return name, "float"
+
+
 def plain(text: str) -> Sample | None:
     if "loss" not in text and "Loss" not in text and "LOSS" not in text:
         return None
     out: Sample = {}
     for key, value, ms in _P_PAIR.findall(text):
-        name = _P_KEYS.get(key)
-        if name is None or name in out:
+        field = plain_field(key, value, ms)
+        if field is None or field[0] in out:
             continue
-        if name in _P_INT:
-            if not value.isdigit():
-                continue
-            out[name] = int(value)
-        elif name == "step_time_s":
-            if key == "time" and not ms:
-                continue  # a bare "time 10:01" is a clock, not a step time
-            out[name] = float(value) * (0.001 if ms else 1.0)
-        else:
-            out[name] = float(value)
+        name, kind = field
+        out[name] = int(value) if kind == "int" else float(value) * (0.001 if kind == "ms" else 1.0)
     if "loss" not in out:
         return None
     if "/s" in text:

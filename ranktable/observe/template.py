@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ranktable.observe.parsers import _P_INT, _P_KEYS, _P_PAIR, _P_TPUT, Sample
+from ranktable.observe.parsers import _P_PAIR, _P_TPUT, Sample, plain_field
 
 MAX_TEMPLATES = 8  # per pod; a pod that prints more shapes than this uses the parsers for the rest
 MAX_TOKENS = 24
@@ -86,20 +86,10 @@ def learn(text: str, parser: str | None, sample: Sample | None) -> Template | No
     fields: list[Field] = []
     seen: set[str] = set()
     for m in _P_PAIR.finditer(text):  # the plain parser's own walk, with positions
-        key, value, ms = m.group(1), m.group(2), m.group(3)
-        name = _P_KEYS.get(key)
-        if name is None or name in seen:
+        field = plain_field(m.group(1), m.group(2), m.group(3))
+        if field is None or field[0] in seen:
             continue
-        if name in _P_INT:
-            if not value.isdigit():
-                continue
-            kind = "int"
-        elif name == "step_time_s":
-            if key == "time" and not ms:
-                continue
-            kind = "ms" if ms else "float"
-        else:
-            kind = "float"
+        name, kind = field
         group = group_of.get(m.span(2))
         if group is None:
             return None  # a sign, nan or inf: not a plain number token

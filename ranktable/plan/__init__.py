@@ -6,8 +6,9 @@ cluster client, a cold `ranktable job list`) does not import the planner and num
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ranktable.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ranktable.plan.placement import Placement, natural_key, place, ring_crossings
@@ -38,10 +39,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'ranktable.plan' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"ranktable.plan.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _HOMES, globals())

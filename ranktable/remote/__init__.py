@@ -38,8 +38,9 @@ Remote run (``ranktable.remote.run``)
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ranktable.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ranktable.remote.connection import ChannelLease, Connection, ExecResult
@@ -63,10 +64,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _HOMES:
-        return getattr(import_module(f"ranktable.remote.{_HOMES[name]}"), name)
-    raise AttributeError(f"module 'ranktable.remote' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _HOMES, globals())
 
 
 __all__ = [

@@ -20,6 +20,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import zmq
@@ -198,21 +199,24 @@ def parse_records(buffer: bytearray) -> list[tuple[int, list[bytes]]]:
     return found
 
 
+@dataclass
+class RemoteLog:
+    """A remote message log a relay follows: opened through `open_session`, read by `python` at `path`
+    from sequence `after` on; `on_progress` hears each sequence delivered; `name` names the threads."""
+
+    open_session: Callable[[], Any]
+    python: str
+    path: str
+    after: int = 0
+    on_progress: Callable[[int], None] | None = None
+    name: str = "ranktable-iopub"
+
+
 class IopubRelay:
     """The local IOPub port: publishes the remote log's messages from sequence ``after`` on."""
 
-    def __init__(
-        self,
-        open_session: Callable[[], Any],
-        python: str,
-        log_path: str,
-        *,
-        port: int = 0,
-        after: int = 0,
-        on_progress: Callable[[int], None] | None = None,
-        name: str = "ranktable-iopub",
-    ) -> None:
-        self._follow_log(open_session, python, log_path, after, on_progress, name)
+    def __init__(self, log: RemoteLog, *, port: int = 0) -> None:
+        self._follow_log(log)
         # XPUB: it tells us when clients subscribe. A PUB socket drops what it publishes before a
         # client's subscription arrives, so the log is only replayed while someone listens.
         self._socket = self._context.socket(zmq.XPUB)
@@ -223,22 +227,11 @@ class IopubRelay:
         self.subscribers = 0
         self.min_subscribers = 1  # a Jupyter server's own activity watcher is one: it sets 2
 
-    def _follow_log(
-        self,
-        open_session: Callable[[], Any],
-        python: str,
-        log_path: str,
-        after: int,
-        on_progress: Callable[[int], None] | None,
-        name: str,
-    ) -> None:
-        """What a relay follows: the remote log at `log_path` (read by `python`) from sequence `after`."""
-        self._open_session = open_session
-        self._python = python
-        self.log_path = log_path
-        self.after = after
-        self._on_progress = on_progress
-        self._name = name
+    def _follow_log(self, log: RemoteLog) -> None:
+        """What a relay follows: the remote log at `log.path` (read by `log.python`) from `log.after`."""
+        self._log = log
+        self.log_path = log.path  # set once the kernel's files are known
+        self.after = log.after  # moves on with each message delivered
         self._stop = threading.Event()
         self._lease: Any = None
         self._context: zmq.Context[zmq.Socket[bytes]] = zmq.Context.instance()
@@ -268,19 +261,24 @@ class IopubRelay:
 
     def start(self) -> IopubRelay:
         if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._thread = threading.Thread(target=self._run, name=self._log.name, daemon=True)
             self._thread.start()
         return self
 
     def close(self) -> None:
+        self._stop_threads(self._thread)
+        self._socket.close(linger=0)
+
+    def _stop_threads(self, *threads: threading.Thread | None) -> None:
+        """Stop following (the remote reader's session closed too) and wait a little for `threads`."""
         self._stop.set()
         lease = self._lease
         if lease is not None:
             with contextlib.suppress(Exception):
                 lease.close()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(5)
-        self._socket.close(linger=0)
+        for thread in threads:
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(5)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -300,11 +298,12 @@ class IopubRelay:
             self._stop.wait(RETRY_SECONDS)
 
     def _follow(self) -> None:
-        self._lease = lease = self._open_session()
+        self._lease = lease = self._log.open_session()
         channel = lease.channel
         channel.settimeout(1.0)
         q = shlex.quote
-        channel.exec_command(f"exec {q(self._python)} -c {q(FOLLOWER)} {q(self.log_path)} {int(self.after)}")
+        python = q(self._log.python)
+        channel.exec_command(f"exec {python} -c {q(FOLLOWER)} {q(self.log_path)} {int(self.after)}")
         buffer = bytearray()
         ready = False
         while not self._stop.is_set():
@@ -330,8 +329,8 @@ class IopubRelay:
                     continue
                 self._deliver(frames)
                 self.after = seq
-                if self._on_progress is not None:
-                    self._on_progress(seq)
+                if self._log.on_progress is not None:
+                    self._log.on_progress(seq)
 
     def _deliver(self, frames: list[bytes]) -> None:
         if not is_welcome(frames):
@@ -348,19 +347,8 @@ class ShellRelay(IopubRelay):
     thread owns the ROUTER and the DEALER; the follower thread hands it records over an inproc pair.
     """
 
-    def __init__(
-        self,
-        open_session: Callable[[], Any],
-        python: str,
-        log_path: str,
-        *,
-        keeper_port: int,
-        port: int = 0,
-        after: int = 0,
-        on_progress: Callable[[int], None] | None = None,
-        name: str = "ranktable-shell",
-    ) -> None:
-        self._follow_log(open_session, python, log_path, after, on_progress, name)
+    def __init__(self, log: RemoteLog, *, keeper_port: int, port: int = 0) -> None:
+        self._follow_log(log)
         self._router = self._context.socket(zmq.ROUTER)
         self.port = self._bind_local(self._router, port)
         self.keeper_port = keeper_port
@@ -389,7 +377,8 @@ class ShellRelay(IopubRelay):
 
     def start(self) -> ShellRelay:
         if self._pump_thread is None:
-            self._pump_thread = threading.Thread(target=self._pump, name=f"{self._name}-pump", daemon=True)
+            name = f"{self._log.name}-pump"
+            self._pump_thread = threading.Thread(target=self._pump, name=name, daemon=True)
             self._pump_thread.start()
         super().start()
         return self
@@ -411,14 +400,7 @@ class ShellRelay(IopubRelay):
                 raise
 
     def close(self) -> None:
-        self._stop.set()
-        lease = self._lease
-        if lease is not None:
-            with contextlib.suppress(Exception):
-                lease.close()
-        for thread in (self._thread, self._pump_thread):
-            if thread is not None and thread is not threading.current_thread():
-                thread.join(5)
+        self._stop_threads(self._thread, self._pump_thread)
         for sock in (self._router, self._dealer, self._pull, self._push):
             sock.close(linger=0)
 

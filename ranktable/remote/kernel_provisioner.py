@@ -15,6 +15,7 @@ import asyncio
 import shlex
 import signal
 import time
+from collections.abc import Callable
 from typing import Any, cast
 
 from jupyter_client.connect import KernelConnectionInfo
@@ -24,7 +25,7 @@ from traitlets import Bool, Int, Unicode
 from ranktable.home import shared_settings
 from ranktable.remote import kernel_remote as remote
 from ranktable.remote.kernel_link import KernelLink, open_link
-from ranktable.remote.kernel_output import DEFAULT_CAP, IopubRelay, ShellRelay, Throttled
+from ranktable.remote.kernel_output import DEFAULT_CAP, IopubRelay, RemoteLog, ShellRelay, Throttled
 from ranktable.remote.kernel_records import KernelRecords
 from ranktable.remote.kernel_remote import PORT_NAMES, RemoteFiles, RemoteKernelError
 from ranktable.remote.kernel_tunnel import PortForwarder
@@ -121,14 +122,9 @@ class SSHKernelProvisioner(KernelProvisionerBase):
             if keeps_shell:  # so do shell replies: requests go to the instance's reply keeper
                 self._keeper_local = forwarder.listen(0)
                 shell = ShellRelay(
-                    lambda: self._ensure_link().connection.open_session(),
-                    self.python,
-                    "",
+                    self._remote_log("shell", self._shell_seq, self._shell_delivered),
                     keeper_port=self._keeper_local,
                     port=wanted.get("shell_port", 0),
-                    after=self._shell_seq,
-                    on_progress=self._shell_delivered,
-                    name=f"ranktable-shell-{self.kernel_id}",
                 )
                 ports["shell_port"] = shell.port
         except (OSError, Exception):
@@ -165,16 +161,18 @@ class SSHKernelProvisioner(KernelProvisionerBase):
         return connections is None or connections.get(self.kernel_id, 0) > 0
 
     def _new_relay(self, port: int) -> IopubRelay:
-        relay = IopubRelay(
+        return IopubRelay(self._remote_log("iopub", self._iopub_seq, self._delivered), port=port)
+
+    def _remote_log(self, channel: str, after: int, on_progress: Callable[[int], None]) -> RemoteLog:
+        """The kernel's `channel` log on the instance, over this kernel's link; its path is set on start."""
+        return RemoteLog(
             lambda: self._ensure_link().connection.open_session(),
             self.python,
             "",
-            port=port,
-            after=self._iopub_seq,
-            on_progress=self._delivered,
-            name=f"ranktable-iopub-{self.kernel_id}",
+            after=after,
+            on_progress=on_progress,
+            name=f"ranktable-{channel}-{self.kernel_id}",
         )
-        return relay
 
     def _start_relay(self) -> None:
         if self._relay is not None and self._files is not None:

@@ -86,12 +86,17 @@ const line = (pod: string, ts: string, text: string) => ({
   rank: 0
 });
 
-describe('StreamClient reconnect', () => {
+/** Each test of the block starts with no socket made yet, on fake timers. */
+function onFreshSocketsAndFakeTimers(): void {
   beforeEach(() => {
     FakeSocket.all = [];
     jest.useFakeTimers();
   });
   afterEach(() => jest.useRealTimers());
+}
+
+describe('StreamClient reconnect', () => {
+  onFreshSocketsAndFakeTimers();
 
   it('re-sends every active subscription after the socket drops, and data flows again', () => {
     const stream = new StreamClient(settings);
@@ -228,11 +233,7 @@ describe('StreamClient reconnect', () => {
 });
 
 describe('StreamClient state', () => {
-  beforeEach(() => {
-    FakeSocket.all = [];
-    jest.useFakeTimers();
-  });
-  afterEach(() => jest.useRealTimers());
+  onFreshSocketsAndFakeTimers();
 
   it('is blocked when the socket closes without ever opening (a proxy refusing upgrades), open once it does', () => {
     const stream = new StreamClient(settings);

@@ -13,9 +13,10 @@ import {
   ISectionProps,
   Section,
   errorText,
-  useModel
+  useModel,
+  ItemList
 } from '../ui/common';
-import { useWhyNot } from '../permissions/view';
+import { useWhyNot, WriteButton } from '../permissions/view';
 
 const EMPTY = {
   name: '',
@@ -66,16 +67,13 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
 
   return (
     <Section id="connections" title={trans.__('Connections')} model={model}>
-      <ul
+      <ItemList
         className="jp-Ranktable-profiles"
-        aria-label={trans.__('SSH profiles')}
+        label={trans.__('SSH profiles')}
+        items={model.profiles}
+        empty={trans.__('No SSH profiles yet.')}
       >
-        {model.profiles.length === 0 && (
-          <li className="jp-Ranktable-empty">
-            {trans.__('No SSH profiles yet.')}
-          </li>
-        )}
-        {model.profiles.map(p => (
+        {p => (
           <ProfileRow
             key={p.name}
             {...props}
@@ -83,17 +81,16 @@ export function ConnectionsSection(props: ISectionProps): JSX.Element {
             tester={tester}
             onRemove={() => void remove(p)}
           />
-        ))}
-      </ul>
+        )}
+      </ItemList>
       {!adding && (
-        <button
+        <WriteButton
           className="jp-mod-styled"
+          whyNot={readOnly}
           onClick={() => setAdding(true)}
-          disabled={!!readOnly}
-          title={readOnly || undefined}
         >
           {trans.__('Add profile…')}
-        </button>
+        </WriteButton>
       )}
       {adding && (
         <ProfileForm
@@ -279,22 +276,21 @@ function ProfileRow(
         />
       )}
       <div className="jp-Ranktable-actions">
-        <button
+        <WriteButton
           className="jp-mod-styled jp-mod-accept"
-          disabled={tester.busy === p.name || !!readOnly}
-          title={readOnly || undefined}
+          whyNot={readOnly}
+          busy={tester.busy === p.name}
           onClick={() => void tester.test(p)}
         >
           {trans.__('Test')}
-        </button>
-        <button
+        </WriteButton>
+        <WriteButton
           className="jp-mod-styled jp-mod-reject"
+          whyNot={readOnly}
           onClick={props.onRemove}
-          disabled={!!readOnly}
-          title={readOnly || undefined}
         >
           {trans.__('Remove')}
-        </button>
+        </WriteButton>
       </div>
     </li>
   );

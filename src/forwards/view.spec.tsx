@@ -3,7 +3,7 @@
  */
 import * as React from 'react';
 import { act } from 'react';
-import { createRoot } from 'react-dom/client';
+import { createRoot, Root } from 'react-dom/client';
 
 import { ForwardsSection } from './view';
 import { RanktableModel } from '../connections/model';
@@ -18,6 +18,22 @@ jest.mock('../api/request', () => jest.requireActual('../testing/requestmock'));
 (globalThis as any).IS_REACT_ACT_ENVIRONMENT = true;
 
 const flush = () => act(() => new Promise(resolve => setTimeout(resolve, 0)));
+
+/** Mounts the section on a fresh model and waits for its first listing (mocked by the caller). */
+async function renderForwards(): Promise<{ host: HTMLElement; root: Root }> {
+  const model = new RanktableModel(new FakeStream() as any);
+  const forwards = new ForwardsModel();
+  const host = document.createElement('div');
+  document.body.appendChild(host);
+  const root = createRoot(host);
+  act(() => {
+    root.render(
+      <ForwardsSection model={model} trans={trans} forwards={forwards} />
+    );
+  });
+  await flush();
+  return { host, root };
+}
 
 describe('ForwardsSection', () => {
   it("shows another process's forward with its pid and closes it through its ID@PID", async () => {
@@ -39,17 +55,7 @@ describe('ForwardsSection', () => {
       owner: 'another process' as const
     };
     request.mockResolvedValue({ forwards: [mine, theirs] });
-    const model = new RanktableModel(new FakeStream() as any);
-    const forwards = new ForwardsModel();
-    const host = document.createElement('div');
-    document.body.appendChild(host);
-    const root = createRoot(host);
-    act(() => {
-      root.render(
-        <ForwardsSection model={model} trans={trans} forwards={forwards} />
-      );
-    });
-    await flush();
+    const { host, root } = await renderForwards();
     const rows = [...host.querySelectorAll<HTMLElement>('[data-forward]')];
     expect(rows.map(r => r.dataset.forward)).toEqual(['fwd-1', 'fwd-1@4242']);
     expect(rows[0].textContent).not.toContain('another process');
@@ -96,17 +102,7 @@ describe('ForwardsSection', () => {
       owner: 'another process' as const
     };
     request.mockResolvedValue({ forwards: [mine, theirs] });
-    const model = new RanktableModel(new FakeStream() as any);
-    const forwards = new ForwardsModel();
-    const host = document.createElement('div');
-    document.body.appendChild(host);
-    const root = createRoot(host);
-    act(() => {
-      root.render(
-        <ForwardsSection model={model} trans={trans} forwards={forwards} />
-      );
-    });
-    await flush();
+    const { host, root } = await renderForwards();
     const rows = [...host.querySelectorAll<HTMLElement>('[data-forward]')];
     const link = rows[0].querySelector('a')!;
     const proxied =

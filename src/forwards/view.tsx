@@ -8,11 +8,12 @@ import {
   Section,
   TextField,
   errorText,
-  useModel
+  useModel,
+  ItemList
 } from '../ui/common';
 import type { ISectionProps } from '../ui/common';
 import { useListModel } from '../ui/uselist';
-import { useWhyNot } from '../permissions/view';
+import { useWhyNot, WriteButton } from '../permissions/view';
 
 export const FORWARDS_REFRESH_MS = 5000;
 
@@ -55,16 +56,13 @@ export function ForwardsSection(
 
   return (
     <Section id="forwards" title={trans.__('Port forwards')} model={model}>
-      <ul
+      <ItemList
         className="jp-Ranktable-forwards"
-        aria-label={trans.__('Port forwards')}
+        label={trans.__('Port forwards')}
+        items={forwards.forwards}
+        empty={trans.__('No port forwards open.')}
       >
-        {forwards.forwards.length === 0 && (
-          <li className="jp-Ranktable-empty">
-            {trans.__('No port forwards open.')}
-          </li>
-        )}
-        {forwards.forwards.map(f => (
+        {f => (
           <ForwardRow
             key={f.id}
             forward={f}
@@ -72,8 +70,8 @@ export function ForwardsSection(
             busy={forwards.busy === f.id}
             onClose={() => void close(f.id)}
           />
-        ))}
-      </ul>
+        )}
+      </ItemList>
       <ForwardForm
         {...props}
         profile={chosen}
@@ -126,14 +124,14 @@ function ForwardRow(props: {
             {trans.__('Open')}
           </a>
         )}
-        <button
+        <WriteButton
           className="jp-mod-styled jp-mod-reject"
-          disabled={props.busy || !!readOnly}
-          title={readOnly || undefined}
+          whyNot={readOnly}
+          busy={props.busy}
           onClick={props.onClose}
         >
           {trans.__('Close')}
-        </button>
+        </WriteButton>
       </div>
     </li>
   );

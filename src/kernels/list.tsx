@@ -2,7 +2,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { RemoteKernelsModel } from './model';
-import { ErrorLine, errorText } from '../ui/common';
+import { ErrorLine, errorText, ItemList } from '../ui/common';
 import { useListModel } from '../ui/uselist';
 
 export const KERNELS_REFRESH_MS = 5000;
@@ -32,16 +32,13 @@ export function RemoteKernelsList(props: {
       <h3 className="jp-Ranktable-subhead">
         {trans.__('Running on instances')}
       </h3>
-      <ul
+      <ItemList
         className="jp-Ranktable-kernels"
-        aria-label={trans.__('Running remote kernels')}
+        label={trans.__('Running remote kernels')}
+        items={kernels.kernels}
+        empty={trans.__('No remote kernels running.')}
       >
-        {kernels.kernels.length === 0 && (
-          <li className="jp-Ranktable-empty">
-            {trans.__('No remote kernels running.')}
-          </li>
-        )}
-        {kernels.kernels.map(k => (
+        {k => (
           <li
             key={k.kernel_id}
             className="jp-Ranktable-remoteKernel"
@@ -84,8 +81,8 @@ export function RemoteKernelsList(props: {
               </button>
             </div>
           </li>
-        ))}
-      </ul>
+        )}
+      </ItemList>
       <ErrorLine error={error || kernels.error} />
     </div>
   );

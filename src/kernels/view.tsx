@@ -5,7 +5,8 @@ import {
   Section,
   TextField,
   errorText,
-  useModel
+  useModel,
+  NoProfileYet
 } from '../ui/common';
 import type { ISectionProps } from '../ui/common';
 import { RemoteKernelsModel, addRemoteKernelSpec } from './model';
@@ -42,11 +43,7 @@ export function KernelsSection(props: IKernelsProps): JSX.Element {
 
   return (
     <Section id="kernels" title={trans.__('Remote kernels')} model={model}>
-      {model.profiles.length === 0 && (
-        <div className="jp-Ranktable-empty">
-          {trans.__('Add an SSH profile under Connections first.')}
-        </div>
-      )}
+      {model.profiles.length === 0 && <NoProfileYet trans={trans} />}
       <TextField
         name="kernel-python"
         label={trans.__('Remote Python (needs ipykernel)')}

@@ -7,6 +7,7 @@ import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget } from '@jupyterlab/ui-components';
 
 import { LAYOUT_FACTORY, LayoutDocFactory } from './view';
+import { registerTrackedFactory } from '../ui/documents';
 
 /** Rank layout viewer: "Open With → Rank layout" on a rank-table JSON. */
 export function registerLayoutDocuments(
@@ -43,13 +44,5 @@ export function registerLayoutDocuments(
     trans,
     docManager ? pickTopology : undefined
   );
-  app.docRegistry.addWidgetFactory(factory);
-  const layouts = new WidgetTracker<DocumentWidget<ReactWidget>>({
-    namespace: 'ranktable-layout'
-  });
-  factory.widgetCreated.connect((_, widget) => {
-    widget.context.pathChanged.connect(() => void layouts.save(widget));
-    void layouts.add(widget);
-  });
-  return layouts;
+  return registerTrackedFactory(app, factory, 'ranktable-layout');
 }

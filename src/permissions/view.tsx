@@ -24,3 +24,26 @@ export function useWhyNot(action: 'write' | 'execute'): string {
   }, [rights]);
   return rights ? rights.whyNotHere(action) : '';
 }
+
+/**
+ * A button that writes on this server: disabled while the user may not (`whyNot`, from `useWhyNot`) or
+ * while `busy`, with the reason as its tooltip.
+ */
+export function WriteButton(props: {
+  className: string;
+  whyNot: string;
+  busy?: boolean;
+  onClick: () => void;
+  children: React.ReactNode;
+}): JSX.Element {
+  return (
+    <button
+      className={props.className}
+      disabled={!!props.busy || !!props.whyNot}
+      title={props.whyNot || undefined}
+      onClick={props.onClick}
+    >
+      {props.children}
+    </button>
+  );
+}

@@ -12,6 +12,7 @@ import {
   SpecEditor,
   SpecEditorFactory
 } from './view';
+import { registerTrackedFactory } from '../ui/documents';
 
 /** Job spec files (*.rtjob.yaml): a form view; "Open With → Editor" edits the same text. */
 export function registerSpecDocuments(
@@ -43,13 +44,5 @@ export function registerSpecDocuments(
     trans,
     openRun
   );
-  app.docRegistry.addWidgetFactory(factory);
-  const specs = new WidgetTracker<DocumentWidget<SpecEditor>>({
-    namespace: 'ranktable-spec'
-  });
-  factory.widgetCreated.connect((_, widget) => {
-    widget.context.pathChanged.connect(() => void specs.save(widget));
-    void specs.add(widget);
-  });
-  return specs;
+  return registerTrackedFactory(app, factory, 'ranktable-spec');
 }

@@ -15,9 +15,10 @@ import {
   errorText,
   formatBytes,
   formatSeconds,
-  useModel
+  useModel,
+  NoProfileYet
 } from '../ui/common';
-import { useWhyNot } from '../permissions/view';
+import { useWhyNot, WriteButton } from '../permissions/view';
 
 /** The folder shown for a profile: what was typed for it, else the one last synced to it, else the root. */
 export function syncFolder(
@@ -42,9 +43,7 @@ export function SyncSection(props: ISectionProps): JSX.Element {
   return (
     <Section id="sync" title={trans.__('Sync')} model={model}>
       {model.profiles.length === 0 ? (
-        <div className="jp-Ranktable-empty">
-          {trans.__('Add an SSH profile under Connections first.')}
-        </div>
+        <NoProfileYet trans={trans} />
       ) : (
         <>
           <Field name="sync-profile" label={trans.__('Profile')}>
@@ -195,14 +194,14 @@ function SyncButtons(props: {
   const { act, running, readOnly, trans } = props;
   return (
     <div className="jp-Ranktable-actions">
-      <button
+      <WriteButton
         className="jp-mod-styled jp-mod-accept"
-        disabled={running || !!readOnly}
-        title={readOnly || undefined}
+        whyNot={readOnly}
+        busy={running}
         onClick={() => void act.upload()}
       >
         {trans.__('Upload now')}
-      </button>
+      </WriteButton>
       <button
         className="jp-mod-styled"
         disabled={running}
@@ -275,22 +274,20 @@ function ConflictList(props: {
             <code>{c.path}</code>{' '}
             <span className="jp-Ranktable-muted">{c.reason}</span>
             <div className="jp-Ranktable-actions">
-              <button
+              <WriteButton
                 className="jp-mod-styled"
+                whyNot={readOnly}
                 onClick={() => props.onDownload(c.path)}
-                disabled={!!readOnly}
-                title={readOnly || undefined}
               >
                 {trans.__('Download')}
-              </button>
-              <button
+              </WriteButton>
+              <WriteButton
                 className="jp-mod-styled jp-mod-warn"
+                whyNot={readOnly}
                 onClick={() => props.onOverwrite(c.path)}
-                disabled={!!readOnly}
-                title={readOnly || undefined}
               >
                 {trans.__('Overwrite')}
-              </button>
+              </WriteButton>
             </div>
           </li>
         ))}

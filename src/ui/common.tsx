@@ -15,6 +15,33 @@ export interface ISectionProps {
   trans: TranslationBundle;
 }
 
+/** A section's list of items (profiles, forwards, kernels, jobs), or one line saying there are none. */
+export function ItemList<T>(props: {
+  className: string;
+  label: string;
+  items: readonly T[];
+  empty: React.ReactNode;
+  children: (item: T) => React.ReactNode;
+}): JSX.Element {
+  return (
+    <ul className={props.className} aria-label={props.label}>
+      {props.items.length === 0 && (
+        <li className="jp-Ranktable-empty">{props.empty}</li>
+      )}
+      {props.items.map(props.children)}
+    </ul>
+  );
+}
+
+/** What a section that works through an SSH profile shows while there is none. */
+export function NoProfileYet(props: { trans: TranslationBundle }): JSX.Element {
+  return (
+    <div className="jp-Ranktable-empty">
+      {props.trans.__('Add an SSH profile under Connections first.')}
+    </div>
+  );
+}
+
 /** One sidebar section's body (the SidePanel's accordion draws its title and collapses it). */
 export function Section(props: {
   id: SectionId;

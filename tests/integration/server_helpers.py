@@ -6,10 +6,14 @@ import base64
 import json
 import os
 import socket
+import subprocess
+import sys
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.sim_helpers import eventually
 
 
 async def call(jp_fetch: Any, *path: str, method: str = "GET", body: Any = None, expect: int = 200) -> Any:
@@ -30,6 +34,14 @@ def extension_without_cluster(tmp_path: Path, **server_app: Any) -> dict[str, An
     }
 
 
+def extension_with_state(state_dir: Path) -> dict[str, Any]:
+    """`jp_server_config` for the extension keeping its state in `state_dir`, with no cluster to reach."""
+    return {
+        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
+        "Ranktable": {"state_dir": str(state_dir), "kubeconfig": "/nonexistent"},
+    }
+
+
 def extension_on_pool(pool: SimPoolHandle, tmp_path: Path, **settings: Any) -> dict[str, Any]:
     """`jp_server_config` for the extension on the simulated `pool`: a private state dir and `settings`."""
     ranktable = {
@@ -38,6 +50,66 @@ def extension_on_pool(pool: SimPoolHandle, tmp_path: Path, **settings: Any) -> d
         "state_dir": str(tmp_path / "state"),
     }
     return {"ServerApp": {"jpserver_extensions": {"ranktable": True}}, "Ranktable": {**ranktable, **settings}}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def jupyter_server_process(
+    tmp: Path, port: int, token: str, ranktable: dict[str, Any], *args: str
+) -> subprocess.Popen[bytes]:
+    """A Jupyter server with the extension as its own process, as a user starts it: its config, runtime,
+    data, home and root dirs private under `tmp`, its output in `tmp/server.log`."""
+    root = tmp / "root"
+    root.mkdir()
+    config = {
+        "ServerApp": {
+            "jpserver_extensions": {"ranktable": True},
+            "root_dir": str(root),
+            "ip": "127.0.0.1",
+            "port": port,
+            "port_retries": 0,
+            "open_browser": False,
+            "allow_root": True,
+        },
+        "IdentityProvider": {"token": token},
+        "Ranktable": ranktable,
+    }
+    config_file = tmp / "jupyter_server_config.json"
+    config_file.write_text(json.dumps(config))
+    env = {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "JUPYTER_DATA_DIR": str(tmp / "data"),
+        "RANKTABLE_HOME": str(tmp / "home"),
+    }
+    with (tmp / "server.log").open("ab") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "jupyter_server", f"--config={config_file}", *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+
+
+def wait_answering(proc: subprocess.Popen[bytes], url: str, token: str, log: Path, timeout: float) -> None:
+    """Until `url` answers 200 with the token; the tail of the server's `log` when it ends first."""
+
+    def answering() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(log.read_text(errors="replace")[-3000:])
+        request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+        try:
+            with urllib.request.urlopen(request, timeout=2) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    eventually(answering, timeout, "the Jupyter server to start", every=0.3)
 
 
 async def submit_bash(jp_fetch: Any, name: str, script: str, nodes: int, image: str = "i") -> Any:

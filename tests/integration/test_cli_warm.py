@@ -14,18 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.warm_helpers import THROUGH_WARM
 from tests.interrupt import interruptible
 
 RANKTABLE = [sys.executable, "-m", "ranktable"]
-# Runs a command through the warm server only: WarmUnavailable (exit 3) if it is not served warm.
-THROUGH_WARM = (
-    "import sys\n"
-    "from ranktable.cli import warm\n"
-    "try:\n"
-    "    sys.exit(warm.run_warm(sys.argv[1:]))\n"
-    "except warm.WarmUnavailable:\n"
-    "    sys.exit(3)\n"
-)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -146,6 +147,20 @@ def collecting_loop() -> tuple[BodyLoop, list[list[Any]], threading.Event]:
     return BodyLoop(rounds.append, stop, name="test-body-loop"), rounds, stop
 
 
+@contextmanager
+def looping(
+    script: Callable[[socket.socket, str, dict[str, list[str]]], None], tls_dir: Path | None
+) -> Iterator[tuple[Server, BodyLoop, list[list[Any]]]]:
+    """A server playing `script` and a loop collecting its rounds; both closed afterwards."""
+    server = Server(script, tls_dir)
+    loop, rounds, _ = collecting_loop()
+    try:
+        yield server, loop, rounds
+    finally:
+        loop.close()
+        server.close()
+
+
 # -- the loop ------------------------------------------------------------------------------------------
 
 
@@ -164,18 +179,13 @@ def test_loop_reads_a_chunked_body_to_its_end_split_anywhere(tls_dir: Path | Non
             time.sleep(0.001)
 
     pieces[1] = b"1" * 16 + b"\n"  # a chunk of 0x11 bytes: its size line "11" was split by the packets
-    server = Server(script, tls_dir)
-    loop, rounds, _ = collecting_loop()
-    try:
+    with looping(script, tls_dir) as (server, loop, rounds):
         body = Body(open_response(server), lambda data: data, read_timeout=10)
         assert body.sock is not None
         loop.add(body)
         assert body.done.wait(10)
         assert body.error is None and not body.stopped
         assert b"".join(b"".join(r) for r in rounds) == b"".join(pieces)
-    finally:
-        loop.close()
-        server.close()
 
 
 def test_a_connection_dropped_mid_chunk_is_a_protocol_error(tls_dir: Path | None) -> None:
@@ -183,17 +193,12 @@ def test_a_connection_dropped_mid_chunk_is_a_protocol_error(tls_dir: Path | None
         conn.sendall(HEAD + chunk(b"whole\n") + b"10\r\ncut li")
         time.sleep(0.1)
 
-    server = Server(script, tls_dir)
-    loop, rounds, _ = collecting_loop()
-    try:
+    with looping(script, tls_dir) as (server, loop, rounds):
         body = Body(open_response(server), lambda data: data, read_timeout=10)
         loop.add(body)
         assert body.done.wait(10)
         assert isinstance(body.error, ProtocolError)
         assert b"".join(b"".join(r) for r in rounds) == b"whole\ncut li"  # the line layer drops the cut
-    finally:
-        loop.close()
-        server.close()
 
 
 def test_close_ends_blocked_reads_at_once_and_the_read_timeout_a_silent_one(tls_dir: Path | None) -> None:
@@ -240,25 +245,22 @@ def test_every_busy_body_gets_its_turn(monkeypatch: pytest.MonkeyPatch) -> None:
         conn.sendall(HEAD + chunk(path.encode() + b"\n" + b"x" * 200_000))
         hold.wait(30)
 
-    server = Server(script, None)
     order: list[int] = []
-    loop, _, _ = collecting_loop()
-    try:
-        bodies = []
-        for n in range(20):
-            resp = open_response(server, f"/b{n}")
-            body = Body(resp, lambda data, n=n: order.append(n), read_timeout=60)
-            bodies.append(body)
-        for body in bodies:
-            loop.add(body)
-        deadline = time.monotonic() + 10
-        while len(order) < 80 and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert set(order[20:60]) == set(range(20)), order[:80]
-    finally:
-        hold.set()
-        loop.close()
-        server.close()
+    with looping(script, None) as (server, loop, _):
+        try:
+            bodies = []
+            for n in range(20):
+                resp = open_response(server, f"/b{n}")
+                body = Body(resp, lambda data, n=n: order.append(n), read_timeout=60)
+                bodies.append(body)
+            for body in bodies:
+                loop.add(body)
+            deadline = time.monotonic() + 10
+            while len(order) < 80 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert set(order[20:60]) == set(range(20)), order[:80]
+        finally:
+            hold.set()
 
 
 def test_records_waiting_on_a_tls_socket_are_read_in_one_round(tls_dir: Path | None) -> None:
@@ -276,21 +278,18 @@ def test_records_waiting_on_a_tls_socket_are_read_in_one_round(tls_dir: Path | N
         sent.set()
         hold.wait(30)
 
-    server = Server(script, tls_dir)
-    loop, rounds, _ = collecting_loop()
-    try:
-        body = Body(open_response(server), lambda data: data, read_timeout=10)
-        assert sent.wait(5)
-        time.sleep(0.2)  # every record in the client's socket before the loop looks
-        loop.add(body)
-        deadline = time.monotonic() + 5
-        while not rounds and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert rounds and b"".join(rounds[0]) == b"".join(pieces), f"{len(rounds[0])} pieces in round one"
-    finally:
-        hold.set()
-        loop.close()
-        server.close()
+    with looping(script, tls_dir) as (server, loop, rounds):
+        try:
+            body = Body(open_response(server), lambda data: data, read_timeout=10)
+            assert sent.wait(5)
+            time.sleep(0.2)  # every record in the client's socket before the loop looks
+            loop.add(body)
+            deadline = time.monotonic() + 5
+            while not rounds and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert rounds and b"".join(rounds[0]) == b"".join(pieces), f"{len(rounds[0])} pieces in round one"
+        finally:
+            hold.set()
 
 
 def test_one_round_holds_what_1024_pods_send_between_30_rounds_a_second() -> None:

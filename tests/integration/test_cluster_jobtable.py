@@ -7,6 +7,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -29,6 +30,19 @@ def job(name: str, command: str) -> JobSpec:
         npus_per_node=8,
         command=["/bin/bash", "-c", command],
     )
+
+
+@contextmanager
+def following(client: ClusterClient) -> Iterator[tuple[JobTable, Iterator[list[dict[str, Any]]]]]:
+    """A started table and its rows, followed until the block ends; then stopped and closed."""
+    table = JobTable(client, settle=0.05)
+    stop = threading.Event()
+    table.start()
+    try:
+        yield table, table.follow(stop)
+    finally:
+        stop.set()
+        table.close()
 
 
 def rows_until(
@@ -69,40 +83,35 @@ def test_listed_once_then_followed_recomputing_only_the_changed_job(client: Clus
     lists = count_calls(client)
     client.submit(compose(job("idle", "sleep 120")))
     client.submit(compose(job("busy", "echo up; sleep 2; exit 3")))
-    table = JobTable(client, settle=0.05)
-    stop = threading.Event()
-    table.start()
     try:
-        rows = table.follow(stop)
-        running = rows_until(
-            rows,
-            lambda r: all(
-                r.get(n, {}).get("health", {}).get("ready") == 2 and r[n]["rank_table"] == "completed"
-                for n in ("idle", "busy")
-            ),
-        )
-        assert running["idle"]["phase"] == "Running"
-        listed = dict(lists)
-        idle_before = table.recomputed["idle"]
-        # busy's pods crash and restart: several changes, none of them touches idle's row
-        crashed = rows_until(rows, lambda r: "CrashLoopBackOff" in r["busy"]["health"]["reasons"])
-        assert crashed["busy"]["health"]["exit_code"] == 3 and crashed["busy"]["health"]["restarts"] >= 1
-        client.stop("busy")
-        gone = rows_until(rows, lambda r: "busy" not in r)
-        assert set(gone) == {"idle"}
-        assert table.recomputed["idle"] == idle_before, "an unchanged job's row was recomputed"
-        assert table.recomputed["busy"] > 2
-        # nothing was listed again: each resource was listed once, the rest came as watch events
-        assert dict(lists) == listed
-        assert sorted(w for w in lists if "in default" in w) == [
-            "ConfigMaps in default",
-            "Volcano jobs in default",
-            "pods in default",
-        ]
-        assert all(lists[w] == 1 for w in lists if "in default" in w), lists
+        with following(client) as (table, rows):
+            running = rows_until(
+                rows,
+                lambda r: all(
+                    r.get(n, {}).get("health", {}).get("ready") == 2 and r[n]["rank_table"] == "completed"
+                    for n in ("idle", "busy")
+                ),
+            )
+            assert running["idle"]["phase"] == "Running"
+            listed = dict(lists)
+            idle_before = table.recomputed["idle"]
+            # busy's pods crash and restart: several changes, none of them touches idle's row
+            crashed = rows_until(rows, lambda r: "CrashLoopBackOff" in r["busy"]["health"]["reasons"])
+            assert crashed["busy"]["health"]["exit_code"] == 3 and crashed["busy"]["health"]["restarts"] >= 1
+            client.stop("busy")
+            gone = rows_until(rows, lambda r: "busy" not in r)
+            assert set(gone) == {"idle"}
+            assert table.recomputed["idle"] == idle_before, "an unchanged job's row was recomputed"
+            assert table.recomputed["busy"] > 2
+            # nothing was listed again: each resource was listed once, the rest came as watch events
+            assert dict(lists) == listed
+            assert sorted(w for w in lists if "in default" in w) == [
+                "ConfigMaps in default",
+                "Volcano jobs in default",
+                "pods in default",
+            ]
+            assert all(lists[w] == 1 for w in lists if "in default" in w), lists
     finally:
-        stop.set()
-        table.close()
         client.stop("idle")
 
 
@@ -111,20 +120,13 @@ def test_a_lost_api_server_ends_the_table_with_the_reason(
 ) -> None:
     pool = sim_pool_factory()
     client = ClusterClient(str(pool.kubeconfig), pool.context, "default")
-    table = JobTable(client, settle=0.05)
-    stop = threading.Event()
-    table.start()
-    try:
-        rows = table.follow(stop)
+    with following(client) as (_table, rows):
         assert next(rows) == []
         pool.stop()
         started = time.monotonic()
         with pytest.raises(UnreachableError, match="cannot reach the Kubernetes API"):
             next(rows)
         assert time.monotonic() - started < 10
-    finally:
-        stop.set()
-        table.close()
 
 
 def test_close_ends_the_watch_threads_at_once(client: ClusterClient) -> None:
@@ -145,30 +147,25 @@ def test_close_ends_the_watch_threads_at_once(client: ClusterClient) -> None:
 
 def test_describe_from_the_table_matches_the_api_without_listing_pods(client: ClusterClient) -> None:
     client.submit(compose(job("seen", "echo up; sleep 120")))
-    table = JobTable(client, settle=0.05)
-    stop = threading.Event()
-    table.start()
     try:
-        rows = table.follow(stop)
-        rows_until(rows, lambda r: r.get("seen", {}).get("health", {}).get("ready") == 2)
-        assert table.job_and_pods("nope") is None  # not in the table: the caller reads the API
-        lists = count_calls(client)
-        known = table.job_and_pods("seen")
-        assert known is not None
-        from_table = client.describe("seen", known).to_json()
-        assert "pods of job seen" not in lists and "job seen in default" not in lists
-        from_api = client.describe("seen").to_json()
-        assert lists["pods of job seen"] == 1
-        assert from_table["job"]["uid"] == from_api["job"]["uid"]
-        for mine, theirs in zip(from_table["pods"], from_api["pods"], strict=True):
-            assert {k: mine[k] for k in ("name", "index", "node", "leaf", "phase", "ready")} == {
-                k: theirs[k] for k in ("name", "index", "node", "leaf", "phase", "ready")
-            }
-        table.close()
-        assert table.job_and_pods("seen") is None  # a closed table answers nothing
+        with following(client) as (table, rows):
+            rows_until(rows, lambda r: r.get("seen", {}).get("health", {}).get("ready") == 2)
+            assert table.job_and_pods("nope") is None  # not in the table: the caller reads the API
+            lists = count_calls(client)
+            known = table.job_and_pods("seen")
+            assert known is not None
+            from_table = client.describe("seen", known).to_json()
+            assert "pods of job seen" not in lists and "job seen in default" not in lists
+            from_api = client.describe("seen").to_json()
+            assert lists["pods of job seen"] == 1
+            assert from_table["job"]["uid"] == from_api["job"]["uid"]
+            for mine, theirs in zip(from_table["pods"], from_api["pods"], strict=True):
+                assert {k: mine[k] for k in ("name", "index", "node", "leaf", "phase", "ready")} == {
+                    k: theirs[k] for k in ("name", "index", "node", "leaf", "phase", "ready")
+                }
+            table.close()
+            assert table.job_and_pods("seen") is None  # a closed table answers nothing
     finally:
-        stop.set()
-        table.close()
         client.stop("seen")
 
 
@@ -189,59 +186,51 @@ def test_describe_from_the_watches_is_built_once_per_change_and_follows_the_clus
     """#8: the Job view's overview every 2 s: no node, event, pod or rank-table read once the table holds the
     job, the same version (and no rebuild) while nothing changed, a new event in it within 2 s."""
     client.submit(compose(job("told", "echo up; sleep 120")))
-    table = JobTable(client, settle=0.05)
-    stop = threading.Event()
-    table.start()
     try:
-        rows_until(table.follow(stop), lambda r: r.get("told", {}).get("health", {}).get("ready") == 2)
-        version, first = described(table, "told", lambda d: d["rank_table_status"] == "completed")
-        assert table.describe("nope") is None  # not in the table: the caller reads the API
-        lists = count_calls(client)
-        built = table.described["told"]
-        for _ in range(5):
-            again_version, again = table.describe("told") or ("", {})
-            assert again_version == version and again["pods"] == first["pods"]
-        assert table.described["told"] == built and not lists  # no rebuild, no API read at all
-        from_api = client.describe("told").to_json()
-        assert {k: first[k] for k in ("pods", "rank_table_status")} == {
-            k: from_api[k] for k in ("pods", "rank_table_status")
-        }
-        assert [(e["reason"], e["object"]) for e in first["events"]] == [
-            (e["reason"], e["object"]) for e in from_api["events"]
-        ]
-        assert all(p["leaf"] for p in first["pods"])  # the nodes' leaves, from the watched nodes
+        with following(client) as (table, rows):
+            rows_until(rows, lambda r: r.get("told", {}).get("health", {}).get("ready") == 2)
+            version, first = described(table, "told", lambda d: d["rank_table_status"] == "completed")
+            assert table.describe("nope") is None  # not in the table: the caller reads the API
+            lists = count_calls(client)
+            built = table.described["told"]
+            for _ in range(5):
+                again_version, again = table.describe("told") or ("", {})
+                assert again_version == version and again["pods"] == first["pods"]
+            assert table.described["told"] == built and not lists  # no rebuild, no API read at all
+            from_api = client.describe("told").to_json()
+            assert {k: first[k] for k in ("pods", "rank_table_status")} == {
+                k: from_api[k] for k in ("pods", "rank_table_status")
+            }
+            assert [(e["reason"], e["object"]) for e in first["events"]] == [
+                (e["reason"], e["object"]) for e in from_api["events"]
+            ]
+            assert all(p["leaf"] for p in first["pods"])  # the nodes' leaves, from the watched nodes
 
-        pod = first["pods"][1]["name"]
-        CoreV1Api(new_client_from_config(config_file=client.kube.api.config.where)).create_namespaced_event(
-            "default",
-            {
-                "metadata": {"name": f"{pod}.oom", "namespace": "default"},
-                "involvedObject": {"kind": "Pod", "name": pod, "namespace": "default"},
-                "reason": "OOMKilling",
-                "message": "Memory cgroup out of memory",
-                "type": "Warning",
-            },
-        )
-        seen = time.monotonic()
-        new_version, _ = described(
-            table, "told", lambda d: any(e["reason"] == "OOMKilling" for e in d["events"])
-        )
-        assert time.monotonic() - seen < 2.0 and new_version != version
-        assert table.describe("nope") is None and table.overview_error is None
+            pod = first["pods"][1]["name"]
+            CoreV1Api(
+                new_client_from_config(config_file=client.kube.api.config.where)
+            ).create_namespaced_event(
+                "default",
+                {
+                    "metadata": {"name": f"{pod}.oom", "namespace": "default"},
+                    "involvedObject": {"kind": "Pod", "name": pod, "namespace": "default"},
+                    "reason": "OOMKilling",
+                    "message": "Memory cgroup out of memory",
+                    "type": "Warning",
+                },
+            )
+            seen = time.monotonic()
+            new_version, _ = described(
+                table, "told", lambda d: any(e["reason"] == "OOMKilling" for e in d["events"])
+            )
+            assert time.monotonic() - seen < 2.0 and new_version != version
+            assert table.describe("nope") is None and table.overview_error is None
 
-        # another table (e.g. after a server restart) builds its first description as version 1 too: its
-        # versions must differ, or a browser's old ETag would get a 304 for a different description
-        other = JobTable(client, settle=0.05)
-        other_stop = threading.Event()
-        other.start()
-        try:
-            rows_until(other.follow(other_stop), lambda r: "told" in r)
-            other_version, _ = described(other, "told")
-            assert other_version.rsplit("-", 1)[1] == "1" and other_version not in (version, new_version)
-        finally:
-            other_stop.set()
-            other.close()
+            # another table (e.g. after a server restart) builds its first description as version 1 too: its
+            # versions must differ, or a browser's old ETag would get a 304 for a different description
+            with following(client) as (other, other_rows):
+                rows_until(other_rows, lambda r: "told" in r)
+                other_version, _ = described(other, "told")
+                assert other_version.rsplit("-", 1)[1] == "1" and other_version not in (version, new_version)
     finally:
-        stop.set()
-        table.close()
         client.stop("told")

@@ -11,7 +11,7 @@ import pytest
 from ranktable.cli import main
 from ranktable.remote.manager import default_manager
 from tests.integration.fixtures.sshd import SshdProfile, SshServer, fingerprint_of_pub, keygen
-from tests.integration.server_helpers import call
+from tests.integration.server_helpers import call, extension_with_state
 
 
 @pytest.fixture(autouse=True)
@@ -72,10 +72,7 @@ def test_replace_never_applies_to_an_unknown_host(sshd_profile: SshdProfile, cap
 
 @pytest.fixture
 def jp_server_config(ranktable_home: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {"state_dir": str(ranktable_home), "kubeconfig": "/nonexistent"},
-    }
+    return extension_with_state(ranktable_home)
 
 
 async def test_rest_reports_both_fingerprints_and_replaces_on_request(

@@ -12,19 +12,17 @@ install would. `schemathesis.toml` beside this file states the rules openapi.yam
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.integration.server_helpers import free_port, jupyter_server_process, wait_answering
 
 OPENAPI = Path(__file__).parents[2] / "ranktable" / "server_ext" / "openapi.yaml"
 SETTINGS = Path(__file__).with_name("schemathesis.toml")
@@ -39,61 +37,15 @@ class LiveServer:
     log: Path
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def live_server(tmp_path: Path) -> Iterator[LiveServer]:
     port = free_port()
-    root = tmp_path / "root"
-    root.mkdir()
-    config = {
-        "ServerApp": {
-            "jpserver_extensions": {"ranktable": True},
-            "root_dir": str(root),
-            "ip": "127.0.0.1",
-            "port": port,
-            "port_retries": 0,
-            "open_browser": False,
-            "allow_root": True,
-        },
-        "IdentityProvider": {"token": TOKEN},
-        "Ranktable": {"state_dir": str(tmp_path / "state"), "kubeconfig": str(tmp_path / "no-kubeconfig")},
-    }
-    config_file = tmp_path / "jupyter_server_config.json"
-    config_file.write_text(json.dumps(config))
-    env = {
-        **os.environ,
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-        "RANKTABLE_HOME": str(tmp_path / "home"),
-    }
-    log = tmp_path / "server.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "jupyter_server", f"--config={config_file}", "--debug"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
+    ranktable = {"state_dir": str(tmp_path / "state"), "kubeconfig": str(tmp_path / "no-kubeconfig")}
+    proc = jupyter_server_process(tmp_path, port, TOKEN, ranktable, "--debug")
     url = f"http://127.0.0.1:{port}/"
+    log = tmp_path / "server.log"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                request = urllib.request.Request(url + "ranktable/config", headers=auth_header())
-                with urllib.request.urlopen(request, timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            assert proc.poll() is None, log.read_text(errors="replace")
-            assert time.monotonic() < deadline, "the Jupyter server did not start in 60 s"
-            time.sleep(0.3)
+        wait_answering(proc, url + "ranktable/config", TOKEN, log, timeout=60)
         yield LiveServer(url, log)
     finally:
         proc.terminate()
@@ -101,10 +53,6 @@ def live_server(tmp_path: Path) -> Iterator[LiveServer]:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
-
-
-def auth_header() -> dict[str, str]:
-    return {"Authorization": f"token {TOKEN}"}
 
 
 def test_the_server_answers_exactly_what_the_openapi_document_says(

@@ -24,7 +24,7 @@ from ranktable.remote.errors import SshError
 from ranktable.remote.forwards import ForwardRegistry, check_port
 from ranktable.remote.manager import default_manager
 from tests.integration.fixtures.sshd import SshdProfile
-from tests.integration.server_helpers import call
+from tests.integration.server_helpers import call, extension_with_state
 
 
 @pytest.fixture
@@ -178,10 +178,7 @@ def test_magic_forward_open_list_close(sshd_profile: SshdProfile, web_app: int) 
 
 @pytest.fixture
 def jp_server_config(ranktable_home: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {"state_dir": str(ranktable_home), "kubeconfig": "/nonexistent"},
-    }
+    return extension_with_state(ranktable_home)
 
 
 async def test_rest_forward_open_list_close(jp_fetch: Any, sshd_profile: SshdProfile, web_app: int) -> None:

@@ -12,7 +12,7 @@ import pytest
 from ranktable.cli import main
 from ranktable.errors import InputError
 from ranktable.remote.profiles import Profile, ProfileStore, SyncSettings, patched_profile
-from tests.integration.server_helpers import call
+from tests.integration.server_helpers import call, extension_with_state
 
 BAD_FIELDS = [
     ({"host": "inst\ud800ance"}, "host"),
@@ -75,10 +75,7 @@ def test_a_bad_stored_profile_never_breaks_list(
 
 @pytest.fixture
 def jp_server_config(ranktable_home: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {"state_dir": str(ranktable_home), "kubeconfig": "/nonexistent"},
-    }
+    return extension_with_state(ranktable_home)
 
 
 @pytest.mark.parametrize(("change", "field"), BAD_FIELDS)

@@ -12,15 +12,12 @@ from typing import Any
 import pytest
 
 from tests.integration.fixtures.sshd import SshServer
-from tests.integration.server_helpers import call
+from tests.integration.server_helpers import call, extension_with_state
 
 
 @pytest.fixture
 def jp_server_config(ranktable_home: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {"state_dir": str(ranktable_home), "kubeconfig": "/nonexistent"},
-    }
+    return extension_with_state(ranktable_home)
 
 
 async def follow(jp_ws_fetch: Any, operation: str) -> list[dict[str, Any]]:

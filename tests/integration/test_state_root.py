@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tests.integration.fixtures.sshd import SshServer
-from tests.integration.server_helpers import call
+from tests.integration.server_helpers import call, extension_with_state
 from tests.integration.test_server_remote import profile_body
 
 
@@ -24,10 +24,7 @@ def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def jp_server_config(state_dir: Path) -> dict[str, Any]:
-    return {
-        "ServerApp": {"jpserver_extensions": {"ranktable": True}},
-        "Ranktable": {"state_dir": str(state_dir), "kubeconfig": "/nonexistent"},
-    }
+    return extension_with_state(state_dir)
 
 
 async def test_the_terminal_cli_sees_the_panels_profiles(

@@ -6,8 +6,10 @@
 import { expect, galata } from '@jupyterlab/galata';
 import type { IJupyterLabPageFixture } from '@jupyterlab/galata';
 import type { APIRequestContext, Locator } from '@playwright/test';
+import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
+import * as readline from 'readline';
 
 export const IMG = path.resolve(__dirname, '..', '..', 'docs', 'img');
 export const STACK = path.resolve(__dirname, '..', '.stack');
@@ -45,6 +47,35 @@ export async function openSidebar(
   return panel;
 }
 
+/** The demo training script (`examples/train.py`): steps, losses, saves and failures on demand. */
+export const TRAIN = path.resolve(
+  __dirname,
+  '..',
+  '..',
+  'examples',
+  'train.py'
+);
+
+/** Submit a job spec (201 expected), 2 pods x 8 NPUs of the demo image unless `spec` says otherwise;
+ * returns the run. */
+export async function submitSpec(
+  request: APIRequestContext,
+  spec: Record<string, unknown>
+): Promise<{ uid: string }> {
+  const response = await request.post('/ranktable/jobs', {
+    data: {
+      spec: {
+        image: 'bert_pretrain_mindspore:v1',
+        nodes: 2,
+        npus_per_node: 8,
+        ...spec
+      }
+    }
+  });
+  expect(response.status(), await response.text()).toBe(201);
+  return response.json();
+}
+
 /** Submit a job running `script` on `nodes` pods (201 expected); returns the run. */
 export async function submit(
   request: APIRequestContext,
@@ -52,19 +83,11 @@ export async function submit(
   script: string,
   nodes = 2
 ): Promise<{ uid: string }> {
-  const response = await request.post('/ranktable/jobs', {
-    data: {
-      spec: {
-        name,
-        image: 'bert_pretrain_mindspore:v1',
-        nodes,
-        npus_per_node: 8,
-        command: ['/bin/bash', '-c', script]
-      }
-    }
+  return submitSpec(request, {
+    name,
+    nodes,
+    command: ['/bin/bash', '-c', script]
   });
-  expect(response.status(), await response.text()).toBe(201);
-  return response.json();
 }
 
 /** Stop a job through the REST API and wait until it is gone (404). */
@@ -128,4 +151,25 @@ export function zigzagRankTable(): Record<string, unknown> {
       }))
     }))
   };
+}
+
+/** Run a stack script of ui-tests/ (`hosted_stack.py`, `hub_stack.py`) around `use`: its first stdout line
+ * is JSON saying where it serves; SIGTERM ends it afterwards. */
+export async function withStack<T>(
+  script: string,
+  use: (served: T) => Promise<void>
+): Promise<void> {
+  const child: ChildProcess = spawn(
+    'python',
+    [path.resolve(__dirname, '..', script)],
+    { stdio: ['ignore', 'pipe', 'inherit'] }
+  );
+  const first = await new Promise<string>((resolve, reject) => {
+    const lines = readline.createInterface({ input: child.stdout! });
+    lines.once('line', resolve);
+    child.once('exit', code => reject(new Error(`${script} exited (${code})`)));
+  });
+  await use(JSON.parse(first) as T);
+  child.kill('SIGTERM');
+  await new Promise(resolve => child.once('exit', resolve));
 }

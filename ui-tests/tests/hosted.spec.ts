@@ -5,11 +5,8 @@
  * websockets the stream opens, the notice goes and the list is live. Debian chromium at 1440x900.
  */
 import { expect, galata, test as base } from '@jupyterlab/galata';
-import { ChildProcess, spawn } from 'child_process';
-import * as path from 'path';
-import * as readline from 'readline';
 
-import { openSidebar } from './fixtures';
+import { openSidebar, withStack } from './fixtures';
 
 interface IHosted {
   url: string;
@@ -19,21 +16,7 @@ interface IHosted {
 const test = base.extend<object, { hosted: IHosted }>({
   hosted: [
     async ({}, use) => {
-      const child: ChildProcess = spawn(
-        'python',
-        [path.resolve(__dirname, '..', 'hosted_stack.py')],
-        { stdio: ['ignore', 'pipe', 'inherit'] }
-      );
-      const first = await new Promise<string>((resolve, reject) => {
-        const lines = readline.createInterface({ input: child.stdout! });
-        lines.once('line', resolve);
-        child.once('exit', code =>
-          reject(new Error(`hosted_stack.py exited (${code})`))
-        );
-      });
-      await use(JSON.parse(first) as IHosted);
-      child.kill('SIGTERM');
-      await new Promise(resolve => child.once('exit', resolve));
+      await withStack<IHosted>('hosted_stack.py', use);
     },
     { scope: 'worker', timeout: 240 * 1000 }
   ],

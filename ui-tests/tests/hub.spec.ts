@@ -4,28 +4,15 @@
  * the SSH profile and Job view's write buttons (Add profile, Stop, Resubmit) are disabled with the reason.
  */
 import { expect, test as base } from '@jupyterlab/galata';
-import { ChildProcess, spawn } from 'child_process';
-import * as path from 'path';
-import * as readline from 'readline';
+
+import { withStack } from './fixtures';
 
 const test = base.extend<object, { hub: string }>({
   hub: [
     async ({}, use) => {
-      const child: ChildProcess = spawn(
-        'python',
-        [path.resolve(__dirname, '..', 'hub_stack.py')],
-        { stdio: ['ignore', 'pipe', 'inherit'] }
+      await withStack<{ hub: string }>('hub_stack.py', served =>
+        use(served.hub)
       );
-      const first = await new Promise<string>((resolve, reject) => {
-        const lines = readline.createInterface({ input: child.stdout! });
-        lines.once('line', resolve);
-        child.once('exit', code =>
-          reject(new Error(`hub_stack.py exited (${code})`))
-        );
-      });
-      await use(JSON.parse(first).hub as string);
-      child.kill('SIGTERM');
-      await new Promise(resolve => child.once('exit', resolve));
     },
     { scope: 'worker', timeout: 300 * 1000 }
   ]

@@ -4,13 +4,10 @@
  * from the log lines, and a finished job's notification "Open" action opens its metrics and diagnosis.
  */
 import { expect, test } from '@jupyterlab/galata';
-import * as path from 'path';
 
-import { WORKSPACE_PAGE, openSidebar } from './fixtures';
+import { TRAIN, WORKSPACE_PAGE, openSidebar, submitSpec } from './fixtures';
 
 test.use({ autoGoto: true, ...WORKSPACE_PAGE });
-
-const TRAIN = path.resolve(__dirname, '..', '..', 'examples', 'train.py');
 
 test('a failing job: the diagnosis on top names the first failing rank; the loss plots', async ({
   page,
@@ -19,33 +16,24 @@ test('a failing job: the diagnosis on top names the first failing rank; the loss
   test.setTimeout(300 * 1000);
   const panel = await openSidebar(page);
   // 2 pods x 8 NPUs = 16 ranks; rank 1 fails first with EI0006 at step 12, the others at step 20
-  const response = await request.post('/ranktable/jobs', {
-    data: {
-      spec: {
-        name: 'explain',
-        image: 'bert_pretrain_mindspore:v1',
-        nodes: 2,
-        npus_per_node: 8,
-        entry: {
-          script: TRAIN,
-          args: [
-            '--steps',
-            '200',
-            '--interval',
-            '0.2',
-            '--fail-rank',
-            '1',
-            '--fail-rank-at',
-            '12',
-            '--victims-fail-at',
-            '20'
-          ]
-        }
-      }
+  const run = await submitSpec(request, {
+    name: 'explain',
+    entry: {
+      script: TRAIN,
+      args: [
+        '--steps',
+        '200',
+        '--interval',
+        '0.2',
+        '--fail-rank',
+        '1',
+        '--fail-rank-at',
+        '12',
+        '--victims-fail-at',
+        '20'
+      ]
     }
   });
-  expect(response.status(), await response.text()).toBe(201);
-  const run = await response.json();
 
   await panel.locator('.jp-Ranktable-jobRow[data-job="explain"]').click();
   const view = page.locator(`#ranktable-job-${run.uid}`);
@@ -74,18 +62,12 @@ test('a finished job: a notification with the one-line diagnosis opens metrics a
 }) => {
   test.setTimeout(240 * 1000);
   await openSidebar(page);
-  const response = await request.post('/ranktable/jobs', {
-    data: {
-      spec: {
-        name: 'finish',
-        image: 'bert_pretrain_mindspore:v1',
-        nodes: 1,
-        npus_per_node: 2,
-        entry: { script: TRAIN, args: ['--steps', '10', '--interval', '0.1'] }
-      }
-    }
+  await submitSpec(request, {
+    name: 'finish',
+    nodes: 1,
+    npus_per_node: 2,
+    entry: { script: TRAIN, args: ['--steps', '10', '--interval', '0.1'] }
   });
-  expect(response.status(), await response.text()).toBe(201);
   // JupyterLab's toasts, or its notification centre when toasts are off
   const toast = page
     .locator('.Toastify__toast')

@@ -11,43 +11,40 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 
-import { STACK, WORKSPACE_PAGE, openSidebar, stopAndWait } from './fixtures';
+import {
+  STACK,
+  TRAIN,
+  WORKSPACE_PAGE,
+  openSidebar,
+  stopAndWait,
+  submitSpec
+} from './fixtures';
 
 test.use({ autoGoto: true, ...WORKSPACE_PAGE });
-
-const TRAIN = path.resolve(__dirname, '..', '..', 'examples', 'train.py');
 
 async function submitTraining(
   request: APIRequestContext,
   name: string,
   saves: string
 ): Promise<{ uid: string }> {
-  const response = await request.post('/ranktable/jobs', {
-    data: {
-      spec: {
-        name,
-        image: 'i',
-        nodes: 2,
-        npus_per_node: 8,
-        on_fault: 'resume',
-        entry: {
-          script: TRAIN,
-          args: [
-            '--steps',
-            '100000',
-            '--interval',
-            '0.2',
-            '--save',
-            saves,
-            '--save-interval',
-            '5'
-          ]
-        }
-      }
+  return submitSpec(request, {
+    name,
+    image: 'i',
+    on_fault: 'resume',
+    entry: {
+      script: TRAIN,
+      args: [
+        '--steps',
+        '100000',
+        '--interval',
+        '0.2',
+        '--save',
+        saves,
+        '--save-interval',
+        '5'
+      ]
     }
   });
-  expect(response.status(), await response.text()).toBe(201);
-  return response.json();
 }
 
 function checkpointFolder(): string {

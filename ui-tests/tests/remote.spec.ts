@@ -157,6 +157,24 @@ function freePort(): Promise<number> {
 }
 
 /** A web app "on the instance" (the simulated one forwards to its loopback), e.g. TensorBoard. */
+/** The forwards the server lists (this process's and other processes'). */
+async function listForwards(
+  request: APIRequestContext
+): Promise<Record<string, any>[]> {
+  return (await (await request.get('/ranktable/forwards')).json()).forwards;
+}
+
+/** The server's one forward, checked to match `expected`. */
+async function theOneForward(
+  request: APIRequestContext,
+  expected: Record<string, unknown>
+): Promise<Record<string, any>> {
+  const listed = await listForwards(request);
+  expect(listed).toHaveLength(1);
+  expect(listed[0]).toMatchObject(expected);
+  return listed[0];
+}
+
 async function webApp(text: string): Promise<http.Server> {
   const server = http.createServer((_, res) => {
     res.writeHead(200, { 'Content-Type': 'text/html' });
@@ -269,9 +287,7 @@ test('forward a port of the instance: open it in a new tab, then close it', asyn
     await expect(s.locator('.jp-Ranktable-fieldError')).toContainText(
       '1 to 65535'
     );
-    expect(
-      (await (await request.get('/ranktable/forwards')).json()).forwards
-    ).toEqual([]);
+    expect(await listForwards(request)).toEqual([]);
 
     await s
       .locator('#jp-Ranktable-field-forward-profile')
@@ -291,15 +307,12 @@ test('forward a port of the instance: open it in a new tab, then close it', asyn
     expect(new URL(href).origin).toBe(new URL(page.url()).origin); // JupyterLab's own
     await expect(row.locator('.jp-Ranktable-forwardUrl')).toHaveText(href);
     await expect(link).toHaveAttribute('target', '_blank');
-    const listed = (await (await request.get('/ranktable/forwards')).json())
-      .forwards;
-    expect(listed).toHaveLength(1);
-    expect(listed[0]).toMatchObject({
+    const forward = await theOneForward(request, {
       profile: 'sim-notebook',
       remote_port: remotePort,
       bind: 'unix'
     });
-    expect(href.endsWith(listed[0].proxy_path)).toBe(true);
+    expect(href.endsWith(forward.proxy_path)).toBe(true);
 
     const [tab] = await Promise.all([
       context.waitForEvent('page'),
@@ -312,9 +325,7 @@ test('forward a port of the instance: open it in a new tab, then close it', asyn
 
     await row.getByRole('button', { name: 'Close' }).click();
     await expect(row).toHaveCount(0);
-    expect(
-      (await (await request.get('/ranktable/forwards')).json()).forwards
-    ).toEqual([]);
+    expect(await listForwards(request)).toEqual([]);
     expect((await request.get(href)).status()).toBe(404);
   } finally {
     app.close();
@@ -371,18 +382,15 @@ test('a forward opened by another process (the CLI): listed with its owner, clos
       'href',
       url
     );
-    const listed = (await (await request.get('/ranktable/forwards')).json())
-      .forwards;
-    expect(listed).toHaveLength(1);
-    expect(listed[0]).toMatchObject({
+    const forward = await theOneForward(request, {
       profile: 'sim-notebook',
       remote_port: remotePort,
       url,
       owner: 'another process',
       pid: cli.pid
     });
-    expect(listed[0].id).toMatch(new RegExp(`^fwd-\\d+@${cli.pid}$`));
-    await expect(row).toHaveAttribute('data-forward', listed[0].id);
+    expect(forward.id).toMatch(new RegExp(`^fwd-\\d+@${cli.pid}$`));
+    await expect(row).toHaveAttribute('data-forward', forward.id);
     await expectLaidOut(s);
 
     // Close asks the owning process: it stops forwarding (and, being the CLI, exits) and the row goes
@@ -396,9 +404,7 @@ test('a forward opened by another process (the CLI): listed with its owner, clos
     expect(await exited).toBe(0);
     expect(started.output()).toContain('forward closed from another process');
     await expect(get(url)).rejects.toThrow(/ECONNREFUSED/);
-    expect(
-      (await (await request.get('/ranktable/forwards')).json()).forwards
-    ).toEqual([]);
+    expect(await listForwards(request)).toEqual([]);
   } finally {
     if (cli && cli.exitCode === null) {
       cli.kill('SIGTERM');

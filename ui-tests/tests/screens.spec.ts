@@ -8,13 +8,18 @@ import AxeBuilder from '@axe-core/playwright';
 import { expect, test } from '@jupyterlab/galata';
 import type { IJupyterLabPageFixture } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
-import * as path from 'path';
 
-import { WORKSPACE_PAGE, openSidebar, shoot, stopAll } from './fixtures';
+import {
+  TRAIN,
+  WORKSPACE_PAGE,
+  openSidebar,
+  shoot,
+  stopAll,
+  submitSpec
+} from './fixtures';
 
 test.use({ autoGoto: true, ...WORKSPACE_PAGE });
 
-const TRAIN = path.resolve(__dirname, '..', '..', 'examples', 'train.py');
 const TABS = ['Overview', 'Logs', 'Metrics', 'Layout', 'Events'];
 /** Pixels allowed to differ: fonts antialias differently from run to run; a layout change moves far more. */
 const SAME = { maxDiffPixelRatio: 0.02, animations: 'disabled' as const };
@@ -67,31 +72,22 @@ for (const theme of ['light', 'dark'] as const) {
       await page.theme.setLightTheme();
     }
     const name = `screens-${theme}`;
-    const response = await request.post('/ranktable/jobs', {
-      data: {
-        spec: {
-          name,
-          image: 'bert_pretrain_mindspore:v1',
-          nodes: 2,
-          npus_per_node: 8,
-          entry: {
-            script: TRAIN,
-            args: [
-              '--steps',
-              '40',
-              '--interval',
-              '0.05',
-              '--slow-rank',
-              '5',
-              '--slow-factor',
-              '3'
-            ]
-          }
-        }
+    const run = await submitSpec(request, {
+      name,
+      entry: {
+        script: TRAIN,
+        args: [
+          '--steps',
+          '40',
+          '--interval',
+          '0.05',
+          '--slow-rank',
+          '5',
+          '--slow-factor',
+          '3'
+        ]
       }
     });
-    expect(response.status(), await response.text()).toBe(201);
-    const run = (await response.json()) as { uid: string };
     const problems: Record<string, string[]> = {};
     try {
       // the sidebar at 250 px

@@ -5,7 +5,7 @@
  * with RANKTABLE_SCREENSHOTS=1 (`make screenshots`), so `make test` leaves the tree clean.
  */
 import { expect, test } from '@jupyterlab/galata';
-import type { APIRequestContext, Locator } from '@playwright/test';
+import type { APIRequestContext, Locator, Page } from '@playwright/test';
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -107,6 +107,33 @@ test('the sidebar at 250 px: sections, and every job name readable', async ({
   await stop(request, 'crash');
 });
 
+/** A plain browser reload (galata's page.reload also re-arranges the sidebar), until the app has started. */
+async function reloadPlainly(page: Page): Promise<void> {
+  await page.evaluate(() => window.location.reload());
+  await page.waitForSelector('#jupyterlab-splash', { state: 'detached' });
+  await page.waitForFunction(() => (window as any).jupyterapp?.started);
+}
+
+/** Run `uid`'s Job view, once its first log line shows `text`. */
+async function runViewShowing(
+  page: Page,
+  uid: string,
+  text: string
+): Promise<Locator> {
+  const view = page.locator(`#ranktable-job-${uid}`);
+  await expect(view).toBeVisible();
+  await expect(view.locator('.jp-Ranktable-logLine').first()).toContainText(
+    text,
+    { timeout: 120000 }
+  );
+  return view;
+}
+
+/** The main-area tab of run `uid`'s Job view. */
+function runTab(page: Page, uid: string): Locator {
+  return page.locator(`li.lm-TabBar-tab[data-id="ranktable-job-${uid}"]`);
+}
+
 test('a Job view per run: a same-name resubmit opens a new run with its own logs', async ({
   page,
   request
@@ -115,12 +142,7 @@ test('a Job view per run: a same-name resubmit opens a new run with its own logs
   const first = await submit(request, 'rerun', LOOP('first-run'));
   const panel = await openSidebar(page);
   await panel.locator('.jp-Ranktable-jobRow[data-job="rerun"]').click();
-  const view1 = page.locator(`#ranktable-job-${first.uid}`);
-  await expect(view1).toBeVisible();
-  await expect(view1.locator('.jp-Ranktable-logLine').first()).toContainText(
-    'first-run',
-    { timeout: 120000 }
-  );
+  const view1 = await runViewShowing(page, first.uid, 'first-run');
   // filters are labelled as what they are: rank id (parsed from the lines) and node rank (the pod)
   await view1.getByLabel('Rank id').fill('3');
   await expect(view1.locator('.jp-Ranktable-logLine').first()).toContainText(
@@ -136,19 +158,12 @@ test('a Job view per run: a same-name resubmit opens a new run with its own logs
   const row = panel.locator(`.jp-Ranktable-jobRow[data-uid="${second.uid}"]`);
   await expect(row).toBeVisible({ timeout: 60000 });
   await row.click();
-  const view2 = page.locator(`#ranktable-job-${second.uid}`);
-  await expect(view2).toBeVisible();
-  await expect(view2.locator('.jp-Ranktable-logLine').first()).toContainText(
-    'second-run',
-    { timeout: 120000 }
-  );
+  const view2 = await runViewShowing(page, second.uid, 'second-run');
   await expect(view2.locator('.jp-Ranktable-logView')).not.toContainText(
     'first-run'
   );
   // the earlier run stays open, says it ended, and keeps its own lines
-  await page
-    .locator(`li.lm-TabBar-tab[data-id="ranktable-job-${first.uid}"]`)
-    .click();
+  await runTab(page, first.uid).click();
   await expect(view1.locator('.jp-Ranktable-notice')).toContainText(
     'This run has ended',
     { timeout: 30000 }
@@ -158,9 +173,7 @@ test('a Job view per run: a same-name resubmit opens a new run with its own logs
   );
 
   // overview: pods with node, leaf and IP; layout at full width with a tooltip at the cursor
-  await page
-    .locator(`li.lm-TabBar-tab[data-id="ranktable-job-${second.uid}"]`)
-    .click();
+  await runTab(page, second.uid).click();
   await view2.getByRole('tab', { name: 'Overview' }).click();
   await expect(view2.locator('.jp-Ranktable-pods tbody tr')).toHaveCount(2, {
     timeout: 30000
@@ -302,19 +315,12 @@ test('a reload restores the open Job views and spec documents', async ({
   );
   await saved;
   await page.waitForTimeout(500);
-  // a plain browser reload (galata's page.reload also re-arranges the sidebar)
-  await page.evaluate(() => window.location.reload());
-  await page.waitForSelector('#jupyterlab-splash', { state: 'detached' });
-  await page.waitForFunction(() => (window as any).jupyterapp?.started);
-  await expect(
-    page.locator(`li.lm-TabBar-tab[data-id="ranktable-job-${run.uid}"]`)
-  ).toHaveCount(1, { timeout: 30000 });
+  await reloadPlainly(page);
+  await expect(runTab(page, run.uid)).toHaveCount(1, { timeout: 30000 });
   await expect(
     page.locator('li.lm-TabBar-tab', { hasText: spec.split('/').pop()! })
   ).toHaveCount(1);
-  await page
-    .locator(`li.lm-TabBar-tab[data-id="ranktable-job-${run.uid}"]`)
-    .click();
+  await runTab(page, run.uid).click();
   await expect(
     page.locator(`#ranktable-job-${run.uid} .jp-Ranktable-logLine`).first()
   ).toContainText('restored', { timeout: 60000 });
@@ -346,12 +352,8 @@ test.describe('restored at once', () => {
     await row.click();
     await expect(page.locator(`#ranktable-job-${run.uid}`)).toBeVisible();
     // reload at once: no wait for the workspace to be saved
-    await page.evaluate(() => window.location.reload());
-    await page.waitForSelector('#jupyterlab-splash', { state: 'detached' });
-    await page.waitForFunction(() => (window as any).jupyterapp?.started);
-    await expect(
-      page.locator(`li.lm-TabBar-tab[data-id="ranktable-job-${run.uid}"]`)
-    ).toHaveCount(1, { timeout: 30000 });
+    await reloadPlainly(page);
+    await expect(runTab(page, run.uid)).toHaveCount(1, { timeout: 30000 });
     for (const name of ['bert.rtjob.yaml', 'jobstart_hccl.json']) {
       await expect(
         page.locator('#jp-main-dock-panel li.lm-TabBar-tab', { hasText: name })
