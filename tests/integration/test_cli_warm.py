@@ -111,6 +111,29 @@ def follow_talker(env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.parametrize("warm_run", [True, False], ids=["warm", "in-process"])
+def test_a_follow_piped_into_head_ends_quietly_when_head_does(
+    warm_env: dict[str, str], warm_run: bool
+) -> None:
+    """`job logs -f NAME | head -2` ends with head, silently, with the exit status of a command SIGPIPE
+    ended (141), as kubectl's does: never a traceback, a `Broken pipe` error or a follow left running."""
+    assert wait_served(warm_env).returncode == 0
+    submitted = subprocess.run(
+        [*RANKTABLE, "job", "submit", "--name", "ticker", "--image", "img", "--nodes", "1", "--npus", "8",
+         "--command", "sh -c 'while :; do echo tick; sleep 0.05; done'"],
+        env=warm_env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+    line = f'{sys.executable} -c "$THROUGH_WARM"' if warm_run else f"{sys.executable} -m ranktable"
+    piped = subprocess.run(
+        ["bash", "-c", f'{line} job logs -f ticker | head -2; echo "exit ${{PIPESTATUS[0]}}" >&2'],
+        env={**warm_env, "THROUGH_WARM": THROUGH_WARM, "RANKTABLE_WARM": "1" if warm_run else "0"},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert [text.split("] ")[-1] for text in piped.stdout.splitlines()] == ["tick", "tick"]
+    assert piped.stderr == "exit 141\n"
+
+
 def test_ctrl_c_reaches_the_command_run_warm(warm_env: dict[str, str]) -> None:
     follow = follow_talker(warm_env)
     try:
