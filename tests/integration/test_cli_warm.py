@@ -90,17 +90,22 @@ def test_the_kubeconfig_and_cwd_are_the_callers_on_every_run(
     assert "kc: kubeconfig not found" in relative.stderr.replace(str(tmp_path / "work") + "/", "")
 
 
+def submit_shell_job(env: dict[str, str], name: str, shell_line: str) -> None:
+    """Submit a one-pod job running `shell_line` through `sh -c`, once the warm server serves."""
+    assert wait_served(env).returncode == 0
+    submitted = subprocess.run(
+        [*RANKTABLE, "job", "submit", "--name", name, "--image", "img", "--nodes", "1", "--npus", "8",
+         "--command", f"sh -c '{shell_line}'"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert submitted.returncode == 0, submitted.stderr
+
+
 def follow_talker(env: dict[str, str]) -> subprocess.Popen[str]:
     """`job logs -f` of a job that prints `started` and sleeps, through the warm server (once it serves).
     The command is an argv, not run by a shell: `echo started; sleep 300` printed `started; sleep 300` and
     ended at once, so the follow sometimes ended before the test's Ctrl-C (#28)."""
-    assert wait_served(env).returncode == 0
-    submitted = subprocess.run(
-        [*RANKTABLE, "job", "submit", "--name", "talker", "--image", "img", "--nodes", "1", "--npus", "8",
-         "--command", "sh -c 'echo started; exec sleep 300'"],
-        env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert submitted.returncode == 0, submitted.stderr
+    submit_shell_job(env, "talker", "echo started; exec sleep 300")
     return subprocess.Popen(
         [sys.executable, "-c", THROUGH_WARM, "job", "logs", "-f", "talker"],
         env=env,
@@ -117,13 +122,7 @@ def test_a_follow_piped_into_head_ends_quietly_when_head_does(
 ) -> None:
     """`job logs -f NAME | head -2` ends with head, silently, with the exit status of a command SIGPIPE
     ended (141), as kubectl's does: never a traceback, a `Broken pipe` error or a follow left running."""
-    assert wait_served(warm_env).returncode == 0
-    submitted = subprocess.run(
-        [*RANKTABLE, "job", "submit", "--name", "ticker", "--image", "img", "--nodes", "1", "--npus", "8",
-         "--command", "sh -c 'while :; do echo tick; sleep 0.05; done'"],
-        env=warm_env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert submitted.returncode == 0, submitted.stderr
+    submit_shell_job(warm_env, "ticker", "while :; do echo tick; sleep 0.05; done")
     line = f'{sys.executable} -c "$THROUGH_WARM"' if warm_run else f"{sys.executable} -m ranktable"
     piped = subprocess.run(
         ["bash", "-c", f'{line} job logs -f ticker | head -2; echo "exit ${{PIPESTATUS[0]}}" >&2'],
