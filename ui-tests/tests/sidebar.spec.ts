@@ -170,8 +170,12 @@ test('the sidebar fits at 250 px: Sync on a few lines, names cut in the middle, 
     hasText: 'Connections'
   });
   await expect(connections).toHaveAttribute('aria-expanded', 'true');
+  // the workspace write that carries this collapse (an earlier debounced write may land first)
   const saved = page.waitForResponse(
-    r => r.url().includes('/api/workspaces') && r.request().method() === 'PUT'
+    r =>
+      r.url().includes('/api/workspaces') &&
+      r.request().method() === 'PUT' &&
+      (r.request().postData() ?? '').includes('sidebar-collapsed":["')
   );
   await connections.click();
   await expect(connections).toHaveAttribute('aria-expanded', 'false');

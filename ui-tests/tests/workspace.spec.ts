@@ -303,10 +303,17 @@ test('a reload restores the open Job views and spec documents', async ({
   const panel = await openSidebar(page);
   await panel.locator(`.jp-Ranktable-jobRow[data-uid="${run.uid}"]`).click();
   await expect(page.locator(`#ranktable-job-${run.uid}`)).toBeVisible();
-  // the layout (open documents) is saved to the workspace after a change: wait for that save
-  const saved = page.waitForResponse(
-    r => r.url().includes('/api/workspaces') && r.request().method() === 'PUT'
-  );
+  // the layout (open documents) is saved to the workspace after a change: wait for the save that has
+  // both documents (an earlier debounced save may land first)
+  const saved = page.waitForResponse(r => {
+    const body = r.request().postData() ?? '';
+    return (
+      r.url().includes('/api/workspaces') &&
+      r.request().method() === 'PUT' &&
+      body.includes('.rtjob.yaml') &&
+      body.includes(run.uid)
+    );
+  });
   await page.evaluate(async () => {
     await window.jupyterapp.commands.execute('ranktable:new-spec', { cwd: '' });
   });
