@@ -168,8 +168,8 @@ class JobsService:
             return self.usecases.resume(namespace, name, from_scratch)
 
     def lineage(self, namespace: str, name: str) -> dict[str, Any]:
-        self.services.observe.live.release(namespace, name)  # the lineage reads the current run once
-        return self.usecases.lineage(namespace, name)
+        # the run's live follower archives it: releasing its stream ended every open Job view's live logs
+        return self.usecases.lineage(namespace, name, live=self.services.observe.live)
 
     # -- auto-resume (opt-in) -------------------------------------------------------------------------
     def start_auto_resume(self) -> None:

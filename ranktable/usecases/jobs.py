@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ranktable.compose.spec import JobSpec
     from ranktable.compose.validate import Issue
     from ranktable.usecases.logs import LogLines
-    from ranktable.usecases.observe import Observation
+    from ranktable.usecases.observe import LiveRuns, Observation
 
 
 @dataclass(frozen=True)
@@ -204,12 +204,22 @@ class Jobs:
             timeout=float(self.settings.request_timeout),
         )
 
-    def lineage(self, namespace: str | None, name: str) -> dict[str, Any]:
-        """The job's runs as one lineage, the cost of each fault and the goodput (`usecases.lineage`)."""
+    def lineage(self, namespace: str | None, name: str, live: LiveRuns | None = None) -> dict[str, Any]:
+        """The job's runs as one lineage, the cost of each fault and the goodput (`usecases.lineage`).
+        ``live``: the server's followers archive the current run (its stream, shared with every Job view,
+        goes on); without, its logs are read once."""
         from ranktable.usecases.lineage import job_lineage
+        from ranktable.usecases.observe import observe_run
 
         client = self.client(namespace)
-        return job_lineage(client.namespace, name, client=client, state_dir=self.settings.state_dir)
+        state_dir = self.settings.state_dir
+
+        def archive_current() -> object:
+            if live is not None:
+                return live.observation(client, name)
+            return observe_run(client, name, state_dir=state_dir)
+
+        return job_lineage(client.namespace, name, archive_current=archive_current, state_dir=state_dir)
 
     def rank_table(self, namespace: str | None, name: str) -> dict[str, Any]:
         """The job's rank table (as the platform filled it) with its validation report."""

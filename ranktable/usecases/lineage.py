@@ -9,6 +9,7 @@ training run's lineage is up to date. The arithmetic is the core's (`observe.lin
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,6 @@ from ranktable.observe.checkpoints import last_checkpoint
 from ranktable.observe.lineage import RunFacts, lineage_report
 
 if TYPE_CHECKING:
-    from ranktable.cluster.client import ClusterClient
     from ranktable.observe import RunObserver
     from ranktable.observe.archive import RunInfo
 
@@ -73,19 +73,19 @@ def job_lineage(
     namespace: str,
     name: str,
     *,
-    client: ClusterClient | None = None,
+    archive_current: Callable[[], object] | None = None,
     state_dir: str | Path | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """The lineage of job `name`'s newest run: runs, faults with their cost, goodput, one text line."""
+    """The lineage of job `name`'s newest run: runs, faults with their cost, goodput, one text line.
+    ``archive_current`` brings the current run's logs into the archive first (a one-off read in the CLI;
+    the server's live follower, so the Job view's live logs go on)."""
     from ranktable.cluster.observing import archive_root
     from ranktable.observe.archive import list_runs
 
-    if client is not None:
-        from ranktable.usecases.observe import observe_run
-
+    if archive_current is not None:
         try:
-            observe_run(client, name, state_dir=state_dir)  # the current run's logs into the archive
+            archive_current()
         except NotFoundError:
             pass
         except RanktableError:

@@ -366,3 +366,45 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
     every = await get(jp_fetch, *job_path("runs", submitted["uid"], "logs"))
     steps = sorted((line["node_rank"], line["text"]) for line in every["lines"])
     assert steps == sorted((n, f"step {i} loss 2.{i % 10} lr 1e-4") for n in (0, 1) for i in range(1, 41))
+
+
+async def test_the_overview_s_lineage_leaves_every_job_view_s_live_logs_going(
+    jp_fetch: Any, jp_ws_fetch: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Overview tab reads the lineage. It used to release the run's log stream (to read the run once
+    itself), which ended every open Job view's live logs ("ended" at 1,024 pods, 4,567 of 102,400
+    lines/s in bench_logview). Now the live follower archives the run: the view goes on to its last
+    line, with no end, and the pods are still read once."""
+    from ranktable.cluster.kube import Kube
+
+    requests: list[str] = []
+    real_get_raw = Kube.get_raw
+
+    def counting(self: Kube, path: str, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Any:
+        if path.endswith("/log"):
+            requests.append(path.split("/")[-2])
+        return real_get_raw(self, path, query, timeout)
+
+    monkeypatch.setattr(Kube, "get_raw", counting)
+    script = 'for i in $(seq 1 50); do echo "step $i loss 2.$((i % 10))"; sleep 0.1; done; sleep 60'
+    submitted = await submit_obs(jp_fetch, script, nodes=2)
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        ws.write_message(json.dumps({"op": "subscribe", "id": "view", "channel": "logs", "job": "obs"}))
+        seen: dict[str, list[str]] = {}
+
+        async def read_view(until_steps: int) -> None:
+            while len(seen) < 2 or any(len(t) < until_steps for t in seen.values()):
+                msg = json.loads(await asyncio.wait_for(ws.read_message(), 60))
+                assert msg["type"] == "data", msg  # an "end" here is the bug
+                for line in log_lines(msg["data"]):
+                    seen.setdefault(line["pod"], []).append(line["text"])
+
+        await read_view(3)
+        lineage = await call(jp_fetch, *job_path("lineage"))
+        assert [r["uid"] for r in lineage["runs"]] == [submitted["uid"]]
+        await read_view(50)
+        assert all(texts == [f"step {i} loss 2.{i % 10}" for i in range(1, 51)] for texts in seen.values())
+        assert sorted(requests) == sorted(seen), requests  # the lineage read nothing of its own
+    finally:
+        ws.close()
