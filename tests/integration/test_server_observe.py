@@ -46,6 +46,22 @@ def job_path(*rest: str) -> tuple[str, ...]:
     return ("ranktable", "jobs", "default", "obs", *rest)
 
 
+def log_requests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The pods whose log the server requests from now on, one entry per request."""
+    from ranktable.cluster.kube import Kube
+
+    requests: list[str] = []
+    real_get_raw = Kube.get_raw
+
+    def counting(self: Kube, path: str, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Any:
+        if path.endswith("/log"):
+            requests.append(path.split("/")[-2])
+        return real_get_raw(self, path, query, timeout)
+
+    monkeypatch.setattr(Kube, "get_raw", counting)
+    return requests
+
+
 async def test_metrics_diagnosis_and_archived_runs(jp_fetch: Any, tmp_path: Path) -> None:
     submitted = await submit_obs(jp_fetch, SCRIPT, nodes=2)
 
@@ -309,17 +325,7 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
     followed once (one log request per pod, not one for the view and one for `LiveRuns`); the diagnosis
     still sees every line, a late second view gets the lines so far from the archive, and the archive
     holds each line once."""
-    from ranktable.cluster.kube import Kube
-
-    requests: list[str] = []
-    real_get_raw = Kube.get_raw
-
-    def counting(self: Kube, path: str, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Any:
-        if path.endswith("/log"):
-            requests.append(path.split("/")[-2])
-        return real_get_raw(self, path, query, timeout)
-
-    monkeypatch.setattr(Kube, "get_raw", counting)
+    requests = log_requests(monkeypatch)
     script = 'for i in $(seq 1 40); do echo "step $i loss 2.$((i % 10)) lr 1e-4"; sleep 0.1; done; sleep 60'
     submitted = await submit_obs(jp_fetch, script, nodes=2)
     ws = await jp_ws_fetch("ranktable", "stream")
@@ -375,17 +381,7 @@ async def test_the_overview_s_lineage_leaves_every_job_view_s_live_logs_going(
     itself), which ended every open Job view's live logs ("ended" at 1,024 pods, 4,567 of 102,400
     lines/s in bench_logview). Now the live follower archives the run: the view goes on to its last
     line, with no end, and the pods are still read once."""
-    from ranktable.cluster.kube import Kube
-
-    requests: list[str] = []
-    real_get_raw = Kube.get_raw
-
-    def counting(self: Kube, path: str, query: list[tuple[str, Any]], timeout: tuple[float, float]) -> Any:
-        if path.endswith("/log"):
-            requests.append(path.split("/")[-2])
-        return real_get_raw(self, path, query, timeout)
-
-    monkeypatch.setattr(Kube, "get_raw", counting)
+    requests = log_requests(monkeypatch)
     script = 'for i in $(seq 1 50); do echo "step $i loss 2.$((i % 10))"; sleep 0.1; done; sleep 60'
     submitted = await submit_obs(jp_fetch, script, nodes=2)
     ws = await jp_ws_fetch("ranktable", "stream")
