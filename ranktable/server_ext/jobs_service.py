@@ -184,6 +184,7 @@ class JobsService:
             live=self.services.observe.live,
             poll_s=float(self.config.auto_resume_poll_seconds),
             log=self.services.log,
+            watched=self.watched,
         ).start()
 
     def recovery(self, since: float = 0.0) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ranktable.cluster.job_shape import job_uid
 from ranktable.errors import RanktableError
 from ranktable.usecases.observe import ENDED_PHASES
 
@@ -84,8 +85,12 @@ class AutoResume:
         poll_s: float = 2.0,
         hang_check_s: float = 30.0,
         log: logging.Logger | None = None,
+        watched: Callable[[str, str], tuple[dict[str, Any], list[dict[str, Any]]] | None] | None = None,
     ) -> None:
         self.jobs = jobs
+        # (job, pods) as the job list's watches hold them (the server's): a poll then lists no pods (a
+        # 1,024-pod list every poll cost the server and the pool more than the rest of the policy)
+        self.watched = watched
         self.budget = budget
         self.notify = notify or (lambda decision: None)
         self._own_live = live is None
@@ -160,9 +165,12 @@ class AutoResume:
     def _observation(
         self, client: ClusterClient, name: str, job: dict[str, Any] | None = None
     ) -> Observation:
-        return self.live.observation(
-            client, name, known=None if job is None else (job, client.job_pods(name))
-        )
+        known = None
+        if job is not None:
+            known = self.watched(client.namespace, name) if self.watched is not None else None
+            if known is None or job_uid(known[0]) != job_uid(job):
+                known = (job, client.job_pods(name))
+        return self.live.observation(client, name, known=known)
 
     def _failed(self, client: ClusterClient, name: str, uid: str, job: dict[str, Any]) -> Decision:
         from ranktable.usecases.resume import blamed_node

@@ -8,8 +8,10 @@ from __future__ import annotations
 import random
 import shutil
 import tempfile
+import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,8 +129,13 @@ def test_a_failure_that_is_not_the_hardwares_is_not_resumed(
 
 
 def test_a_hung_rank_is_resumed_off_its_node(
-    sim_pool_factory: Callable[..., SimPoolHandle], tmp_path: Path, request: pytest.FixtureRequest
+    sim_pool_factory: Callable[..., SimPoolHandle],
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Also: with the job list's watches at hand (the server's `watched`), the polls list no pods."""
+    from ranktable.cluster.client import ClusterClient
     from ranktable.observe import ObserveSettings
     from ranktable.usecases.observe import LiveRuns
 
@@ -149,9 +156,29 @@ def test_a_hung_rank_is_resumed_off_its_node(
     live = LiveRuns(state, ObserveSettings(hang_floor_s=3.0, hang_factor=5.0))
     request.addfinalizer(live.close)
     decisions: list[Decision] = []
-    policy = AutoResume(jobs, notify=decisions.append, live=live, poll_s=0.3, hang_check_s=1.0).start()
+    watch = jobs.client()
+    real_job_pods = ClusterClient.job_pods
+    watched_calls: list[str] = []
+
+    def watched(namespace: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        watched_calls.append(name)  # as the server's job table answers: the job and its pods, no list call
+        return watch.get_job(name), real_job_pods(watch, name)
+
+    listed: list[str] = []  # the polls' own pod lists (a new follower and the resume list pods once each)
+
+    def job_pods(self: ClusterClient, name: str) -> list[dict[str, Any]]:
+        if traceback.extract_stack()[-2].name == "_observation":  # called by the poll itself
+            listed.append(name)
+        return real_job_pods(self, name)
+
+    monkeypatch.setattr(ClusterClient, "job_pods", job_pods)
+    policy = AutoResume(
+        jobs, notify=decisions.append, live=live, poll_s=0.3, hang_check_s=1.0, watched=watched
+    ).start()
     request.addfinalizer(policy.stop)
     decision = eventually(lambda: decisions[0] if decisions else None, timeout=90, what="the hang's decision")
+    assert watched_calls and not listed, (len(watched_calls), listed)
+    monkeypatch.undo()
     assert decision.action == "resumed" and decision.run == first["uid"], decision.message
     assert "hung" in decision.message and decision.result is not None
     assert decision.result["avoided"] == [hung_node] and decision.result["fault"]["code"] == "HANG"
