@@ -11,6 +11,7 @@ Content-Length or until close) decoded here, TLS included. Each round of reads i
 from __future__ import annotations
 
 import contextlib
+import io
 import operator
 import selectors
 import socket
@@ -25,6 +26,7 @@ from urllib3.exceptions import ProtocolError
 from ranktable import probe
 
 READ_BYTES = 65536  # per body and round (a TLS recv returns one record, at most 16 KiB: read until this)
+HELD_BYTES = io.DEFAULT_BUFFER_SIZE  # all http.client's buffer can hold, or one raw read that small
 BUFFERED_BYTES = 65536  # more than http.client's read buffer (io.DEFAULT_BUFFER_SIZE, 8 KiB) can hold
 # a round stops reading more bodies past this: bounds one emitted round. 1,024 pods x 100 lines/s are
 # ~9.5 MB/s of chunked, stamped lines, and on two busy cores the loop makes ~30 rounds a second: 256
@@ -151,13 +153,13 @@ class Body:
         with contextlib.suppress(Exception):  # the connection is not reused: we read it behind urllib3
             self.resp.close()
 
-    def buffered(self) -> bytes:
+    def buffered(self, limit: int = BUFFERED_BYTES) -> bytes:
         """What http.client read past the headers into its buffer (the socket is non-blocking by now)."""
         fp = getattr(getattr(self.resp, "_fp", None), "fp", None)
         if fp is None:
             return b""
         try:  # what is buffered (8 KiB at most), or else one raw read: not the socket's whole backlog
-            return bytes(fp.read1(BUFFERED_BYTES) or b"")
+            return bytes(fp.read1(limit) or b"")
         except (BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return b""
 
@@ -294,10 +296,13 @@ class BodyLoop:
         for i, body in enumerate(fresh + ready):
             if body._ended:
                 continue
-            if size > ROUND_BYTES and i >= len(fresh):
+            over = size > ROUND_BYTES
+            if over and i >= len(fresh):
                 break  # level-triggered: the rest is still readable next round
             try:
-                data, eof = self._read(body)
+                # a fresh body past the cap gives only what select cannot see (its first read of 1,024
+                # pods' history made one round of ~650,000 lines, ~1 GiB held until every reader had it)
+                data, eof = self._read(body, held_only=over)
                 if data:
                     body.last_read = time.monotonic()
                     size += len(data)
@@ -320,16 +325,23 @@ class BodyLoop:
         for body in ended:
             self._end(selector, body, body.error)
 
-    def _read(self, body: Body) -> tuple[bytes, bool]:
-        """What the body's socket has now, and whether the connection closed after it."""
+    def _read(self, body: Body, held_only: bool = False) -> tuple[bytes, bool]:
+        """What the body's socket has now, and whether the connection closed after it. ``held_only``: only
+        the bytes select does not see (http.client's buffer, TLS's decrypted ones); the socket's are read
+        in a later round."""
         sock = body.sock
         assert sock is not None
         parts: list[bytes] = []
         if not body.started:
             body.started = True
-            parts.append(body.buffered())
+            parts.append(body.buffered(HELD_BYTES if held_only else BUFFERED_BYTES))
         eof = False
         tls = isinstance(sock, ssl.SSLSocket)
+        if held_only:
+            if isinstance(sock, ssl.SSLSocket) and sock.pending():
+                with contextlib.suppress(BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                    parts.append(sock.recv(sock.pending()))
+            return b"".join(parts), False
         size = 0
         while True:
             try:
