@@ -100,6 +100,10 @@ class StreamStats:
 
 
 _DONE = object()
+# Lines read and not yet taken by the consumer, at most (besides the 64 rounds): rounds are up to ~1 MiB,
+# so a consumer that fell behind (a busy GIL) let 64 of them hold ~650,000 lines (~1 GiB of objects);
+# past this the loop waits and the lines wait in the pods' sockets, late, not lost.
+QUEUED_LINES = 100_000
 
 
 class Backoff:
@@ -148,6 +152,8 @@ class LogStream:
         self.follow = follow
         self.stats = StreamStats()
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
+        self._queued_lines = 0  # of the rounds in `_queue`, at most QUEUED_LINES (one round always fits)
+        self._room = threading.Condition()
         self._stop = threading.Event()
         self._responses: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -243,10 +249,15 @@ class LogStream:
             if batch is _DONE:
                 remaining -= 1
                 continue
+            with self._room:
+                self._queued_lines -= sum(map(len, batch))
+                self._room.notify_all()
             yield batch
 
     def close(self) -> None:
         self._stop.set()
+        with self._room:
+            self._room.notify_all()  # a round waiting for room gives up at once
         self._loop.close()  # every response the loop reads is closed, their pods' threads wake at once
         with self._lock:
             responses = list(self._responses.values())
@@ -269,6 +280,14 @@ class LogStream:
 
     # -- per-pod worker ------------------------------------------------------------------------------
     def _put(self, item: Any) -> None:
+        if item is not _DONE:
+            lines = sum(map(len, item))
+            with self._room:
+                while self._queued_lines and self._queued_lines + lines > QUEUED_LINES:
+                    if self._stop.is_set():
+                        return
+                    self._room.wait(0.5)
+                self._queued_lines += lines
         while not self._stop.is_set():
             try:
                 self._queue.put(item, timeout=0.5)

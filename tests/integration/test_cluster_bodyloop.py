@@ -515,3 +515,40 @@ def test_fresh_bodies_with_a_backlog_keep_to_the_round_cap_and_arrive_whole(
             assert sum(sizes) == sum(map(len, backlog.values()))
         finally:
             hold.set()
+
+
+def test_a_consumer_that_falls_behind_holds_the_reading_not_memory(
+    tls_dir: Path | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With nobody taking its rounds, the stream reads at most QUEUED_LINES (plus a round) and then
+    waits: the rest stays in the sockets. Once read, every line comes, in order."""
+    monkeypatch.setattr(logs_module, "QUEUED_LINES", 2000)
+    monkeypatch.setattr(bodyloop, "ROUND_BYTES", 16 * 1024)
+    lines = 5000
+    hold = threading.Event()
+
+    def script(conn: socket.socket, path: str, query: dict[str, list[str]]) -> None:
+        pod = path.split("/")[-2]
+        conn.sendall(HEAD + chunk(b"".join(f"{stamp(i)} {pod} {i}\n".encode() for i in range(lines))))
+        hold.wait(30)
+
+    server = Server(script, tls_dir)
+    names = [(f"job-q-{i}", i) for i in range(10)]
+    stream = LogStream(FakeKube(server), "default", "job", names, follow=True)  # type: ignore[arg-type]
+    try:
+        stream.start()
+        time.sleep(1.5)  # nobody reads the stream meanwhile
+        read_ahead = stream.stats.lines
+        assert 0 < read_ahead <= 2000 + 16 * 1024 // 20 + 10 * 8192 // 20, read_ahead
+        got: dict[str, list[str]] = {}
+        deadline = time.monotonic() + 20
+        for batch in stream.batches(idle=0.5):
+            for line in batch:
+                got.setdefault(line.pod, []).append(line.text)
+            if sum(map(len, got.values())) == lines * len(names) or time.monotonic() > deadline:
+                break
+        assert all(got[pod] == [f"{pod} {i}" for i in range(lines)] for pod, _ in names)
+    finally:
+        hold.set()
+        stream.close()
+        server.close()
