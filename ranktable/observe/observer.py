@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ranktable.observe.catalogue import CONTEXT, Catalogue, catalogue, named_peer, refine
+from ranktable.observe.checkpoints import Checkpoint, checkpoint_saved
 from ranktable.observe.fastpath import Group, PodShapes, match_batch, match_pods
 from ranktable.observe.layout import RankLayout
 from ranktable.observe.parsers import LineParser, compile_user_patterns
@@ -99,6 +100,7 @@ class RunObserver:
         self._errors: dict[int, ErrorEvent] = {}
         self._error_counts: dict[str, int] = {}
         self._progress: dict[int, tuple[float, int | None]] = {}
+        self.last_checkpoint: Checkpoint | None = None  # the last finished save fed (lineage, resume)
         self._shapes: dict[str, PodShapes] = {}
         self._shared_shapes: dict[tuple[Any, ...], Any] = {}  # see PodShapes
         self._held: dict[str, list[np.ndarray]] = {name: [] for name in HELD}  # rows not merged (see _flush)
@@ -160,6 +162,10 @@ class RunObserver:
         if not lines:
             return
         self.lines += len(lines)
+        joined = "\n".join(map(_second, lines))  # a save is rare: one scan of the batch says there is none
+        if "ckpt" in joined or "checkpoint" in joined:
+            for _, text in lines:
+                self.last_checkpoint = checkpoint_saved(text) or self.last_checkpoint
         batches = self._pending.setdefault((pod, node_rank), [])
         batches.append(lines)
         self._pending_lines += len(lines)

@@ -214,7 +214,7 @@ class Jobs:
         client = self.client(namespace)
         state_dir = self.settings.state_dir
 
-        def archive_current() -> object:
+        def archive_current() -> Observation:
             if live is not None:
                 return live.observation(client, name)
             return observe_run(client, name, state_dir=state_dir)

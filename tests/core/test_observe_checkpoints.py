@@ -80,3 +80,19 @@ def test_mindformers_steps_become_global_with_the_epoch_length() -> None:
     assert saved is not None
     assert saved.global_step(steps_per_epoch=100) == 220
     assert saved.global_step() == 20
+
+
+def test_an_observer_keeps_the_last_save_it_was_fed() -> None:
+    """The lineage and the live view read a run's last checkpoint from the observer that parsed its lines
+    (no second pass over the archive): every framework's line, in any batch, the later one kept."""
+    from ranktable.observe import RankLayout, RunObserver
+
+    observer = RunObserver(RankLayout.uniform([("p-0", 0), ("p-1", 1)], 1))
+    steps = [("", f"step {i} loss {1 / (i + 1):.4f}") for i in range(200)]
+    observer.feed("p-0", 0, steps)
+    assert observer.last_checkpoint is None
+    for text, expected in CASES:
+        observer.feed("p-1", 1, [*steps[:50], ("", text), *steps[50:60]])
+        assert observer.last_checkpoint == expected, text
+    observer.feed("p-0", 0, steps)  # no save in it: the last one stays
+    assert observer.last_checkpoint == CASES[-1][1]

@@ -404,3 +404,41 @@ async def test_the_overview_s_lineage_leaves_every_job_view_s_live_logs_going(
         assert sorted(requests) == sorted(seen), requests  # the lineage read nothing of its own
     finally:
         ws.close()
+
+
+async def test_the_lineage_reads_the_live_run_from_its_follower_and_an_ended_run_once(
+    jp_fetch: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each Job view opened reads the lineage. It parsed every run's whole archive each time (twice: steps,
+    then checkpoints): at 1,024 pods that was the server's busiest thread for the whole window. The live
+    run's facts come from its follower, an ended run's archive is parsed once."""
+    import ranktable.cluster.observing as observing
+
+    parsed: list[str] = []
+    real = observing.archived_observer
+
+    def counting(root: Path, run: Any, settings: Any = None) -> Any:
+        parsed.append(run.uid)
+        return real(root, run, settings)
+
+    monkeypatch.setattr(observing, "archived_observer", counting)
+    script = (
+        'for i in 1 2 3 4 5 6; do echo "step $i loss 2.$i"; done; '
+        'echo "successfully saved checkpoint from iteration       6 to /ckpt"; sleep 60'
+    )
+    first = await submit_obs(jp_fetch, script, nodes=1)
+
+    async def saved() -> Any:
+        lineage = await call(jp_fetch, *job_path("lineage"))
+        runs = lineage["runs"]
+        return lineage if runs and runs[-1]["last_checkpoint"] == 6 and runs[-1]["last_step"] == 6 else None
+
+    await until(saved, 60)
+    assert parsed == []  # the live run: its follower's observer, no archive parsed
+    again = await call(jp_fetch, *job_path("resume"), method="POST", body={}, expect=201)  # from step 6
+    assert again["resumed_from"] == first["uid"] and again["checkpoint"]["step"] == 6, again
+    for _ in range(2):  # two Job views opened
+        lineage = await call(jp_fetch, *job_path("lineage"))
+        by_uid = {r["uid"]: r for r in lineage["runs"]}
+        assert by_uid[first["uid"]]["last_checkpoint"] == 6 and again["uid"] in by_uid
+    assert parsed.count(first["uid"]) == 1 and again["uid"] not in parsed, parsed
