@@ -333,3 +333,20 @@ def test_a_key_file_name_too_long_for_the_file_system_is_a_key_error_not_a_crash
     with pytest.raises(KeyFileError) as info:
         load_private_key(tmp_path / ("0" * 1000))
     assert info.value.where == "key_file" and "File name too long" in str(info.value), str(info.value)
+
+
+def test_a_lease_closes_quietly_on_a_dead_transport_and_gives_its_slot_back() -> None:
+    """paramiko's `Channel.close` raises EOFError once the transport died (sshd killed mid-sync); the
+    lease's close then replaced the sync's own "the connection dropped" error in its `finally` (CI)."""
+    from ranktable.remote.connection import ChannelLease
+
+    class DeadChannel:
+        def close(self) -> None:
+            raise EOFError()
+
+    slots = threading.BoundedSemaphore(1)
+    slots.acquire()
+    lease = ChannelLease(DeadChannel(), slots)  # type: ignore[arg-type]
+    lease.close()
+    lease.close()  # idempotent: the slot is given back once
+    assert slots.acquire(blocking=False)
