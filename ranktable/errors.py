@@ -54,5 +54,10 @@ class ConflictError(RanktableError):
     """The action would overwrite or duplicate something that already exists."""
 
 
+class NotReady(ConflictError):
+    """What is asked for is still being made (a rank table the controller is still filling in): a 409,
+    and a client asks again shortly instead of showing a final error."""
+
+
 class MissingFileError(NotFoundError, InputError):
     """A file the user named does not exist (a 404 to the API, bad input to the loaders)."""

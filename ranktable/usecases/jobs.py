@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ranktable.compose.names import RANK_TABLE_KEY, configmap_name
-from ranktable.errors import InputError, RanktableError
+from ranktable.errors import InputError, NotReady, RanktableError
 from ranktable.limits import KEEP_LOGS_S
 
 if TYPE_CHECKING:
@@ -498,7 +498,7 @@ def job_layout(
     text = (cm.get("data") or {}).get(RANK_TABLE_KEY) or ""
     table = parse_rank_table(text, f"{cm_name}/{RANK_TABLE_KEY}")
     if not table.completed:
-        raise RanktableError(
+        raise NotReady(
             f"the rank table of {name} is still {table.status}",
             where=cm_name,
             fix=f"wait with `ranktable job wait-ranktable {name}`",

@@ -1,4 +1,5 @@
 import { get, getChanged } from '../api/client';
+import { RanktableAPIError } from '../api/errors';
 import type { components } from '../api/openapi';
 import { ILayoutResult } from '../layout/figure';
 import { Model } from '../ui/model';
@@ -13,6 +14,8 @@ export type IEventRow = IDescription['events'][number];
 export type IRunRecord = components['schemas']['Run'];
 
 export const DESCRIBE_EVERY_MS = 2000;
+/** How soon the Layout tab asks again while the run's rank table is still being filled in (a 409). */
+export const LAYOUT_RETRY_MS = 2000;
 
 /** What the Job view's header says of a run. */
 export interface IRunHeader {
@@ -129,7 +132,13 @@ export class RunModel extends Model {
     }
   }
 
+  /**
+   * Plan the run's layout. While its rank table is still initializing (the tab opened at submit time) the
+   * server answers 409: the model asks again every `LAYOUT_RETRY_MS` until the table is complete, the run
+   * ended or the view closed, so the tab never stays on "still initializing".
+   */
   async loadLayout(topologyPath = ''): Promise<void> {
+    this.cancel('layout');
     try {
       this.layout = await get('/ranktable/jobs/{namespace}/{name}/layout', {
         path: this.run,
@@ -138,6 +147,14 @@ export class RunModel extends Model {
       this.layoutError = '';
     } catch (e) {
       this.layoutError = (e as Error).message ?? String(e);
+      if (e instanceof RanktableAPIError && e.status === 409 && !this.ended) {
+        this.layoutError += ' (planned as soon as it is complete)';
+        this.later(
+          'layout',
+          () => void this.loadLayout(topologyPath),
+          LAYOUT_RETRY_MS
+        );
+      }
     }
     this.emit();
   }
