@@ -220,9 +220,11 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from ranktable.arenas import limit_arenas
     from ranktable.sim.pool import Pool, PoolConfig
 
     _check(args)
+    limit_arenas()  # a thread per log connection: 1,024 pods' followers in 2 arenas, not 16 (#28)
     config = PoolConfig(
         state_dir=_state_dir(args),
         nodes=args.nodes,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from ranktable.cluster.describe import NpuCapacity, event_hint, npu_capacity
+from ranktable.cluster.job_shape import slimmed_pod
 from ranktable.cluster.kube import DEFAULT_TIMEOUT, Kube, WatchEvent, api_error, new_api_client, watch
 from ranktable.cluster.results import (
     EventInfo,
@@ -103,7 +104,7 @@ class ClusterClient:
             ).get("items")
             or []
         )
-        return sorted(pods, key=pod_index)
+        return sorted(map(slimmed_pod, pods), key=pod_index)
 
     def get_configmap(self, name: str) -> dict[str, Any]:
         return self._call(

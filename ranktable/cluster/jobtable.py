@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ranktable.cluster.job_shape import slimmed_pod
 from ranktable.cluster.kube import WatchEvent, interrupt, watch
 from ranktable.cluster.results import JobSummary, _age
 from ranktable.compose.names import CONFIGMAP_PREFIX, RANK_TABLE_KEY
@@ -231,7 +232,7 @@ class JobTable:
             self._dirty |= set(self._pods)
             self._pods = {}
             for pod in event.obj.get("items") or []:
-                self._pods.setdefault(_job_of_pod(pod), {})[_name(pod)] = pod
+                self._pods.setdefault(_job_of_pod(pod), {})[_name(pod)] = slimmed_pod(pod)
             self._dirty |= set(self._pods)
             return
         job = _job_of_pod(event.obj)
@@ -239,7 +240,7 @@ class JobTable:
         if event.type == "DELETED":
             pods.pop(_name(event.obj), None)
         else:
-            pods[_name(event.obj)] = event.obj
+            pods[_name(event.obj)] = slimmed_pod(event.obj)
         self._dirty.add(job)
 
     def _on_configmap(self, event: WatchEvent) -> None:

@@ -29,6 +29,9 @@ class RanktableApp(ExtensionApp):
     load_other_extensions = True
 
     def initialize_settings(self) -> None:
+        from ranktable.arenas import limit_arenas
+
+        limit_arenas()  # before the per-pod log readers start: their memory in 2 arenas, not 16 (#28)
         # Import the cluster client once here, on the server's own thread, before the panel's first
         # requests arrive together on the executor's threads.
         from ranktable.usecases.jobs import preload_cluster_client

@@ -15,7 +15,7 @@ from kubernetes.client import CoreV1Api
 from kubernetes.config import new_client_from_config
 
 from ranktable.cluster.client import ClusterClient
-from ranktable.cluster.jobtable import JobTable
+from ranktable.cluster.jobtable import JOB_LABEL, JobTable
 from ranktable.cluster.kube import WATCH_SECONDS, UnreachableError
 from ranktable.compose.manifests import compose
 from ranktable.compose.spec import JobSpec
@@ -241,3 +241,30 @@ def test_describe_from_the_watches_is_built_once_per_change_and_follows_the_clus
                 assert other_version.rsplit("-", 1)[1] == "1" and other_version not in (version, new_version)
     finally:
         client.stop("told")
+
+
+def test_the_pods_held_leave_out_their_containers_env_which_volcano_makes_big(client: ClusterClient) -> None:
+    """Volcano's svc plugin writes every pod's host name into each pod's `VC_<TASK>_HOSTS`: at 1,024 pods
+    33 KB a pod, ~110 MB a copy of the job's pods (#28). Nothing reads a pod's env (the job's own comes
+    from the Volcano job), so the table's watch and `job_pods` hold pods without it."""
+    from ranktable.cluster.client import job_env
+
+    spec = job("envy", "sleep 120")
+    spec.env = {"MODEL": "bert"}
+    client.submit(compose(spec))
+    try:
+        raw = client.kube.call(
+            client.kube.core.list_namespaced_pod, "default", label_selector=JOB_LABEL, what="raw pods"
+        )["items"]
+        assert raw and all(any(c.get("env") for c in p["spec"]["containers"]) for p in raw)  # as served
+        with following(client) as (table, rows):
+            rows_until(rows, lambda r: r.get("envy", {}).get("health", {}).get("total") == 2)
+            held = table.job_and_pods("envy")
+            assert held is not None and len(held[1]) == 2
+            listed = client.job_pods("envy")
+            for pod in [*held[1], *listed]:
+                assert all("env" not in c for c in pod["spec"]["containers"]), pod["spec"]["containers"]
+                assert pod["spec"]["containers"][0]["resources"]  # what the capacity reads stays
+            assert job_env(held[0])["MODEL"] == "bert"  # the job's env is read from the job
+    finally:
+        client.stop("envy")
