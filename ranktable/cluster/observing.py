@@ -200,12 +200,15 @@ class RunFollower:
         on_update: Callable[[RunFollower], None] | None = None,
         observe: bool = True,
         logs: RunLogs | None = None,
+        known: tuple[dict[str, Any], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.client = client
         self.name = name
-        self.job = client.get_job(name)
+        # `known`: the job and pods a live watch holds (the server's job list): no second copy of 1,024
+        # pods read from the API and kept for the follower's life (#28)
+        self.job = known[0] if known is not None else client.get_job(name)
         self.uid = job_uid(self.job)
-        self.pods = client.job_pods(name)
+        self.pods = sorted(known[1], key=pod_index) if known is not None else client.job_pods(name)
         self.layout = rank_layout(client, name, self.job, self.pods)
         patterns = metric_patterns_of(self.job.get("metadata") or {})
         self.observer = RunObserver(self.layout, settings, patterns)

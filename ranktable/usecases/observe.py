@@ -330,7 +330,12 @@ class LiveRuns:
             entry = self._followers.get(key)
             if entry is None:
                 follower = RunFollower(
-                    client, name, state_dir=self.state_dir, settings=self.settings, logs=self.logs
+                    client,
+                    name,
+                    state_dir=self.state_dir,
+                    settings=self.settings,
+                    logs=self.logs,
+                    known=known,
                 ).start()
             else:
                 follower = entry[0]

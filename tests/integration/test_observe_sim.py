@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -173,3 +174,42 @@ def test_a_run_followed_before_its_rank_table_completes_is_placed_later(
     assert failure is not None and failure["code"] == "EI0006", diagnosis
     pod = {p.name: p for p in client.describe("early").pods}[failure["pod"]]
     assert failure["server"] == pod.host_ip and failure["leaf"] == pod.leaf and pod.leaf
+
+
+def test_a_followed_run_takes_its_job_and_pods_from_the_watch_it_is_given(
+    sim_pool_factory: Callable[..., SimPoolHandle], tmp_path: Path
+) -> None:
+    """The server hands the job list's watched job and pods to the run's follower: it keeps those very
+    objects, and reads neither the job nor its pods from the API (at 1,024 pods a second copy of the
+    pods, kept for the follower's life, was ~110 MB of the server's memory, #28)."""
+    from ranktable.cluster.jobtable import JobTable
+    from ranktable.usecases.observe import LiveRuns
+
+    pool = sim_pool_factory()
+    client = ClusterClient(str(pool.kubeconfig), pool.context, "default")
+    spec = JobSpec(name="watched", image="i", nodes=2, npus_per_node=1, command=["sleep", "60"])
+    client.submit(compose(spec))
+    table = JobTable(client, settle=0.05)
+    table.start()
+    live = LiveRuns(tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while (known := table.job_and_pods("watched")) is None or len(known[1]) < 2:
+            assert time.monotonic() < deadline, "the watch never held the job's two pods"
+            time.sleep(0.1)
+        calls: list[str] = []
+        call = client.kube.call
+
+        def counting(fn: Any, *args: Any, what: str, **kwargs: Any) -> Any:
+            calls.append(what)
+            return call(fn, *args, what=what, **kwargs)
+
+        client.kube.call = counting  # type: ignore[method-assign]
+        live.observation(client, "watched", known=known)
+        assert not [c for c in calls if c.startswith(("pods of job", "job watched"))], calls
+        follower = live._followers[next(iter(live._followers))][0]
+        assert {id(p) for p in follower.pods} == {id(p) for p in known[1]}
+    finally:
+        live.close()
+        table.close()
+        client.stop("watched")
