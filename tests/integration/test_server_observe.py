@@ -62,6 +62,18 @@ def log_requests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return requests
 
 
+async def read_logs(ws: Any, into: dict[str, list[str]], until_steps: int, sub: str = "view") -> None:
+    """Read the log lines of stream subscription `sub` into `into` (pod -> texts) until both pods have
+    `until_steps`; anything but data for `sub` (an "end") fails. Other subscriptions' messages are skipped."""
+    while len(into) < 2 or any(len(t) < until_steps for t in into.values()):
+        msg = json.loads(await asyncio.wait_for(ws.read_message(), 60))
+        if msg["id"] != sub:
+            continue
+        assert msg["type"] == "data", msg
+        for line in log_lines(msg["data"]):
+            into.setdefault(line["pod"], []).append(line["text"])
+
+
 async def test_metrics_diagnosis_and_archived_runs(jp_fetch: Any, tmp_path: Path) -> None:
     submitted = await submit_obs(jp_fetch, SCRIPT, nodes=2)
 
@@ -332,17 +344,7 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
     try:
         ws.write_message(json.dumps({"op": "subscribe", "id": "view", "channel": "logs", "job": "obs"}))
         seen: dict[str, list[str]] = {}
-
-        async def read_view(until_steps: int, sub: str = "view", into: dict[str, list[str]] = seen) -> None:
-            while len(into) < 2 or any(len(t) < until_steps for t in into.values()):
-                msg = json.loads(await asyncio.wait_for(ws.read_message(), 60))
-                if msg["id"] != sub:
-                    continue
-                assert msg["type"] == "data", msg
-                for line in log_lines(msg["data"]):
-                    into.setdefault(line["pod"], []).append(line["text"])
-
-        await read_view(5)
+        await read_logs(ws, seen, 5)
 
         async def diagnosed() -> Any:  # what the overview tab polls
             metrics = await call(jp_fetch, *job_path("metrics"))
@@ -353,7 +355,7 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
         diagnosis = await call(jp_fetch, *job_path("diagnosis"))
         assert diagnosis["run"] == submitted["uid"] and diagnosis["source"] == "live"
         assert all(s["step"] == list(range(1, 41)) for s in metrics["ranks"].values())
-        await read_view(40)
+        await read_logs(ws, seen, 40)
         assert all(
             texts == [f"step {i} loss 2.{i % 10} lr 1e-4" for i in range(1, 41)] for texts in seen.values()
         )
@@ -363,7 +365,7 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
         # a second view joins late: every line so far (from the archive), still no new request
         ws.write_message(json.dumps({"op": "subscribe", "id": "late", "channel": "logs", "job": "obs"}))
         late: dict[str, list[str]] = {}
-        await read_view(40, "late", late)
+        await read_logs(ws, late, 40, "late")
         assert late == seen and len(requests) == 2
     finally:
         ws.close()
@@ -388,18 +390,10 @@ async def test_the_overview_s_lineage_leaves_every_job_view_s_live_logs_going(
     try:
         ws.write_message(json.dumps({"op": "subscribe", "id": "view", "channel": "logs", "job": "obs"}))
         seen: dict[str, list[str]] = {}
-
-        async def read_view(until_steps: int) -> None:
-            while len(seen) < 2 or any(len(t) < until_steps for t in seen.values()):
-                msg = json.loads(await asyncio.wait_for(ws.read_message(), 60))
-                assert msg["type"] == "data", msg  # an "end" here is the bug
-                for line in log_lines(msg["data"]):
-                    seen.setdefault(line["pod"], []).append(line["text"])
-
-        await read_view(3)
+        await read_logs(ws, seen, 3)  # an "end" here is the bug
         lineage = await call(jp_fetch, *job_path("lineage"))
         assert [r["uid"] for r in lineage["runs"]] == [submitted["uid"]]
-        await read_view(50)
+        await read_logs(ws, seen, 50)
         assert all(texts == [f"step {i} loss 2.{i % 10}" for i in range(1, 51)] for texts in seen.values())
         assert sorted(requests) == sorted(seen), requests  # the lineage read nothing of its own
     finally:
