@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,24 @@ def log_requests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(Kube, "get_raw", counting)
     return requests
+
+
+def subscribe_logs(ws: Any, sub: str) -> None:
+    """Subscribe the stream `ws` to job "obs"'s log lines as `sub`, as a Job view does."""
+    ws.write_message(json.dumps({"op": "subscribe", "id": sub, "channel": "logs", "job": "obs"}))
+
+
+@contextlib.asynccontextmanager
+async def job_view(jp_fetch: Any, jp_ws_fetch: Any, script: str) -> AsyncIterator[tuple[Any, Any]]:
+    """Job "obs" running `script` on 2 pods, and an open Job view: a stream subscribed to its log lines
+    as "view". Yields the submitted run and the stream, closed after."""
+    submitted = await submit_obs(jp_fetch, script, nodes=2)
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        subscribe_logs(ws, "view")
+        yield submitted, ws
+    finally:
+        ws.close()
 
 
 async def read_logs(ws: Any, into: dict[str, list[str]], until_steps: int, sub: str = "view") -> None:
@@ -339,10 +359,7 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
     holds each line once."""
     requests = log_requests(monkeypatch)
     script = 'for i in $(seq 1 40); do echo "step $i loss 2.$((i % 10)) lr 1e-4"; sleep 0.1; done; sleep 60'
-    submitted = await submit_obs(jp_fetch, script, nodes=2)
-    ws = await jp_ws_fetch("ranktable", "stream")
-    try:
-        ws.write_message(json.dumps({"op": "subscribe", "id": "view", "channel": "logs", "job": "obs"}))
+    async with job_view(jp_fetch, jp_ws_fetch, script) as (submitted, ws):
         seen: dict[str, list[str]] = {}
         await read_logs(ws, seen, 5)
 
@@ -363,12 +380,10 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
         assert sorted(requests) == sorted(seen), requests
 
         # a second view joins late: every line so far (from the archive), still no new request
-        ws.write_message(json.dumps({"op": "subscribe", "id": "late", "channel": "logs", "job": "obs"}))
+        subscribe_logs(ws, "late")
         late: dict[str, list[str]] = {}
         await read_logs(ws, late, 40, "late")
         assert late == seen and len(requests) == 2
-    finally:
-        ws.close()
     stopped = await call(jp_fetch, "ranktable", "jobs", "default", "obs", method="DELETE")
     assert stopped["logs"]
     every = await get(jp_fetch, *job_path("runs", submitted["uid"], "logs"))
@@ -385,10 +400,7 @@ async def test_the_overview_s_lineage_leaves_every_job_view_s_live_logs_going(
     line, with no end, and the pods are still read once."""
     requests = log_requests(monkeypatch)
     script = 'for i in $(seq 1 50); do echo "step $i loss 2.$((i % 10))"; sleep 0.1; done; sleep 60'
-    submitted = await submit_obs(jp_fetch, script, nodes=2)
-    ws = await jp_ws_fetch("ranktable", "stream")
-    try:
-        ws.write_message(json.dumps({"op": "subscribe", "id": "view", "channel": "logs", "job": "obs"}))
+    async with job_view(jp_fetch, jp_ws_fetch, script) as (submitted, ws):
         seen: dict[str, list[str]] = {}
         await read_logs(ws, seen, 3)  # an "end" here is the bug
         lineage = await call(jp_fetch, *job_path("lineage"))
@@ -396,8 +408,6 @@ async def test_the_overview_s_lineage_leaves_every_job_view_s_live_logs_going(
         await read_logs(ws, seen, 50)
         assert all(texts == [f"step {i} loss 2.{i % 10}" for i in range(1, 51)] for texts in seen.values())
         assert sorted(requests) == sorted(seen), requests  # the lineage read nothing of its own
-    finally:
-        ws.close()
 
 
 async def test_the_lineage_reads_the_live_run_from_its_follower_and_an_ended_run_once(
