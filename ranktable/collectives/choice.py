@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 
 from ranktable.collectives.constants import alpha_seconds, product_links, selector_value
+from ranktable.collectives.setting_text import setting_items
 from ranktable.errors import InputError
 
 LEVEL1_ALGORITHMS = ("ring", "H-D_R", "NHR", "NHR_V1", "NB", "AHC", "pipeline", "pairwise")
@@ -68,14 +69,10 @@ def _algorithm(text: str, level: str, where: str) -> str:
 
 def _levels(text: str, where: str) -> LevelSetting:
     found: dict[str, str] = {}
-    for part in text.split(";"):
-        if not part.strip():
-            continue
-        level, sep, value = part.partition(":")
-        level = level.strip().lower()
+    for part, level, sep, value in setting_items(text, ";", ":"):
         if not sep or level not in ("level0", "level1", "level2"):
             raise InputError(
-                f"{part.strip()!r} is not level0:NA, level1:<algo> or level2:<algo>",
+                f"{part!r} is not level0:NA, level1:<algo> or level2:<algo>",
                 where=where,
                 fix='write e.g. "level0:NA;level1:H-D_R"',
             )

@@ -23,6 +23,7 @@ from ranktable.collectives.choice import Choice, LevelSetting, choose
 from ranktable.collectives.constants import ProductLinks, product_links
 from ranktable.collectives.engine import Level, StepCost, StepTimer, hierarchy_steps, level0_algorithm
 from ranktable.collectives.estimate import MAX_STEPS_SHOWN, level_buffer
+from ranktable.collectives.setting_text import setting_items
 from ranktable.errors import InputError
 
 KINDS = ("tp", "cp", "ep", "dp", "pp")
@@ -101,14 +102,10 @@ def parse_parallel(text: str, where: str = "--parallel") -> ParallelSizes:
     if len(text) > 200:
         raise InputError("longer than 200 characters", where=where)
     found: dict[str, int] = {}
-    for part in text.split(","):
-        if not part.strip():
-            continue
-        key, sep, value = part.partition("=")
-        key = key.strip().lower()
+    for part, key, sep, value in setting_items(text, ",", "="):
         if not sep or key not in (*KINDS, "dp") or key in found:
             raise InputError(
-                f"{part.strip()!r} is not one of tp=, cp=, ep=, pp=, dp= (each once)",
+                f"{part!r} is not one of tp=, cp=, ep=, pp=, dp= (each once)",
                 where=where,
                 fix="write e.g. tp=8,pp=4",
             )
@@ -137,14 +134,10 @@ def parse_size(text: str, where: str) -> int:
 def parse_group_bytes(text: str, where: str = "--group-bytes") -> dict[str, int]:
     """`tp=64MiB,dp=2GiB`: bytes each group kind moves per collective call."""
     out: dict[str, int] = {}
-    for part in text.split(","):
-        if not part.strip():
-            continue
-        key, sep, value = part.partition("=")
-        key = key.strip().lower()
+    for part, key, sep, value in setting_items(text, ",", "="):
         if not sep or key not in KINDS:
             raise InputError(
-                f"{part.strip()!r} is not <kind>=<size> with kind one of {', '.join(KINDS)}", where=where
+                f"{part!r} is not <kind>=<size> with kind one of {', '.join(KINDS)}", where=where
             )
         out[key] = parse_size(value, where)
     return out

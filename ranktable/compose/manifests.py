@@ -135,23 +135,31 @@ def _avoided_from(affinity: dict[str, Any], where: str) -> list[str]:
     return [str(v) for v in exprs[0].get("values") or []]
 
 
+def one_pod_per_node(job_name: str) -> dict[str, Any]:
+    """The pod anti-affinity that puts each pod of Volcano job `job_name` on a node of its own (the
+    platform guide's); the simulator tests' hand-written jobs use it too."""
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {
+                        "matchExpressions": [
+                            {"key": "volcano.sh/job-name", "operator": "In", "values": [job_name]}
+                        ]
+                    },
+                    "topologyKey": HOSTNAME_KEY,
+                }
+            ]
+        }
+    }
+
+
 def _pod_template(spec: JobSpec, restart_policy: str) -> dict[str, Any]:
     return {
         "metadata": {"labels": {"app": spec.framework, RING_LABEL[0]: RING_LABEL[1]}},
         "spec": {
             "affinity": {
-                "podAntiAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {
-                            "labelSelector": {
-                                "matchExpressions": [
-                                    {"key": "volcano.sh/job-name", "operator": "In", "values": [spec.name]}
-                                ]
-                            },
-                            "topologyKey": HOSTNAME_KEY,
-                        }
-                    ]
-                },
+                **one_pod_per_node(spec.name),
                 **(_avoided(spec.avoid_nodes) if spec.avoid_nodes else {}),
             },
             "containers": [_container(spec)],

@@ -431,16 +431,16 @@ class SSHKernelProvisioner(KernelProvisionerBase):
             self.log.debug("ranktable: signal %s found no remote process group %s", signum, self.pid)
 
     async def kill(self, restart: bool = False) -> None:
-        if self._detached:
-            return
-        await self.send_signal(signal.SIGKILL)
-        self._expect_exit()
-        self._park_forwarder()
+        await self._end(signal.SIGKILL)
 
     async def terminate(self, restart: bool = False) -> None:
+        await self._end(signal.SIGTERM)
+
+    async def _end(self, signum: int) -> None:
+        """`kill` and `terminate`: signal the group (unless detached), then poll fast for its exit."""
         if self._detached:
             return
-        await self.send_signal(signal.SIGTERM)
+        await self.send_signal(signum)
         self._expect_exit()
         self._park_forwarder()
 

@@ -57,26 +57,31 @@ class RemoteFiles:
     kernel_id: str
 
     @property
+    def stem(self) -> str:
+        """Every file's path but its ending."""
+        return f"{self.directory}/kernel-{self.kernel_id}"
+
+    @property
     def connection_file(self) -> str:
-        return f"{self.directory}/kernel-{self.kernel_id}.json"
+        return f"{self.stem}.json"
 
     @property
     def log_file(self) -> str:
-        return f"{self.directory}/kernel-{self.kernel_id}.log"
+        return f"{self.stem}.log"
 
     @property
     def iopub_log(self) -> str:
         """The bounded IOPub log (``.iopub`` and its rotated ``.iopub.1``), see ``kernel_output``."""
-        return f"{self.directory}/kernel-{self.kernel_id}.iopub"
+        return f"{self.stem}.iopub"
 
     @property
     def shell_log(self) -> str:
         """The bounded log of the kernel's shell replies (``.shell``, ``.shell.1``), see ``kernel_output``."""
-        return f"{self.directory}/kernel-{self.kernel_id}.shell"
+        return f"{self.stem}.shell"
 
     @property
     def pid_file(self) -> str:
-        return f"{self.directory}/kernel-{self.kernel_id}.pid"
+        return f"{self.stem}.pid"
 
 
 def probe(run: Run, python: str, where: str) -> ProbeResult:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ranktable.errors import RanktableError
+from ranktable.usecases.polling import poll_in_background
 
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
@@ -58,17 +59,15 @@ class RunArchiver:
 
     def start(self) -> RunArchiver:
         if self.every > 0 and self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name="ranktable-archiver", daemon=True)
-            self._thread.start()
+            self._thread = poll_in_background(
+                "ranktable-archiver",
+                self._stop,
+                self.every,
+                self.sweep,
+                self.log,
+                "ranktable: archiving sweep failed",
+            )
         return self
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.sweep()
-            except Exception:  # a bug must not end archiving for the server's lifetime
-                self.log.exception("ranktable: archiving sweep failed")
-            self._stop.wait(self.every)
 
     def sweep(self) -> None:
         """List the namespaces' jobs; keep a stream for each run with logs; let go of ended streams."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ranktable.cluster.job_shape import job_uid
 from ranktable.errors import RanktableError
 from ranktable.usecases.observe import ENDED_PHASES
+from ranktable.usecases.polling import poll_in_background
 
 if TYPE_CHECKING:
     from ranktable.cluster.client import ClusterClient
@@ -246,17 +247,15 @@ class AutoResume:
 
     # -- the polling thread -----------------------------------------------------------------------------
     def start(self) -> AutoResume:
-        self._thread = threading.Thread(target=self._loop, name="ranktable-auto-resume", daemon=True)
-        self._thread.start()
+        self._thread = poll_in_background(
+            "ranktable-auto-resume",
+            self._stop,
+            self.poll_s,
+            self.check,
+            self.log,
+            "auto-resume: a pass failed",
+        )
         return self
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                self.check()
-            except Exception:  # the policy outlives one bad pass (an API hiccup, a half-deleted job)
-                self.log.exception("auto-resume: a pass failed")
-            self._stop.wait(self.poll_s)
 
     def stop(self) -> None:
         self._stop.set()

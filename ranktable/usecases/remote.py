@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ranktable.errors import InputError, RanktableError
 
 if TYPE_CHECKING:
+    from ranktable.remote.errors import HostKeyChanged, UnknownHostKey
     from ranktable.remote.manager import ConnectionManager
     from ranktable.remote.profiles import ProfileStore
 
@@ -172,22 +173,9 @@ class Remote:
                 }
             alive = conn.probe()
         except UnknownHostKey as exc:
-            return {
-                "status": "unknown-host-key",
-                "message": exc.message,
-                "fingerprint": exc.fingerprint,
-                "key_type": exc.key_type,
-                "host": exc.host_id,
-            }
+            return _host_key_status("unknown-host-key", exc, fingerprint=exc.fingerprint)
         except HostKeyChanged as exc:
-            return {
-                "status": "host-key-changed",
-                "message": exc.message,
-                "host": exc.host_id,
-                "key_type": exc.key_type,
-                "recorded": exc.expected,
-                "presented": exc.presented,
-            }
+            return _host_key_status("host-key-changed", exc, recorded=exc.expected, presented=exc.presented)
         except PassphraseRequired as exc:
             if ask_passphrase is not None:
                 raise
@@ -377,6 +365,20 @@ class Remote:
             self._forwards.close_all()
         if self._manager is not None:
             self._manager.close()
+
+
+def _host_key_status(
+    status: str, exc: UnknownHostKey | HostKeyChanged, **fingerprints: str
+) -> dict[str, Any]:
+    """A refused host key as the panel, the magics and `ssh test` show it: the host, its key type, and
+    the fingerprint(s) the user must check before trusting it."""
+    return {
+        "status": status,
+        "message": exc.message,
+        "host": exc.host_id,
+        "key_type": exc.key_type,
+        **fingerprints,
+    }
 
 
 def sync_result_json(result: Any) -> dict[str, Any]:

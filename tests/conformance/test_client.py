@@ -106,30 +106,17 @@ def test_patch_types(plane: Plane) -> None:
     path = f"/apis/batch.volcano.sh/v1alpha1/namespaces/{NS}/jobs/{name}"
 
     def scenario() -> None:
-        status, _ = raw(
-            plane,
-            "PATCH",
-            path,
-            {"metadata": {"labels": {"merge": "yes"}}},
-            content_type="application/merge-patch+json",
-        )
-        assert status == 200
-        status, _ = raw(
-            plane,
-            "PATCH",
-            path,
-            [{"op": "add", "path": "/metadata/labels/json", "value": "yes"}],
-            content_type="application/json-patch+json",
-        )
-        assert status == 200
-        status, body = raw(
-            plane,
-            "PATCH",
-            path,
-            {"metadata": {"labels": {"smp": "yes"}}},
-            content_type="application/strategic-merge-patch+json",
-        )
-        assert status == 415, (status, body)
+        for patch, content_type, expected in (
+            ({"metadata": {"labels": {"merge": "yes"}}}, "application/merge-patch+json", 200),
+            (
+                [{"op": "add", "path": "/metadata/labels/json", "value": "yes"}],
+                "application/json-patch+json",
+                200,
+            ),
+            ({"metadata": {"labels": {"smp": "yes"}}}, "application/strategic-merge-patch+json", 415),
+        ):
+            status, body = raw(plane, "PATCH", path, patch, content_type=content_type)
+            assert status == expected, (content_type, status, body)
         labels = custom.get_namespaced_custom_object("batch.volcano.sh", "v1alpha1", NS, "jobs", name)[
             "metadata"
         ]["labels"]

@@ -92,24 +92,16 @@ def test_queue_position_and_closed_queue() -> None:
     free = {f"n{i}": 8 for i in range(8)}
     me = job("second", "2026-01-01T00:00:05Z")
     others = [job("first", "2026-01-01T00:00:01Z"), job("running", "2026-01-01T00:00:00Z", "Running"), me]
-    result = pending_reason(
-        job=me,
-        npus_per_pod=8,
-        free_per_node=free,
-        node_leaf={},
-        queue={"status": {"state": "Open"}},
-        queue_jobs=others,
-    )
-    assert result["reason"] == "waiting in queue default: position 2 of 2 pending job(s)"
-    closed = pending_reason(
-        job=me,
-        npus_per_pod=8,
-        free_per_node=free,
-        node_leaf={},
-        queue={"status": {"state": "Closed"}},
-        queue_jobs=others,
-    )
-    assert closed["reason"].startswith("queue default is Closed")
+
+    def reason(state: str) -> str:
+        queue = {"status": {"state": state}}
+        result = pending_reason(
+            job=me, npus_per_pod=8, free_per_node=free, node_leaf={}, queue=queue, queue_jobs=others
+        )
+        return result["reason"]
+
+    assert reason("Open") == "waiting in queue default: position 2 of 2 pending job(s)"
+    assert reason("Closed").startswith("queue default is Closed")
 
 
 def _pending(me: dict, totals: dict[str, int], labels: dict[str, dict[str, str]] | None = None) -> dict:

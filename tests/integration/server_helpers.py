@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.http_helpers import recv_head
 from tests.integration.sim_helpers import eventually
 
 
@@ -151,9 +152,7 @@ def stalled_reader(port: int, path: str, headers: dict[str, str], job: str) -> s
             f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n"
         ).encode()
     )
-    answer = b""
-    while b"\r\n\r\n" not in answer:
-        answer += sock.recv(1)
+    answer = recv_head(sock, 1)
     if not answer.startswith(b"HTTP/1.1 101"):
         raise RuntimeError(f"the stalled reader's upgrade failed: {answer[:200]!r}")
     payload = json.dumps({"op": "subscribe", "id": "stalled", "channel": "logs", "job": job}).encode()

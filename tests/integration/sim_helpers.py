@@ -6,6 +6,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ranktable.compose.manifests import one_pod_per_node
+
 T = TypeVar("T")
 NPU = "huawei.com/ascend-1980"
 
@@ -46,24 +48,7 @@ def volcano_job(
                     "template": {
                         "metadata": {"labels": {"app": "train", "ring-controller.cce": "ascend-1980"}},
                         "spec": {
-                            "affinity": {
-                                "podAntiAffinity": {
-                                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                                        {
-                                            "labelSelector": {
-                                                "matchExpressions": [
-                                                    {
-                                                        "key": "volcano.sh/job-name",
-                                                        "operator": "In",
-                                                        "values": [name],
-                                                    }
-                                                ]
-                                            },
-                                            "topologyKey": "kubernetes.io/hostname",
-                                        }
-                                    ]
-                                }
-                            },
+                            "affinity": one_pod_per_node(name),
                             "containers": [
                                 {
                                     "name": "main",

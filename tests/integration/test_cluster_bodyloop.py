@@ -24,6 +24,7 @@ from ranktable.cluster import logs as logs_module
 from ranktable.cluster.bodyloop import Body, BodyLoop, ChunkDecoder
 from ranktable.cluster.logs import LogStream
 from ranktable.sim.tls import ensure_certificate
+from tests.integration.http_helpers import recv_head
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
 
@@ -104,12 +105,9 @@ class Server:
         try:
             if self.context is not None:
                 conn = self.context.wrap_socket(conn, server_side=True)
-            head = b""
-            while b"\r\n\r\n" not in head:
-                got = conn.recv(4096)
-                if not got:
-                    return
-                head += got
+            head = recv_head(conn, 4096)
+            if b"\r\n\r\n" not in head:
+                return
             target = head.split(b" ", 2)[1].decode()
             self.requests.append(target)
             parts = urlsplit(target)

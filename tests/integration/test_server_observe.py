@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,36 @@ def log_requests(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(Kube, "get_raw", counting)
     return requests
+
+
+def subscribe_logs(ws: Any, sub: str) -> None:
+    """Subscribe the stream `ws` to job "obs"'s log lines as `sub`, as a Job view does."""
+    ws.write_message(json.dumps({"op": "subscribe", "id": sub, "channel": "logs", "job": "obs"}))
+
+
+@contextlib.asynccontextmanager
+async def job_view(jp_fetch: Any, jp_ws_fetch: Any, script: str) -> AsyncIterator[tuple[Any, Any]]:
+    """Job "obs" running `script` on 2 pods, and an open Job view: a stream subscribed to its log lines
+    as "view". Yields the submitted run and the stream, closed after."""
+    submitted = await submit_obs(jp_fetch, script, nodes=2)
+    ws = await jp_ws_fetch("ranktable", "stream")
+    try:
+        subscribe_logs(ws, "view")
+        yield submitted, ws
+    finally:
+        ws.close()
+
+
+async def read_logs(ws: Any, into: dict[str, list[str]], until_steps: int, sub: str = "view") -> None:
+    """Read the log lines of stream subscription `sub` into `into` (pod -> texts) until both pods have
+    `until_steps`; anything but data for `sub` (an "end") fails. Other subscriptions' messages are skipped."""
+    while len(into) < 2 or any(len(t) < until_steps for t in into.values()):
+        msg = json.loads(await asyncio.wait_for(ws.read_message(), 60))
+        if msg["id"] != sub:
+            continue
+        assert msg["type"] == "data", msg
+        for line in log_lines(msg["data"]):
+            into.setdefault(line["pod"], []).append(line["text"])
 
 
 async def test_metrics_diagnosis_and_archived_runs(jp_fetch: Any, tmp_path: Path) -> None:
@@ -327,22 +359,9 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
     holds each line once."""
     requests = log_requests(monkeypatch)
     script = 'for i in $(seq 1 40); do echo "step $i loss 2.$((i % 10)) lr 1e-4"; sleep 0.1; done; sleep 60'
-    submitted = await submit_obs(jp_fetch, script, nodes=2)
-    ws = await jp_ws_fetch("ranktable", "stream")
-    try:
-        ws.write_message(json.dumps({"op": "subscribe", "id": "view", "channel": "logs", "job": "obs"}))
+    async with job_view(jp_fetch, jp_ws_fetch, script) as (submitted, ws):
         seen: dict[str, list[str]] = {}
-
-        async def read_view(until_steps: int, sub: str = "view", into: dict[str, list[str]] = seen) -> None:
-            while len(into) < 2 or any(len(t) < until_steps for t in into.values()):
-                msg = json.loads(await asyncio.wait_for(ws.read_message(), 60))
-                if msg["id"] != sub:
-                    continue
-                assert msg["type"] == "data", msg
-                for line in log_lines(msg["data"]):
-                    into.setdefault(line["pod"], []).append(line["text"])
-
-        await read_view(5)
+        await read_logs(ws, seen, 5)
 
         async def diagnosed() -> Any:  # what the overview tab polls
             metrics = await call(jp_fetch, *job_path("metrics"))
@@ -353,7 +372,7 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
         diagnosis = await call(jp_fetch, *job_path("diagnosis"))
         assert diagnosis["run"] == submitted["uid"] and diagnosis["source"] == "live"
         assert all(s["step"] == list(range(1, 41)) for s in metrics["ranks"].values())
-        await read_view(40)
+        await read_logs(ws, seen, 40)
         assert all(
             texts == [f"step {i} loss 2.{i % 10} lr 1e-4" for i in range(1, 41)] for texts in seen.values()
         )
@@ -361,12 +380,10 @@ async def test_the_job_view_and_its_diagnosis_share_one_log_stream(
         assert sorted(requests) == sorted(seen), requests
 
         # a second view joins late: every line so far (from the archive), still no new request
-        ws.write_message(json.dumps({"op": "subscribe", "id": "late", "channel": "logs", "job": "obs"}))
+        subscribe_logs(ws, "late")
         late: dict[str, list[str]] = {}
-        await read_view(40, "late", late)
+        await read_logs(ws, late, 40, "late")
         assert late == seen and len(requests) == 2
-    finally:
-        ws.close()
     stopped = await call(jp_fetch, "ranktable", "jobs", "default", "obs", method="DELETE")
     assert stopped["logs"]
     every = await get(jp_fetch, *job_path("runs", submitted["uid"], "logs"))
@@ -383,27 +400,14 @@ async def test_the_overview_s_lineage_leaves_every_job_view_s_live_logs_going(
     line, with no end, and the pods are still read once."""
     requests = log_requests(monkeypatch)
     script = 'for i in $(seq 1 50); do echo "step $i loss 2.$((i % 10))"; sleep 0.1; done; sleep 60'
-    submitted = await submit_obs(jp_fetch, script, nodes=2)
-    ws = await jp_ws_fetch("ranktable", "stream")
-    try:
-        ws.write_message(json.dumps({"op": "subscribe", "id": "view", "channel": "logs", "job": "obs"}))
+    async with job_view(jp_fetch, jp_ws_fetch, script) as (submitted, ws):
         seen: dict[str, list[str]] = {}
-
-        async def read_view(until_steps: int) -> None:
-            while len(seen) < 2 or any(len(t) < until_steps for t in seen.values()):
-                msg = json.loads(await asyncio.wait_for(ws.read_message(), 60))
-                assert msg["type"] == "data", msg  # an "end" here is the bug
-                for line in log_lines(msg["data"]):
-                    seen.setdefault(line["pod"], []).append(line["text"])
-
-        await read_view(3)
+        await read_logs(ws, seen, 3)  # an "end" here is the bug
         lineage = await call(jp_fetch, *job_path("lineage"))
         assert [r["uid"] for r in lineage["runs"]] == [submitted["uid"]]
-        await read_view(50)
+        await read_logs(ws, seen, 50)
         assert all(texts == [f"step {i} loss 2.{i % 10}" for i in range(1, 51)] for texts in seen.values())
         assert sorted(requests) == sorted(seen), requests  # the lineage read nothing of its own
-    finally:
-        ws.close()
 
 
 async def test_the_lineage_reads_the_live_run_from_its_follower_and_an_ended_run_once(

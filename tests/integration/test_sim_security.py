@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ranktable.sim.k8s.server import Limits
 from tests.integration.fixtures.simpool import SimPoolHandle
+from tests.integration.http_helpers import recv_head
 from tests.integration.sim_helpers import eventually, volcano_job
 
 
@@ -28,13 +29,7 @@ def _connect(pool: SimPoolHandle, timeout: float = 10) -> ssl.SSLSocket:
 
 def _answer(sock: ssl.SSLSocket) -> tuple[int, dict[str, Any]]:
     """Status code and JSON body of one response (read until the body is complete or closed)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        part = sock.recv(65536)
-        if not part:
-            break
-        data += part
-    head, _, body = data.partition(b"\r\n\r\n")
+    head, _, body = recv_head(sock).partition(b"\r\n\r\n")
     length = next(
         int(line.split(b":", 1)[1])
         for line in head.split(b"\r\n")
