@@ -241,6 +241,9 @@ def watch(
                 continue
             cursor.rv = str((listing.get("metadata") or {}).get("resourceVersion") or "")
             yield from _listing_events(listing, whole_lists)
+            # the watcher keeps what it needs; held here for the watch's life, the listing was a stale
+            # second copy of every object that changed since (1,024 pods, #28)
+            del listing
         remaining = _watch_seconds(deadline)
         try:
             resp = list_fn(

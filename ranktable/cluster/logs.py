@@ -369,11 +369,15 @@ class LogStream:
         started = any({"running", "terminated"} & set(c.get("state") or {}) for c in statuses)
         restarts = sum(int(c.get("restartCount") or 0) for c in statuses)
         phase = (state.get("status") or {}).get("phase")
+        uid = str((state.get("metadata") or {}).get("uid"))
+        # not held while the log is followed (the read below blocks for the pod's life): 1,024 readers each
+        # held their whole pod, Volcano's 33 KB host list env included (#28)
+        del state
         if self._previous and restarts and pod not in self._restarts_seen and not cursor.stamp:
             self._read_quietly(pod, self._ranks[pod], cursor, previous=True)  # e.g. a crash-looping pod
         if not started and phase not in ENDED:
             if self._previous and restarts:
-                self._restarts_seen[pod] = (str((state.get("metadata") or {}).get("uid")), restarts)
+                self._restarts_seen[pod] = (uid, restarts)
             return self.follow
         if self._rank_of is not None and pod not in self._resolved:
             planned = self._rank_of(pod)
@@ -381,7 +385,6 @@ class LogStream:
                 self._ranks[pod] = planned
                 self._resolved.add(pod)
         rank = self._ranks[pod]
-        uid = str((state.get("metadata") or {}).get("uid"))
         seen = self._restarts_seen.get(pod)
         if seen is not None and seen[0] == uid and restarts > seen[1] and cursor.stamp:
             self._read_quietly(pod, rank, cursor, previous=True)  # the tail of the container that died

@@ -3,7 +3,9 @@ kubernetes client makes the changes the product does not (typed API calls)."""
 
 from __future__ import annotations
 
+import gc
 import re
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -210,6 +212,58 @@ def test_watch_relists_after_410_gone(sim_pool_factory: Callable[..., SimPoolHan
     total = len(core.list_namespaced_config_map("default").items)
     names = {after.obj["metadata"]["name"]} | {next(events).obj["metadata"]["name"] for _ in range(total - 1)}
     assert {"first", *(f"cm-{i}" for i in range(20))} <= names
+
+
+def test_a_watch_keeps_no_listing_once_it_streams(sim_pool_factory: Callable[..., SimPoolHandle]) -> None:
+    """The listing a watch starts from is the watcher's (`LIST`): the watch itself lets go of it, else every
+    object changed since stays alive twice, the listed copy and the new one (1,024 pods, #28)."""
+    pool = sim_pool_factory()
+    client = client_for(pool)
+    core = CoreV1Api(pool.api_client())
+    core.create_namespaced_config_map("default", {"metadata": {"name": "listed"}, "data": {"a": "1"}})
+    events = watch(
+        client.kube,
+        client.kube.core.list_namespaced_config_map,
+        "default",
+        what="configmaps",
+        whole_lists=True,
+        deadline=time.monotonic() + 20,
+    )
+    listing = next(events).obj
+    assert [i["metadata"]["name"] for i in listing["items"]] == ["listed"]
+    core.create_namespaced_config_map("default", {"metadata": {"name": "later"}})
+    assert next(events).obj["metadata"]["name"] == "later"  # streaming now
+    assert not any(r is events for r in gc.get_referrers(listing)), "the watch still holds its listing"
+    events.close()
+
+
+def test_following_readers_hold_no_pod(pool: SimPoolHandle) -> None:
+    """A pod's reader reads the pod to know where its log stands, then follows the log for the pod's life:
+    it must not keep the pod meanwhile (1,024 readers held 1,024 whole pods, each with Volcano's 33 KB host
+    list, #28)."""
+    client = client_for(pool)
+    spec = JobSpec(
+        name="held", image="i", nodes=2, npus_per_node=1, command=["/bin/sh", "-c", "echo up; sleep 30"]
+    )
+    client.submit(compose(spec))
+    try:
+        with client.logs("held", follow=True) as stream:
+            lines = iter(stream)
+            assert [next(lines).text, next(lines).text] == ["up", "up"]  # both readers follow now
+            readers = {t.ident for t in threading.enumerate() if t.name.startswith("log-held-")}
+            assert len(readers) == 2
+            held = []
+            for ident, frame in sys._current_frames().items():
+                while ident in readers and frame is not None:
+                    held += [
+                        f"{frame.f_code.co_name}.{name}"
+                        for name, value in frame.f_locals.items()
+                        if type(value) is dict and value.get("kind") == "Pod"
+                    ]
+                    frame = frame.f_back
+            assert held == []
+    finally:
+        client.stop("held")
 
 
 def test_logs_follow_a_container_restart(pool: SimPoolHandle) -> None:
