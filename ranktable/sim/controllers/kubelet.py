@@ -35,12 +35,9 @@ from ranktable.sim.controllers.logs import (
 )
 from ranktable.sim.controllers.sandbox import Sandboxes, expand
 from ranktable.sim.k8s import errors
-from ranktable.sim.k8s.resources import BY_KEY, ResourceType
+from ranktable.sim.k8s.resources import CONFIGMAPS, NODES, PODS, ResourceType
 from ranktable.sim.k8s.store import now_rfc3339
 
-PODS = BY_KEY["pods"]
-NODES = BY_KEY["nodes"]
-CONFIGMAPS = BY_KEY["configmaps"]
 MAX_GRACE_SECONDS = 5.0
 BACKOFF_SECONDS = 10.0  # the real kubelet's initial CrashLoopBackOff delay
 MAX_BACKOFF_SECONDS = 300.0
