@@ -39,6 +39,7 @@ from ranktable.sim.k8s.resources import CONFIGMAPS, NODES, PODS, ResourceType
 from ranktable.sim.k8s.store import now_rfc3339
 
 MAX_GRACE_SECONDS = 5.0
+TRUE_VALUES = ("1", "true", "True")  # how a log request's boolean query parameters say yes
 BACKOFF_SECONDS = 10.0  # the real kubelet's initial CrashLoopBackOff delay
 MAX_BACKOFF_SECONDS = 300.0
 WRAPPER = '"$@"; code=$?; echo "$code" > "$0.tmp"; mv "$0.tmp" "$0"; exit "$code"'
@@ -660,15 +661,16 @@ class Kubelet:
                 self._cond.wait(timeout)
 
         since_ns, tail, limit = _log_window(query)
+        follow, timestamps = (query.get(flag) in TRUE_VALUES for flag in ("follow", "timestamps"))
         if synthetic is not None:
             live = run
             return SyntheticReader(
                 synthetic,
-                follow=query.get("follow") in ("1", "true", "True"),
+                follow=follow,
                 # its own run's flag, without the kubelet's lock: 1,024 followers check it 10 times a second
                 finished=lambda: live is None or live.drained,
                 wait=self._stop.wait,  # not the pump's condition: process output must not wake these
-                timestamps=query.get("timestamps") in ("1", "true", "True"),
+                timestamps=timestamps,
                 since_ns=since_ns,
                 tail=tail,
                 limit_bytes=limit,
@@ -676,10 +678,10 @@ class Kubelet:
             )
         return read_log(
             path,
-            follow=query.get("follow") in ("1", "true", "True"),
+            follow=follow,
             finished=finished,
             wait=wait,
-            timestamps=query.get("timestamps") in ("1", "true", "True"),
+            timestamps=timestamps,
             since_ns=since_ns,
             tail=tail,
             limit_bytes=limit,
@@ -701,7 +703,7 @@ def _log_instance(pod: Obj, query: dict[str, str]) -> tuple[str, int]:
         raise errors.bad_request(f"container {container} is not valid for pod {meta['name']}")
     statuses = {c["name"]: c for c in (pod.get("status") or {}).get("containerStatuses") or []}
     st = statuses.get(container)
-    previous = query.get("previous") in ("1", "true", "True")
+    previous = query.get("previous") in TRUE_VALUES
     if st is None:
         reason = "ContainerCreating" if spec.get("nodeName") else "PodInitializing"
         raise errors.bad_request(
