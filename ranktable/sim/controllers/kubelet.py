@@ -661,16 +661,15 @@ class Kubelet:
                 self._cond.wait(timeout)
 
         since_ns, tail, limit = _log_window(query)
-        follow, timestamps = (query.get(flag) in TRUE_VALUES for flag in ("follow", "timestamps"))
         if synthetic is not None:
             live = run
             return SyntheticReader(
                 synthetic,
-                follow=follow,
+                follow=query.get("follow") in TRUE_VALUES,
                 # its own run's flag, without the kubelet's lock: 1,024 followers check it 10 times a second
                 finished=lambda: live is None or live.drained,
                 wait=self._stop.wait,  # not the pump's condition: process output must not wake these
-                timestamps=timestamps,
+                timestamps=query.get("timestamps") in TRUE_VALUES,
                 since_ns=since_ns,
                 tail=tail,
                 limit_bytes=limit,
@@ -678,10 +677,10 @@ class Kubelet:
             )
         return read_log(
             path,
-            follow=follow,
+            follow=query.get("follow") in TRUE_VALUES,
             finished=finished,
             wait=wait,
-            timestamps=timestamps,
+            timestamps=query.get("timestamps") in TRUE_VALUES,
             since_ns=since_ns,
             tail=tail,
             limit_bytes=limit,
