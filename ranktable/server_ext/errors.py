@@ -22,22 +22,23 @@ from ranktable.errors import (
 INTERNAL_MESSAGE = "Internal error in the Ranktable extension (details are in the Jupyter server log)."
 
 
+# The first class an error is an instance of gives its status: subclasses stand before their bases.
+STATUSES: tuple[tuple[type[RanktableError], int], ...] = (
+    (NotFoundError, 404),
+    (PermissionDenied, 403),
+    (Unavailable, 503),
+    (ConflictError, 409),
+    (ContentError, 422),
+    (InputError, 400),
+    (RanktableError, 400),
+)
+
+
 def status_for(error: BaseException) -> int:
     """HTTP status for an exception: the product's errors are the user's (4xx), anything else is ours."""
-    if isinstance(error, NotFoundError):
-        return 404
-    if isinstance(error, PermissionDenied):
-        return 403
-    if isinstance(error, Unavailable):
-        return 503
-    if isinstance(error, ConflictError):
-        return 409
-    if isinstance(error, ContentError):
-        return 422
-    if isinstance(error, InputError):
-        return 400
-    if isinstance(error, RanktableError):
-        return 400
+    for kind, status in STATUSES:
+        if isinstance(error, kind):
+            return status
     if isinstance(error, web.HTTPError):
         return error.status_code
     return 500

@@ -81,33 +81,11 @@ class ForwardProxyHandler(RanktableHandler):
 
     @web.authenticated
     @authorized("execute")
-    async def head(self, forward: str, path: str) -> None:
+    async def _relay(self, forward: str, path: str) -> None:
+        """Every method but GET (which may open a WebSocket) goes to the app as it came."""
         await self._proxy(forward)
 
-    @web.authenticated
-    @authorized("execute")
-    async def post(self, forward: str, path: str) -> None:
-        await self._proxy(forward)
-
-    @web.authenticated
-    @authorized("execute")
-    async def put(self, forward: str, path: str) -> None:
-        await self._proxy(forward)
-
-    @web.authenticated
-    @authorized("execute")
-    async def patch(self, forward: str, path: str) -> None:
-        await self._proxy(forward)
-
-    @web.authenticated
-    @authorized("execute")
-    async def delete(self, forward: str, path: str) -> None:
-        await self._proxy(forward)
-
-    @web.authenticated
-    @authorized("execute")
-    async def options(self, forward: str, path: str) -> None:  # type: ignore[override]
-        await self._proxy(forward)
+    head = post = put = patch = delete = options = _relay  # type: ignore[assignment]  # APIHandler's options
 
     # -- the relay ------------------------------------------------------------------------------------
     async def _proxy(self, forward: str) -> None:

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from ranktable.sim.k8s import errors, validation
-from ranktable.sim.k8s.resources import BY_KEY, ResourceType
+from ranktable.sim.k8s.resources import QUEUES, ResourceType
 from ranktable.sim.k8s.server import Admitter
 from ranktable.sim.k8s.store import Obj, Store
-
-QUEUES = BY_KEY["scheduling.volcano.sh/queues"]
 
 
 def volcano_admitter(store: Store) -> Admitter:

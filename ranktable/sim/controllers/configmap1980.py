@@ -23,12 +23,8 @@ from ranktable.sim.controllers.cluster import INDEX_ANNOTATION, TOR_IP_ANNOTATIO
 from ranktable.sim.controllers.common import DEVICES_ANNOTATION, JOB_NAME, TASK_INDEX, Obj, record_event
 from ranktable.sim.controllers.devices import npus_requested
 from ranktable.sim.fabric import LEAF_LABEL
-from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.k8s.resources import CONFIGMAPS, JOBS, NODES, PODS
 
-PODS = BY_KEY["pods"]
-NODES = BY_KEY["nodes"]
-CONFIGMAPS = BY_KEY["configmaps"]
-JOBS = BY_KEY["batch.volcano.sh/jobs"]
 CONFIG_ANNOTATION = "cce.kubectl.kubernetes.io/ascend-1980-configuration"
 RING_LABEL = "ring-controller.cce"
 

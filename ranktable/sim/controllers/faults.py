@@ -24,11 +24,8 @@ from ranktable.sim.controllers.api import ObjectStore
 from ranktable.sim.controllers.common import Obj, record_event
 from ranktable.sim.fabric import NPU_RESOURCE
 from ranktable.sim.k8s import errors
-from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.k8s.resources import CONFIGMAPS, NAMESPACES, NODES
 
-CONFIGMAPS = BY_KEY["configmaps"]
-NODES = BY_KEY["nodes"]
-NAMESPACES = BY_KEY["namespaces"]
 DEVICE_NAMESPACE = "kube-system"
 NODE_NAMESPACE = "mindx-dl"
 DEVICE_KEY = "DeviceInfoCfg"

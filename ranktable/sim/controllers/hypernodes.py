@@ -10,13 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ranktable.sim.controllers.common import Obj
-from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.k8s.resources import HYPERNODES, NODES
 from ranktable.sim.k8s.selectors import match_label_selector
 from ranktable.sim.k8s.store import Store
 from ranktable.sim.regex import search
 
-HYPERNODES = BY_KEY["topology.volcano.sh/hypernodes"]
-NODES = BY_KEY["nodes"]
 MAX_TIERS = 16
 
 

@@ -35,13 +35,11 @@ from ranktable.sim.controllers.logs import (
 )
 from ranktable.sim.controllers.sandbox import Sandboxes, expand
 from ranktable.sim.k8s import errors
-from ranktable.sim.k8s.resources import BY_KEY, ResourceType
+from ranktable.sim.k8s.resources import CONFIGMAPS, NODES, PODS, ResourceType
 from ranktable.sim.k8s.store import now_rfc3339
 
-PODS = BY_KEY["pods"]
-NODES = BY_KEY["nodes"]
-CONFIGMAPS = BY_KEY["configmaps"]
 MAX_GRACE_SECONDS = 5.0
+TRUE_VALUES = ("1", "true", "True")  # how a log request's boolean query parameters say yes
 BACKOFF_SECONDS = 10.0  # the real kubelet's initial CrashLoopBackOff delay
 MAX_BACKOFF_SECONDS = 300.0
 WRAPPER = '"$@"; code=$?; echo "$code" > "$0.tmp"; mv "$0.tmp" "$0"; exit "$code"'
@@ -667,11 +665,11 @@ class Kubelet:
             live = run
             return SyntheticReader(
                 synthetic,
-                follow=query.get("follow") in ("1", "true", "True"),
+                follow=query.get("follow") in TRUE_VALUES,
                 # its own run's flag, without the kubelet's lock: 1,024 followers check it 10 times a second
                 finished=lambda: live is None or live.drained,
                 wait=self._stop.wait,  # not the pump's condition: process output must not wake these
-                timestamps=query.get("timestamps") in ("1", "true", "True"),
+                timestamps=query.get("timestamps") in TRUE_VALUES,
                 since_ns=since_ns,
                 tail=tail,
                 limit_bytes=limit,
@@ -679,10 +677,10 @@ class Kubelet:
             )
         return read_log(
             path,
-            follow=query.get("follow") in ("1", "true", "True"),
+            follow=query.get("follow") in TRUE_VALUES,
             finished=finished,
             wait=wait,
-            timestamps=query.get("timestamps") in ("1", "true", "True"),
+            timestamps=query.get("timestamps") in TRUE_VALUES,
             since_ns=since_ns,
             tail=tail,
             limit_bytes=limit,
@@ -704,7 +702,7 @@ def _log_instance(pod: Obj, query: dict[str, str]) -> tuple[str, int]:
         raise errors.bad_request(f"container {container} is not valid for pod {meta['name']}")
     statuses = {c["name"]: c for c in (pod.get("status") or {}).get("containerStatuses") or []}
     st = statuses.get(container)
-    previous = query.get("previous") in ("1", "true", "True")
+    previous = query.get("previous") in TRUE_VALUES
     if st is None:
         reason = "ContainerCreating" if spec.get("nodeName") else "PodInitializing"
         raise errors.bad_request(

@@ -21,11 +21,8 @@ from pathlib import Path
 from ranktable.sim.controllers.api import ObjectStore
 from ranktable.sim.controllers.common import DEVICES_ANNOTATION, JOB_NAME, Obj
 from ranktable.sim.controllers.logs import ensure_dir
-from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.k8s.resources import CONFIGMAPS, JOBS, SECRETS
 
-CONFIGMAPS = BY_KEY["configmaps"]
-SECRETS = BY_KEY["secrets"]
-JOBS = BY_KEY["batch.volcano.sh/jobs"]
 CONFIG_MOUNT = "/user/config"
 VOLCANO_MOUNT = "/etc/volcano"
 BIN_DIR = str(Path(sys.executable).parent)  # so `ranktable wait` / `ranktable route` work inside pods

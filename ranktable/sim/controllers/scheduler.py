@@ -26,13 +26,10 @@ from ranktable.sim.controllers.common import (
 )
 from ranktable.sim.controllers.hypernodes import HyperNode
 from ranktable.sim.fabric import LEAF_LABEL, NPU_RESOURCE
-from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.k8s.resources import NODES, PODGROUPS, PODS
 from ranktable.sim.k8s.selectors import match_label_selector
 from ranktable.sim.k8s.store import Store, now_rfc3339
 
-PODS = BY_KEY["pods"]
-NODES = BY_KEY["nodes"]
-PODGROUPS = BY_KEY["scheduling.volcano.sh/podgroups"]
 EVENT_REPEAT_SECONDS = 10.0
 
 
@@ -169,6 +166,29 @@ class Scheduler:
             spread[node.labels.get(LEAF_LABEL, "")] += 1
         return node.name, devices, reasons
 
+    def _place_each(
+        self,
+        nodes: dict[str, NodeState],
+        pods: list[Obj],
+        allowed: frozenset[str] | None,
+        spread: Counter[str],
+        *,
+        all_or_none: bool,
+    ) -> tuple[list[tuple[Obj, str, list[int]]], Counter[str] | None]:
+        """Place `pods` one by one (see `_place`): the placements made and the first pod's reasons for
+        not fitting (None when all fit). `all_or_none` stops at the first pod that does not fit."""
+        placed: list[tuple[Obj, str, list[int]]] = []
+        failure: Counter[str] | None = None
+        for pod in pods:
+            node, devices, reasons = self._place(nodes, pod, allowed, spread)
+            if node is None:
+                failure = failure or reasons
+                if all_or_none:
+                    break
+                continue
+            placed.append((pod, node, devices))
+        return placed, failure
+
     def schedule(self, hypernodes: dict[str, HyperNode] | None = None) -> None:
         self.hypernodes = hypernodes or {}
         pods, _ = self.store.list(PODS)
@@ -266,14 +286,8 @@ class Scheduler:
                     domain if job_domain is None else (job_domain if domain is None else domain & job_domain)
                 )
                 trial = copy.deepcopy(nodes)
-                spread: Counter[str] = Counter()
-                placed = []
-                for pod in pods:
-                    node, devices, reasons = self._place(trial, pod, allowed, spread)
-                    if node is None:
-                        failure = failure or reasons
-                        break
-                    placed.append((pod, node, devices))
+                placed, missed = self._place_each(trial, pods, allowed, Counter(), all_or_none=True)
+                failure = failure or missed
                 if len(placed) == len(pods):
                     nodes, plan = trial, plan + placed
                     break
@@ -298,13 +312,7 @@ class Scheduler:
                 nodes[n].labels.get(LEAF_LABEL, "") if n in nodes else ""
                 for n in ((p.get("spec") or {}).get("nodeName") for p in bound)
             )
-            plan, failure = [], None
-            for pod in pending:
-                node, devices, reasons = self._place(nodes, pod, allowed, spread)
-                if node is None:
-                    failure = failure or reasons
-                    continue
-                plan.append((pod, node, devices))
+            plan, failure = self._place_each(nodes, pending, allowed, spread, all_or_none=False)
             if len(bound) + len(plan) >= min_member:
                 break
         if len(bound) + len(plan) < min_member:

@@ -15,10 +15,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from ranktable.sim.controllers.common import Obj, owner_reference
 from ranktable.sim.k8s import errors
-from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.k8s.resources import SECRETS
 from ranktable.sim.k8s.store import Store
 
-SECRETS = BY_KEY["secrets"]
 KEYS = ("id_rsa", "id_rsa.pub", "authorized_keys", "config")
 
 

@@ -5,11 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ranktable.sim.controllers.common import JOB_NAME, Obj, owner_reference
-from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.k8s.resources import CONFIGMAPS, SERVICES
 from ranktable.sim.k8s.store import Store
-
-SERVICES = BY_KEY["services"]
-CONFIGMAPS = BY_KEY["configmaps"]
 
 
 def env_key(task: str) -> str:

@@ -27,12 +27,9 @@ from ranktable.sim.controllers.common import (
 )
 from ranktable.sim.controllers.kubelet import Kubelet
 from ranktable.sim.k8s import errors
-from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.k8s.resources import JOBS, PODGROUPS, PODS
 from ranktable.sim.k8s.store import Event, Store, now_rfc3339
 
-JOBS = BY_KEY["batch.volcano.sh/jobs"]
-PODS = BY_KEY["pods"]
-PODGROUPS = BY_KEY["scheduling.volcano.sh/podgroups"]
 FINISHED = ("Completed", "Failed", "Aborted", "Terminated")
 WINDING_DOWN = {"Aborting": "Aborted", "Terminating": "Terminated", "Completing": "Completed"}
 

@@ -206,6 +206,18 @@ RESOURCES = (*RESOURCES, SELF_SUBJECT_ACCESS_REVIEWS)
 
 BY_KEY = {r.key: r for r in RESOURCES}
 
+# The types the controllers and agents name, each spelt once here.
+NAMESPACES = BY_KEY["namespaces"]
+NODES = BY_KEY["nodes"]
+CONFIGMAPS = BY_KEY["configmaps"]
+PODS = BY_KEY["pods"]
+SERVICES = BY_KEY["services"]
+SECRETS = BY_KEY["secrets"]
+JOBS = BY_KEY["batch.volcano.sh/jobs"]
+PODGROUPS = BY_KEY["scheduling.volcano.sh/podgroups"]
+QUEUES = BY_KEY["scheduling.volcano.sh/queues"]
+HYPERNODES = BY_KEY["topology.volcano.sh/hypernodes"]
+
 
 def find(group: str, version: str, plural: str) -> ResourceType | None:
     r = BY_KEY.get(f"{group}/{plural}" if group else plural)

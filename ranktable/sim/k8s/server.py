@@ -326,6 +326,14 @@ class RequestHandler(StreamingHandler):
         if self.command != "HEAD":
             self.wfile.write(data)
 
+    def _send_ok_bytes(self, data: bytes, content_type: str) -> None:
+        """A 200 with a body that is not JSON (health checks, the protobuf OpenAPI document)."""
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def _send_error(self, err: errors.ApiError) -> None:
         self._send_json(err.code, err.status(), {"Connection": "close"} if self.close_connection else None)
 
@@ -469,20 +477,10 @@ class RequestHandler(StreamingHandler):
     def _route(self, path: str, query: dict[str, str], body: Any) -> None:
         api = self.server_api
         if path in OPEN_PATHS:
-            data = b"ok"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; charset=utf-8")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._send_ok_bytes(b"ok", "text/plain; charset=utf-8")
             return
         if path == "/openapi/v2":
-            data = openapi.v2_protobuf()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/octet-stream")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self._send_ok_bytes(openapi.v2_protobuf(), "application/octet-stream")
             return
         static = self._static(path)
         if static is not None:

@@ -22,10 +22,9 @@ from ranktable.sim.controllers.configmap1980 import RankTablePlugin, job_uses_pl
 from ranktable.sim.controllers.kubelet import NODES, PODS, Kubelet
 from ranktable.sim.fabric import SimNode
 from ranktable.sim.k8s import errors
-from ranktable.sim.k8s.resources import BY_KEY
+from ranktable.sim.k8s.resources import JOBS
 from ranktable.sim.real.kube_store import KubeStore
 
-JOBS = BY_KEY["batch.volcano.sh/jobs"]
 LEASE_SECONDS = 40
 RENEW_SECONDS = 10.0
 PASS_SECONDS = 0.5
