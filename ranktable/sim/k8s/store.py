@@ -59,7 +59,10 @@ class Store:
         self._rv += 1
         self._changed[resource] = self._rv
         obj["metadata"]["resourceVersion"] = str(self._rv)
-        event = Event(self._rv, resource, kind, clone(obj), old)  # stored objects are replaced, never mutated
+        # stored objects are replaced, never mutated: the event shares the stored version (a clone each was a
+        # second copy of every version in the history: 2,000 events of 1,024 pods that each carry Volcano's
+        # 33 KB host list, #28), and hands out only clones
+        event = Event(self._rv, resource, kind, obj, old)
         self._history.append(event)
         self.dirty = True
         for listener in list(self._listeners):
