@@ -16,7 +16,7 @@ export const STACK = path.resolve(__dirname, '..', '.stack');
 export const PANEL = 'jp-ranktable-panel';
 export const SHOTS = process.env.RANKTABLE_SCREENSHOTS === '1';
 
-/** `test.use(...)` of the workspace tests: a 1440x900 page with JupyterLab's default settings. */
+/** `test.use(...)` of the workspace (and hosted) tests: a 1440x900 page with JupyterLab's default settings. */
 export const WORKSPACE_PAGE = {
   mockSettings: galata.DEFAULT_SETTINGS,
   viewport: { width: 1440, height: 900 }

@@ -4,9 +4,9 @@
  * updates are unavailable and why, and lists the running job by polling; once the proxy passes
  * websockets the stream opens, the notice goes and the list is live. Debian chromium at 1440x900.
  */
-import { expect, galata, test as base } from '@jupyterlab/galata';
+import { expect, test as base } from '@jupyterlab/galata';
 
-import { openSidebar, withStack } from './fixtures';
+import { openSidebar, withStack, WORKSPACE_PAGE } from './fixtures';
 
 interface IHosted {
   url: string;
@@ -23,11 +23,7 @@ const test = base.extend<object, { hosted: IHosted }>({
   baseURL: async ({ hosted }, use) => use(hosted.url)
 });
 
-test.use({
-  autoGoto: false,
-  mockSettings: galata.DEFAULT_SETTINGS,
-  viewport: { width: 1440, height: 900 }
-});
+test.use({ autoGoto: false, ...WORKSPACE_PAGE });
 
 test('behind a proxy without websockets the Jobs section polls and says so, then goes live', async ({
   page,

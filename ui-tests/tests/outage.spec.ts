@@ -6,13 +6,10 @@
  * polled) and no row is doubled. JupyterLab is `hosted_stack.py`'s, reached directly (no proxy), so the
  * browser meets refused connections as it would; Debian chromium at 1440x900.
  */
-import { expect, galata, test as base } from '@jupyterlab/galata';
+import { expect, test as base } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
-import { ChildProcess, spawn } from 'child_process';
-import * as path from 'path';
-import * as readline from 'readline';
 
-import { openSidebar } from './fixtures';
+import { openSidebar, withStack, WORKSPACE_PAGE } from './fixtures';
 
 interface IStack {
   /** JupyterLab itself, under its base_url. */
@@ -24,21 +21,7 @@ interface IStack {
 const test = base.extend<object, { stack: IStack }>({
   stack: [
     async ({}, use) => {
-      const child: ChildProcess = spawn(
-        'python',
-        [path.resolve(__dirname, '..', 'hosted_stack.py')],
-        { stdio: ['ignore', 'pipe', 'inherit'] }
-      );
-      const first = await new Promise<string>((resolve, reject) => {
-        const lines = readline.createInterface({ input: child.stdout! });
-        lines.once('line', resolve);
-        child.once('exit', code =>
-          reject(new Error(`hosted_stack.py exited (${code})`))
-        );
-      });
-      await use(JSON.parse(first) as IStack);
-      child.kill('SIGTERM');
-      await new Promise(resolve => child.once('exit', resolve));
+      await withStack<IStack>('hosted_stack.py', use);
     },
     { scope: 'worker', timeout: 240 * 1000 }
   ],
@@ -49,11 +32,7 @@ const test = base.extend<object, { stack: IStack }>({
   terminals: async ({}, use) => use(null)
 });
 
-test.use({
-  autoGoto: false,
-  mockSettings: galata.DEFAULT_SETTINGS,
-  viewport: { width: 1440, height: 900 }
-});
+test.use({ autoGoto: false, ...WORKSPACE_PAGE });
 
 /** The job names of the rows shown, in order. */
 async function rowNames(panel: Locator): Promise<string[]> {
