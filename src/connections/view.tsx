@@ -12,6 +12,7 @@ import {
   Field,
   ISectionProps,
   Section,
+  TextInput,
   errorText,
   useModel,
   ItemList
@@ -393,11 +394,10 @@ function ProfileForm(
           label={labels[k]}
           message={fieldError?.field === k ? fieldError.message : undefined}
         >
-          <input
-            className="jp-mod-styled"
+          <TextInput
             value={form[k]}
             placeholder={PLACEHOLDERS[k] ?? ''}
-            onChange={e => setForm({ ...form, [k]: e.target.value })}
+            onChange={value => setForm({ ...form, [k]: value })}
           />
         </Field>
       ))}
