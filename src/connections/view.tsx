@@ -10,6 +10,7 @@ import {
   Badge,
   ErrorLine,
   Field,
+  Form,
   ISectionProps,
   Section,
   TextInput,
@@ -379,14 +380,7 @@ function ProfileForm(
   const labels = fieldLabels(trans);
 
   return (
-    <form
-      className="jp-Ranktable-form"
-      aria-label={trans.__('New SSH profile')}
-      onSubmit={e => {
-        e.preventDefault();
-        void add();
-      }}
-    >
+    <Form label={trans.__('New SSH profile')} onSubmit={() => void add()}>
       {(Object.keys(EMPTY) as ProfileField[]).map(k => (
         <Field
           key={k}
@@ -410,7 +404,7 @@ function ProfileForm(
           {trans.__('Cancel')}
         </button>
       </div>
-    </form>
+    </Form>
   );
 }
 

@@ -138,6 +138,26 @@ export function TextInput(
   );
 }
 
+/** A sidebar form: submitting it (Enter, or its submit button) calls `onSubmit` instead of loading a page. */
+export function Form(props: {
+  label: string;
+  onSubmit: () => void;
+  children: React.ReactNode;
+}): JSX.Element {
+  return (
+    <form
+      className="jp-Ranktable-form"
+      aria-label={props.label}
+      onSubmit={e => {
+        e.preventDefault();
+        props.onSubmit();
+      }}
+    >
+      {props.children}
+    </form>
+  );
+}
+
 /** A labelled one-line text input bound to a string state. */
 export function TextField(props: {
   name: string;
