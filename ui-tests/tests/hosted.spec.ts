@@ -6,20 +6,11 @@
  */
 import { expect, test as base } from '@jupyterlab/galata';
 
-import { openSidebar, withStack, WORKSPACE_PAGE } from './fixtures';
+import { hostedStack, openSidebar, WORKSPACE_PAGE } from './fixtures';
+import type { IHostedStack } from './fixtures';
 
-interface IHosted {
-  url: string;
-  control: string;
-}
-
-const test = base.extend<object, { hosted: IHosted }>({
-  hosted: [
-    async ({}, use) => {
-      await withStack<IHosted>('hosted_stack.py', use);
-    },
-    { scope: 'worker', timeout: 240 * 1000 }
-  ],
+const test = base.extend<object, { hosted: IHostedStack }>({
+  hosted: hostedStack(),
   baseURL: async ({ hosted }, use) => use(hosted.url)
 });
 
