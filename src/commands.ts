@@ -10,6 +10,7 @@ import {
 } from '@jupyterlab/apputils';
 import { IDocumentManager } from '@jupyterlab/docmanager';
 import { FileDialog, IDefaultFileBrowser } from '@jupyterlab/filebrowser';
+import type { Contents } from '@jupyterlab/services';
 import { ILauncher } from '@jupyterlab/launcher';
 import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { SidePanel } from '@jupyterlab/ui-components';
@@ -269,48 +270,57 @@ function addDocumentCommands(ctx: ICommandContext): void {
   });
 }
 
-/** JupyterLab's file dialog over the Jupyter contents, showing folders and JSON files only. */
-async function pickRankTable(
+/** JupyterLab's file dialog over the Jupyter contents: the items picked (none when cancelled, or with no
+ * document manager). */
+async function pickFiles(
   ctx: ICommandContext,
-  near: string
-): Promise<string | null> {
-  const { trans, docManager, translator } = ctx;
-  if (!docManager) {
-    return null;
-  }
-  const picked = await FileDialog.getOpenFiles({
-    manager: docManager,
-    title: trans.__('Open a rank table in the Rank layout viewer'),
-    label: trans.__('A rank-table JSON file (hccl.json, ranktable.json…)'),
-    defaultPath: near,
-    filter: item =>
-      item.type === 'directory' || item.name.endsWith('.json') ? {} : null,
-    translator
-  });
-  const file = (picked.value ?? []).find(
-    item => item.type !== 'directory' && item.name.endsWith('.json')
-  );
-  return picked.button.accept && file ? file.path : null;
-}
-
-/** JupyterLab's file dialog: the log files and folders to read as one run. */
-async function pickLogs(ctx: ICommandContext, near: string): Promise<string[]> {
-  const { trans, docManager, translator } = ctx;
+  options: Pick<
+    FileDialog.IFileOptions,
+    'title' | 'label' | 'defaultPath' | 'filter'
+  >
+): Promise<Contents.IModel[]> {
+  const { docManager, translator } = ctx;
   if (!docManager) {
     return [];
   }
   const picked = await FileDialog.getOpenFiles({
     manager: docManager,
+    ...options,
+    translator
+  });
+  return picked.button.accept ? (picked.value ?? []) : [];
+}
+
+/** A rank-table JSON file to open, picked in a file dialog showing folders and JSON files only. */
+async function pickRankTable(
+  ctx: ICommandContext,
+  near: string
+): Promise<string | null> {
+  const { trans } = ctx;
+  const picked = await pickFiles(ctx, {
+    title: trans.__('Open a rank table in the Rank layout viewer'),
+    label: trans.__('A rank-table JSON file (hccl.json, ranktable.json…)'),
+    defaultPath: near,
+    filter: item =>
+      item.type === 'directory' || item.name.endsWith('.json') ? {} : null
+  });
+  const file = picked.find(
+    item => item.type !== 'directory' && item.name.endsWith('.json')
+  );
+  return file ? file.path : null;
+}
+
+/** The log files and folders to read as one run, picked in a file dialog. */
+async function pickLogs(ctx: ICommandContext, near: string): Promise<string[]> {
+  const { trans } = ctx;
+  const picked = await pickFiles(ctx, {
     title: trans.__('Open logs as a run'),
     label: trans.__(
       'Log files or folders (rank_0.log, worker_3.log…) or a .tar export'
     ),
-    defaultPath: near,
-    translator
+    defaultPath: near
   });
-  return picked.button.accept
-    ? (picked.value ?? []).map(item => item.path)
-    : [];
+  return picked.map(item => item.path);
 }
 
 function addPanelCommands(ctx: ICommandContext): void {

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from tornado import httpclient, web, websocket
+
+from serve_stack import announce_and_serve
 
 BASE = "/notebook/abc123/"
 HERE = Path(__file__).parent
@@ -216,12 +217,7 @@ async def main() -> None:
             "lab": State.upstream + BASE.rstrip("/"),
             "server": f"{url}/__proxy__/server",
         }
-        print(json.dumps(urls), flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
+        await announce_and_serve(urls)
     finally:
         kill_lab(signal.SIGTERM)
         pool.stop()

@@ -5,9 +5,7 @@ started and her job `bert` submitted. Prints one JSON line `{"hub"}` and serves 
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
-import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -18,6 +16,8 @@ sys.path.insert(0, str(ROOT))
 from ranktable.sim.k8s.rbac import parse_user  # noqa: E402 - after the path
 from ranktable.sim.pool import Pool, PoolConfig  # noqa: E402
 from tests.integration.hub_helpers import request, spec, start_hub, start_server  # noqa: E402
+
+from serve_stack import announce_and_serve  # noqa: E402 - beside this script
 
 
 async def main() -> None:
@@ -30,12 +30,7 @@ async def main() -> None:
             await request(
                 "POST", f"{hub.url}/user/alice/ranktable/jobs", {"spec": spec("bert")}, alice, (201,)
             )
-            print(json.dumps({"hub": hub.url}), flush=True)
-            stop = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGINT):
-                loop.add_signal_handler(sig, stop.set)
-            await stop.wait()
+            await announce_and_serve({"hub": hub.url})
     finally:
         pool.stop()
         shutil.rmtree(home, ignore_errors=True)

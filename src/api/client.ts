@@ -76,29 +76,21 @@ export function getChanged<P extends PathsWith<'get'>>(
   return requestChanged(endpoint(path, params as object), etag);
 }
 
-export function post<P extends PathsWith<'post'>>(
+/** A call of method M (POST, PUT or PATCH) with a JSON body, typed from openapi.yaml. */
+type SendBody<M extends 'post' | 'put' | 'patch'> = <P extends PathsWith<M>>(
   path: P,
-  params: Params<Operation<P, 'post'>>,
-  body: Body<Operation<P, 'post'>>
-): Promise<Answer<Operation<P, 'post'>>> {
-  return postJSON(endpoint(path, params as object), body);
-}
+  params: Params<Operation<P, M>>,
+  body: Body<Operation<P, M>>
+) => Promise<Answer<Operation<P, M>>>;
 
-export function put<P extends PathsWith<'put'>>(
-  path: P,
-  params: Params<Operation<P, 'put'>>,
-  body: Body<Operation<P, 'put'>>
-): Promise<Answer<Operation<P, 'put'>>> {
-  return sendJSON('PUT', endpoint(path, params as object), body);
-}
+export const post: SendBody<'post'> = (path, params, body) =>
+  postJSON(endpoint(path, params as object), body);
 
-export function patch<P extends PathsWith<'patch'>>(
-  path: P,
-  params: Params<Operation<P, 'patch'>>,
-  body: Body<Operation<P, 'patch'>>
-): Promise<Answer<Operation<P, 'patch'>>> {
-  return sendJSON('PATCH', endpoint(path, params as object), body);
-}
+export const put: SendBody<'put'> = (path, params, body) =>
+  sendJSON('PUT', endpoint(path, params as object), body);
+
+export const patch: SendBody<'patch'> = (path, params, body) =>
+  sendJSON('PATCH', endpoint(path, params as object), body);
 
 function sendJSON<T>(
   method: 'PUT' | 'PATCH',

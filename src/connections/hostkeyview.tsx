@@ -2,7 +2,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { ITestResult, fingerprintMatches, trustNewHostKey } from './hostkey';
-import { ErrorLine, Field, errorText } from '../ui/common';
+import { ErrorLine, Field, Form, errorText } from '../ui/common';
 
 /**
  * A changed host key, inside its profile's row: the refusal with both fingerprints, then — only when the
@@ -81,11 +81,9 @@ function TrustNewKey(props: {
   };
 
   return (
-    <form
-      className="jp-Ranktable-form"
-      aria-label={trans.__('Trust the new host key')}
-      onSubmit={e => {
-        e.preventDefault();
+    <Form
+      label={trans.__('Trust the new host key')}
+      onSubmit={() => {
         if (matches) {
           void trust();
         }
@@ -128,6 +126,6 @@ function TrustNewKey(props: {
           {trans.__('Cancel')}
         </button>
       </div>
-    </form>
+    </Form>
   );
 }

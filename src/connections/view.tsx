@@ -10,8 +10,10 @@ import {
   Badge,
   ErrorLine,
   Field,
+  Form,
   ISectionProps,
   Section,
+  TextInput,
   errorText,
   useModel,
   ItemList
@@ -378,14 +380,7 @@ function ProfileForm(
   const labels = fieldLabels(trans);
 
   return (
-    <form
-      className="jp-Ranktable-form"
-      aria-label={trans.__('New SSH profile')}
-      onSubmit={e => {
-        e.preventDefault();
-        void add();
-      }}
-    >
+    <Form label={trans.__('New SSH profile')} onSubmit={() => void add()}>
       {(Object.keys(EMPTY) as ProfileField[]).map(k => (
         <Field
           key={k}
@@ -393,11 +388,10 @@ function ProfileForm(
           label={labels[k]}
           message={fieldError?.field === k ? fieldError.message : undefined}
         >
-          <input
-            className="jp-mod-styled"
+          <TextInput
             value={form[k]}
             placeholder={PLACEHOLDERS[k] ?? ''}
-            onChange={e => setForm({ ...form, [k]: e.target.value })}
+            onChange={value => setForm({ ...form, [k]: value })}
           />
         </Field>
       ))}
@@ -410,7 +404,7 @@ function ProfileForm(
           {trans.__('Cancel')}
         </button>
       </div>
-    </form>
+    </Form>
   );
 }
 

@@ -5,6 +5,7 @@ import { ForwardsModel, IForward, forwardHref } from './model';
 import {
   ErrorLine,
   Field,
+  Form,
   Section,
   TextField,
   errorText,
@@ -153,14 +154,7 @@ function ForwardForm(
     props;
   const noExecute = useWhyNot('execute');
   return (
-    <form
-      className="jp-Ranktable-form"
-      aria-label={trans.__('New port forward')}
-      onSubmit={e => {
-        e.preventDefault();
-        props.onOpen();
-      }}
-    >
+    <Form label={trans.__('New port forward')} onSubmit={props.onOpen}>
       <Field
         name="forward-profile"
         label={trans.__('Instance')}
@@ -195,6 +189,6 @@ function ForwardForm(
       >
         {trans.__('Forward port')}
       </button>
-    </form>
+    </Form>
   );
 }

@@ -3,6 +3,7 @@ import { Dialog } from '@jupyterlab/apputils';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget } from '@jupyterlab/ui-components';
 
+import { TableHead } from '../ui/common';
 import { useSignal } from '../ui/usesignal';
 import { IRunRef } from './model';
 import { IJobChoice, RunPickerModel, shortAge, shortUid } from './runpicker';
@@ -130,15 +131,15 @@ function RunPicker(props: {
   }
   return (
     <table className="jp-Ranktable-pickTable">
-      <thead>
-        <tr>
-          <th />
-          <th>{trans.__('Name')}</th>
-          <th>{trans.__('Phase')}</th>
-          <th>{trans.__('Run')}</th>
-          <th>{trans.__('Submitted')}</th>
-        </tr>
-      </thead>
+      <TableHead
+        columns={[
+          '',
+          trans.__('Name'),
+          trans.__('Phase'),
+          trans.__('Run'),
+          trans.__('Submitted')
+        ]}
+      />
       <tbody>
         {model.choices.map(job => (
           <JobChoiceRow

@@ -22,45 +22,40 @@ export function useJobs(jobs: JobsModel): void {
   useSignal(jobs.changed, 1000);
 }
 
-/** A lost pool or API: the reason, and when it is tried again; gone by itself on the next data. */
-export function Banner(props: {
+/** What each notice above the jobs list reads. */
+interface INoticeProps {
   jobs: JobsModel;
   trans: TranslationBundle;
-}): JSX.Element | null {
+}
+
+/** A lost pool or API: the reason, and when it is tried again; gone by itself on the next data. */
+export function Banner(props: INoticeProps): JSX.Element | null {
   const { jobs, trans } = props;
   const b = jobs.banner;
   if (!b) {
     return null;
   }
-  const wait = Math.max(0, Math.ceil((b.retryAt - Date.now()) / 1000));
   return (
     <div className="jp-Ranktable-banner" role="alert">
       <strong>{trans.__('Cluster unavailable')}</strong>
       <div className="jp-Ranktable-bannerReason">{b.message}</div>
-      <div className="jp-Ranktable-muted">
-        {wait > 0 ? trans.__('retrying in %1 s', wait) : trans.__('retrying…')}{' '}
-        <button
-          className="jp-Ranktable-link"
-          onClick={() => void jobs.refresh()}
-        >
-          {trans.__('Retry now')}
-        </button>
-      </div>
+      <RetryLine
+        retryAt={b.retryAt}
+        counting={wait => trans.__('retrying in %1 s', wait)}
+        waiting={trans.__('retrying…')}
+        action={trans.__('Retry now')}
+        onAction={() => void jobs.refresh()}
+      />
     </div>
   );
 }
 
 /** The Jupyter server was lost (killed, restarting, unreachable): the list is stale until it is back. */
-export function DisconnectedNotice(props: {
-  jobs: JobsModel;
-  trans: TranslationBundle;
-}): JSX.Element | null {
+export function DisconnectedNotice(props: INoticeProps): JSX.Element | null {
   const { jobs, trans } = props;
   if (!jobs.disconnected) {
     return null;
   }
-  const retryAt = jobs.stream.retryAt;
-  const wait = Math.max(0, Math.ceil((retryAt - Date.now()) / 1000));
   return (
     <div
       className="jp-Ranktable-banner"
@@ -73,23 +68,38 @@ export function DisconnectedNotice(props: {
           'Reconnecting by itself; the jobs below are the last known state, not live.'
         )}
       </div>
-      <div className="jp-Ranktable-muted">
-        {retryAt && wait > 0
-          ? trans.__('next try in %1 s', wait)
-          : trans.__('reconnecting…')}{' '}
-        <button className="jp-Ranktable-link" onClick={() => jobs.reconnect()}>
-          {trans.__('Reconnect now')}
-        </button>
-      </div>
+      <RetryLine
+        retryAt={jobs.stream.retryAt}
+        counting={wait => trans.__('next try in %1 s', wait)}
+        waiting={trans.__('reconnecting…')}
+        action={trans.__('Reconnect now')}
+        onAction={() => jobs.reconnect()}
+      />
+    </div>
+  );
+}
+
+/** A lost connection's next try: the seconds until it (or that it is under way), and a link to try now. */
+function RetryLine(props: {
+  retryAt: number;
+  counting: (seconds: number) => string;
+  waiting: string;
+  action: string;
+  onAction: () => void;
+}): JSX.Element {
+  const wait = Math.max(0, Math.ceil((props.retryAt - Date.now()) / 1000));
+  return (
+    <div className="jp-Ranktable-muted">
+      {wait > 0 ? props.counting(wait) : props.waiting}{' '}
+      <button className="jp-Ranktable-link" onClick={props.onAction}>
+        {props.action}
+      </button>
     </div>
   );
 }
 
 /** The websocket could not be opened (a proxy refusing upgrades): the list is polled, and why. */
-export function PollingNotice(props: {
-  jobs: JobsModel;
-  trans: TranslationBundle;
-}): JSX.Element | null {
+export function PollingNotice(props: INoticeProps): JSX.Element | null {
   const { jobs, trans } = props;
   if (!jobs.polling) {
     return null;

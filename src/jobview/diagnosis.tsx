@@ -2,6 +2,7 @@ import * as React from 'react';
 
 import { IDiagnosis, IJobRunRef, IRankWhere, fetchDiagnosis } from './observe';
 import { usePolled } from '../ui/polled';
+import { TableHead } from '../ui/common';
 
 function where(entry: {
   node_rank: number | null;
@@ -64,15 +65,7 @@ function ErrorsPerRank(props: {
     <details>
       <summary>First error per rank ({props.errors.length})</summary>
       <table className="jp-ranktable-errors">
-        <thead>
-          <tr>
-            <th>Rank</th>
-            <th>Node rank</th>
-            <th>Leaf</th>
-            <th>Time</th>
-            <th>Code</th>
-          </tr>
-        </thead>
+        <TableHead columns={['Rank', 'Node rank', 'Leaf', 'Time', 'Code']} />
         <tbody>
           {props.errors.slice(0, 200).map(e => (
             <tr

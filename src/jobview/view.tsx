@@ -4,7 +4,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget } from '@jupyterlab/ui-components';
 import { stoppedNotice } from '../jobs/settle';
 
-import { ErrorLine, errorText, formatSeconds } from '../ui/common';
+import { ErrorLine, errorText, formatSeconds, TableHead } from '../ui/common';
 import { useSignal } from '../ui/usesignal';
 import { ComparePanel } from './compare';
 import { DiagnosisPanel } from './diagnosis';
@@ -113,18 +113,18 @@ function PodsSection(props: {
       <h3>{trans.__('Pods')}</h3>
       <div className="jp-Ranktable-tableWrap">
         <table className="jp-Ranktable-table jp-Ranktable-pods">
-          <thead>
-            <tr>
-              <th>{trans.__('Pod')}</th>
-              <th>{trans.__('Node')}</th>
-              <th>{trans.__('Leaf')}</th>
-              <th>{trans.__('IP')}</th>
-              <th>{trans.__('Phase')}</th>
-              <th>{trans.__('Restarts')}</th>
-              <th>{trans.__('Last state')}</th>
-              <th>{trans.__('Exit code')}</th>
-            </tr>
-          </thead>
+          <TableHead
+            columns={[
+              trans.__('Pod'),
+              trans.__('Node'),
+              trans.__('Leaf'),
+              trans.__('IP'),
+              trans.__('Phase'),
+              trans.__('Restarts'),
+              trans.__('Last state'),
+              trans.__('Exit code')
+            ]}
+          />
           <tbody>
             {rows.length === 0 && (
               <tr>

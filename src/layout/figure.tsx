@@ -2,6 +2,7 @@ import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import type { components } from '../api/openapi';
+import { TableHead, TextInput } from '../ui/common';
 
 function formatDuration(s: number): string {
   return s < 1 ? `${(s * 1000).toFixed(1)} ms` : `${s.toFixed(2)} s`;
@@ -158,13 +159,7 @@ export function LayoutFigures(props: {
         className="jp-Ranktable-figures"
         aria-label={trans.__('Key figures')}
       >
-        <thead>
-          <tr>
-            <th />
-            <th>{trans.__('given')}</th>
-            <th>{trans.__('planned')}</th>
-          </tr>
-        </thead>
+        <TableHead columns={['', trans.__('given'), trans.__('planned')]} />
         <tbody>
           {r.algorithm && (
             <tr>
@@ -403,11 +398,10 @@ export function TopologyInput(props: {
   return (
     <label className="jp-Ranktable-inline">
       {props.trans.__('Topology file (empty: the cluster’s)')}
-      <input
-        className="jp-mod-styled"
+      <TextInput
         value={props.value}
         placeholder={props.placeholder}
-        onChange={e => props.onChange(e.target.value)}
+        onChange={props.onChange}
       />
     </label>
   );

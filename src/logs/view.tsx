@@ -4,7 +4,7 @@ import { TranslationBundle } from '@jupyterlab/translation';
 import { toCsv } from '../ui/csv';
 import { ILogLine, highlight, isErrorLine, parseRanks } from './lines';
 import { LogsModel } from './model';
-import { ErrorLine, downloadText } from '../ui/common';
+import { ErrorLine, TextInput, downloadText } from '../ui/common';
 import { useSignal } from '../ui/usesignal';
 
 const ROW_HEIGHT = 18;
@@ -212,13 +212,13 @@ function RanksInput(props: {
   return (
     <label className="jp-Ranktable-inline">
       {props.label}
-      <input
+      <TextInput
         className="jp-mod-styled jp-Ranktable-ranks"
         aria-invalid={props.invalid}
         placeholder={props.placeholder}
         title={props.title}
         value={props.value}
-        onChange={e => props.onChange(e.target.value)}
+        onChange={props.onChange}
       />
     </label>
   );

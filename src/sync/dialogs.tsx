@@ -38,12 +38,35 @@ class FormBody<T> extends ReactWidget implements Dialog.IBodyWidget<T> {
   }
 }
 
+/** A dialog holding a small form (`render` draws it from its value): the value when accepted, else null. */
+async function askForm<T>(options: {
+  title: string;
+  accept: string;
+  initial: T;
+  render: (set: (v: T) => void, value: T) => JSX.Element;
+  focusNodeSelector?: string;
+}): Promise<T | null> {
+  const answer = await showDialog({
+    title: options.title,
+    body: new FormBody<T>(options.render, options.initial),
+    buttons: [
+      Dialog.cancelButton(),
+      Dialog.okButton({ label: options.accept })
+    ],
+    focusNodeSelector: options.focusNodeSelector
+  });
+  return answer.button.accept ? answer.value : null;
+}
+
 /** Ask which remote file or folder to download, and where to (in the Jupyter root). */
 export async function askDownload(
   trans: ISectionProps['trans']
 ): Promise<{ remote: string; local: string } | null> {
-  const body = new FormBody<{ remote: string; local: string }>(
-    (set, v) => (
+  const value = await askForm({
+    title: trans.__('Download from the remote'),
+    accept: trans.__('Download'),
+    initial: { remote: '', local: '' },
+    render: (set, v) => (
       <>
         <TextField
           name="download-remote"
@@ -60,19 +83,9 @@ export async function askDownload(
         />
       </>
     ),
-    { remote: '', local: '' }
-  );
-  const answer = await showDialog({
-    title: trans.__('Download from the remote'),
-    body,
-    buttons: [
-      Dialog.cancelButton(),
-      Dialog.okButton({ label: trans.__('Download') })
-    ],
     focusNodeSelector: 'input'
   });
-  const value = answer.value;
-  if (!answer.button.accept || !value?.remote) {
+  if (!value?.remote) {
     return null;
   }
   return { remote: value.remote, local: value.local || value.remote };
@@ -83,8 +96,11 @@ export async function askSyncMode(
   trans: ISectionProps['trans'],
   mode: string
 ): Promise<string | null> {
-  const body = new FormBody<string>(
-    (set, v) => (
+  return askForm({
+    title: trans.__('Sync settings'),
+    accept: trans.__('Save'),
+    initial: mode,
+    render: (set, v) => (
       <Field name="sync-mode" label={trans.__('Automatic upload')}>
         <select
           className="jp-mod-styled"
@@ -98,16 +114,6 @@ export async function askSyncMode(
           ))}
         </select>
       </Field>
-    ),
-    mode
-  );
-  const answer = await showDialog({
-    title: trans.__('Sync settings'),
-    body,
-    buttons: [
-      Dialog.cancelButton(),
-      Dialog.okButton({ label: trans.__('Save') })
-    ]
+    )
   });
-  return answer.button.accept ? answer.value : null;
 }

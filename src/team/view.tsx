@@ -1,6 +1,7 @@
 import * as React from 'react';
 import { TranslationBundle } from '@jupyterlab/translation';
 
+import { TableHead } from '../ui/common';
 import { useSignal } from '../ui/usesignal';
 import { ITeam, TeamModel } from './model';
 import type { IPermissions } from '../permissions/model';
@@ -115,14 +116,14 @@ function TeamJobs(props: {
   const { jobs, trans } = props;
   return (
     <table className="jp-Ranktable-teamJobs" aria-label={trans.__('Team jobs')}>
-      <thead>
-        <tr>
-          <th>{trans.__('Job')}</th>
-          <th>{trans.__('Owner')}</th>
-          <th>{trans.__('Phase')}</th>
-          <th>{trans.__('NPUs')}</th>
-        </tr>
-      </thead>
+      <TableHead
+        columns={[
+          trans.__('Job'),
+          trans.__('Owner'),
+          trans.__('Phase'),
+          trans.__('NPUs')
+        ]}
+      />
       <tbody>
         {jobs.map(j => (
           <tr

@@ -120,6 +120,44 @@ export function Field(props: {
   );
 }
 
+/** A one-line text input bound to a string state; other attributes (the id and aria ones `Field` adds)
+ * pass through to the input. */
+export function TextInput(
+  props: { value: string; onChange: (value: string) => void } & Omit<
+    React.InputHTMLAttributes<HTMLInputElement>,
+    'value' | 'onChange'
+  >
+): JSX.Element {
+  const { onChange, ...rest } = props;
+  return (
+    <input
+      className="jp-mod-styled"
+      {...rest}
+      onChange={e => onChange(e.target.value)}
+    />
+  );
+}
+
+/** A sidebar form: submitting it (Enter, or its submit button) calls `onSubmit` instead of loading a page. */
+export function Form(props: {
+  label: string;
+  onSubmit: () => void;
+  children: React.ReactNode;
+}): JSX.Element {
+  return (
+    <form
+      className="jp-Ranktable-form"
+      aria-label={props.label}
+      onSubmit={e => {
+        e.preventDefault();
+        props.onSubmit();
+      }}
+    >
+      {props.children}
+    </form>
+  );
+}
+
 /** A labelled one-line text input bound to a string state. */
 export function TextField(props: {
   name: string;
@@ -131,13 +169,25 @@ export function TextField(props: {
 }): JSX.Element {
   return (
     <Field name={props.name} label={props.label} hint={props.hint}>
-      <input
-        className="jp-mod-styled"
+      <TextInput
         value={props.value}
         placeholder={props.placeholder}
-        onChange={e => props.onChange(e.target.value)}
+        onChange={props.onChange}
       />
     </Field>
+  );
+}
+
+/** A table's header row: one column heading each ('' for an unlabelled column). */
+export function TableHead(props: { columns: readonly string[] }): JSX.Element {
+  return (
+    <thead>
+      <tr>
+        {props.columns.map((c, i) =>
+          c ? <th key={i}>{c}</th> : <th key={i} />
+        )}
+      </tr>
+    </thead>
   );
 }
 

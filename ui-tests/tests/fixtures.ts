@@ -5,7 +5,11 @@
  */
 import { expect, galata } from '@jupyterlab/galata';
 import type { IJupyterLabPageFixture } from '@jupyterlab/galata';
-import type { APIRequestContext, Locator } from '@playwright/test';
+import type {
+  APIRequestContext,
+  Locator,
+  WorkerFixture
+} from '@playwright/test';
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
@@ -16,7 +20,7 @@ export const STACK = path.resolve(__dirname, '..', '.stack');
 export const PANEL = 'jp-ranktable-panel';
 export const SHOTS = process.env.RANKTABLE_SCREENSHOTS === '1';
 
-/** `test.use(...)` of the workspace tests: a 1440x900 page with JupyterLab's default settings. */
+/** `test.use(...)` of the workspace (and hosted) tests: a 1440x900 page with JupyterLab's default settings. */
 export const WORKSPACE_PAGE = {
   mockSettings: galata.DEFAULT_SETTINGS,
   viewport: { width: 1440, height: 900 }
@@ -172,4 +176,29 @@ export async function withStack<T>(
   await use(JSON.parse(first) as T);
   child.kill('SIGTERM');
   await new Promise(resolve => child.once('exit', resolve));
+}
+
+/** Where `hosted_stack.py` serves: JupyterLab under its base_url behind the proxy (`url`), the proxy's
+ * switch (`control`: POST `allow` or `block` websockets), JupyterLab itself (`lab`) and its switch
+ * (`server`: POST `kill`, SIGKILL, or `start`, same port and state, answering once it serves). */
+export interface IHostedStack {
+  url: string;
+  control: string;
+  lab: string;
+  server: string;
+}
+
+/** The worker fixture serving `hosted_stack.py` for one test file:
+ * `base.extend<object, { hosted: IHostedStack }>({ hosted: hostedStack() })`. A new function each call,
+ * so that each file gets its own stack (Playwright shares a worker between files with the same one). */
+export function hostedStack(): [
+  WorkerFixture<IHostedStack, object>,
+  { scope: 'worker'; timeout: number }
+] {
+  return [
+    async ({}, use) => {
+      await withStack<IHostedStack>('hosted_stack.py', use);
+    },
+    { scope: 'worker', timeout: 240 * 1000 }
+  ];
 }

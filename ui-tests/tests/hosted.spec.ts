@@ -4,30 +4,17 @@
  * updates are unavailable and why, and lists the running job by polling; once the proxy passes
  * websockets the stream opens, the notice goes and the list is live. Debian chromium at 1440x900.
  */
-import { expect, galata, test as base } from '@jupyterlab/galata';
+import { expect, test as base } from '@jupyterlab/galata';
 
-import { openSidebar, withStack } from './fixtures';
+import { hostedStack, openSidebar, WORKSPACE_PAGE } from './fixtures';
+import type { IHostedStack } from './fixtures';
 
-interface IHosted {
-  url: string;
-  control: string;
-}
-
-const test = base.extend<object, { hosted: IHosted }>({
-  hosted: [
-    async ({}, use) => {
-      await withStack<IHosted>('hosted_stack.py', use);
-    },
-    { scope: 'worker', timeout: 240 * 1000 }
-  ],
+const test = base.extend<object, { hosted: IHostedStack }>({
+  hosted: hostedStack(),
   baseURL: async ({ hosted }, use) => use(hosted.url)
 });
 
-test.use({
-  autoGoto: false,
-  mockSettings: galata.DEFAULT_SETTINGS,
-  viewport: { width: 1440, height: 900 }
-});
+test.use({ autoGoto: false, ...WORKSPACE_PAGE });
 
 test('behind a proxy without websockets the Jobs section polls and says so, then goes live', async ({
   page,

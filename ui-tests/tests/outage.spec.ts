@@ -6,54 +6,22 @@
  * polled) and no row is doubled. JupyterLab is `hosted_stack.py`'s, reached directly (no proxy), so the
  * browser meets refused connections as it would; Debian chromium at 1440x900.
  */
-import { expect, galata, test as base } from '@jupyterlab/galata';
+import { expect, test as base } from '@jupyterlab/galata';
 import type { Locator } from '@playwright/test';
-import { ChildProcess, spawn } from 'child_process';
-import * as path from 'path';
-import * as readline from 'readline';
 
-import { openSidebar } from './fixtures';
+import { hostedStack, openSidebar, WORKSPACE_PAGE } from './fixtures';
+import type { IHostedStack } from './fixtures';
 
-interface IStack {
-  /** JupyterLab itself, under its base_url. */
-  lab: string;
-  /** POST `kill` (SIGKILL) or `start` (same port and state; answers once it serves). */
-  server: string;
-}
-
-const test = base.extend<object, { stack: IStack }>({
-  stack: [
-    async ({}, use) => {
-      const child: ChildProcess = spawn(
-        'python',
-        [path.resolve(__dirname, '..', 'hosted_stack.py')],
-        { stdio: ['ignore', 'pipe', 'inherit'] }
-      );
-      const first = await new Promise<string>((resolve, reject) => {
-        const lines = readline.createInterface({ input: child.stdout! });
-        lines.once('line', resolve);
-        child.once('exit', code =>
-          reject(new Error(`hosted_stack.py exited (${code})`))
-        );
-      });
-      await use(JSON.parse(first) as IStack);
-      child.kill('SIGTERM');
-      await new Promise(resolve => child.once('exit', resolve));
-    },
-    { scope: 'worker', timeout: 240 * 1000 }
-  ],
-  baseURL: async ({ stack }, use) => use(stack.lab),
+const test = base.extend<object, { hosted: IHostedStack }>({
+  hosted: hostedStack(),
+  baseURL: async ({ hosted }, use) => use(hosted.lab),
   // galata proxies these APIs through its own requests, which fail while the server is down: not tracked
   kernels: async ({}, use) => use(null),
   sessions: async ({}, use) => use(null),
   terminals: async ({}, use) => use(null)
 });
 
-test.use({
-  autoGoto: false,
-  mockSettings: galata.DEFAULT_SETTINGS,
-  viewport: { width: 1440, height: 900 }
-});
+test.use({ autoGoto: false, ...WORKSPACE_PAGE });
 
 /** The job names of the rows shown, in order. */
 async function rowNames(panel: Locator): Promise<string[]> {
@@ -64,7 +32,7 @@ async function rowNames(panel: Locator): Promise<string[]> {
 
 test('the Jupyter server killed and restarted: the panel says it is reconnecting, then is live again', async ({
   page,
-  stack,
+  hosted,
   request
 }, testInfo) => {
   test.setTimeout(240 * 1000);
@@ -85,7 +53,7 @@ test('the Jupyter server killed and restarted: the panel says it is reconnecting
   await expect(panel.locator('.jp-Ranktable-error')).toHaveCount(0);
   expect(streams).toHaveLength(1);
 
-  const killed = await request.post(stack.server, { data: 'kill' });
+  const killed = await request.post(hosted.server, { data: 'kill' });
   expect(await killed.json()).toEqual({ running: false });
   await expect(notice).toBeVisible({ timeout: 30 * 1000 });
   await expect(notice).toContainText('Disconnected from the Jupyter server');
@@ -108,12 +76,12 @@ test('the Jupyter server killed and restarted: the panel says it is reconnecting
   await expect(jobs.locator('[data-notice="polling"]')).toHaveCount(0);
   await page.screenshot({ path: testInfo.outputPath('disconnected.png') });
 
-  const started = await request.post(stack.server, {
+  const started = await request.post(hosted.server, {
     data: 'start',
     timeout: 200 * 1000
   });
   expect(await started.json()).toEqual({ running: true });
-  const submitted = await request.post(`${stack.lab}/ranktable/jobs`, {
+  const submitted = await request.post(`${hosted.lab}/ranktable/jobs`, {
     data: {
       spec: {
         name: 'after-restart',
