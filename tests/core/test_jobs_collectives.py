@@ -10,7 +10,7 @@ import pytest
 from ranktable.compose.manifests import RANK_TABLE_KEY, compose, spec_from_manifests
 from ranktable.compose.spec import JobSpec, ParallelSpec
 from ranktable.compose.validate import validate_spec
-from ranktable.errors import InputError, NotFoundError, NotReady
+from ranktable.errors import ConflictError, InputError, NotFoundError, NotReady
 from ranktable.usecases.jobs import job_layout
 from ranktable.usecases.layout import query_for_spec
 
@@ -112,11 +112,9 @@ def test_a_running_jobs_layout_uses_the_jobs_own_hccl_algo_and_groups() -> None:
 
 def test_a_layout_asked_while_the_rank_table_initializes_is_not_ready_a_409_to_ask_again() -> None:
     """The Job view's Layout tab opened at submit time: the controller has not filled the table in yet.
-    That is `NotReady` (a 409 the tab retries on), not a final error."""
-    from ranktable.server_ext.errors import status_for
-
+    That is `NotReady` (a 409 the tab retries on: `test_server_bad_input`), not a final error."""
     initializing = '{"status": "initializing", "server_count": "0", "server_list": []}'
     with pytest.raises(NotReady, match="still initializing") as raised:
         job_layout(FakeCluster(spec(), initializing), "llm")  # type: ignore[arg-type]
-    assert status_for(raised.value) == 409
+    assert isinstance(raised.value, ConflictError)
     assert raised.value.fix is not None and "wait-ranktable" in raised.value.fix

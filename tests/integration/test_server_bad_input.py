@@ -288,3 +288,14 @@ async def test_the_stream_refuses_a_plain_request_and_an_undeclared_method_in_js
     wrong = await jp_fetch("ranktable", "stream", method="PUT", body="{}", raise_error=False)
     assert wrong.code == 405 and wrong.headers["Allow"] == "GET"
     assert json.loads(wrong.body)["reason"] == "Method Not Allowed"
+
+
+def test_what_is_not_ready_yet_is_a_409_to_ask_again() -> None:
+    """A rank table still initializing (`NotReady`) is a 409 with its fix: the Job view's Layout tab asks
+    again on a 409 and shows any other error once."""
+    from ranktable.errors import NotReady
+    from ranktable.server_ext.errors import body_for, status_for
+
+    error = NotReady("the rank table of bert is still initializing", where="rt-bert", fix="wait")
+    assert status_for(error) == 409
+    assert body_for(error)["fix"] == "wait" and body_for(error)["field"] == "rt-bert"
